@@ -1,0 +1,30 @@
+"""
+The package's error hierarchy.
+
+Every error raised on purpose by lf_mpc_calib derives from :class:`LFCalibError`, so callers
+(and the ROS nodes) can catch one type. Messages name what was expected and what arrived.
+"""
+
+
+class LFCalibError(Exception):
+    """Base of every error raised by lf_mpc_calib."""
+
+
+class InvalidInputError(LFCalibError, ValueError):
+    """An argument has the wrong shape, type, value range, or contains NaN/inf."""
+
+
+class DetectionError(LFCalibError):
+    """A feature (board, corner, lenslet grid) could not be found in an image."""
+
+
+class DegenerateConfigurationError(LFCalibError):
+    """The data cannot determine the unknowns (e.g. all board poses parallel)."""
+
+
+class ConvergenceError(LFCalibError):
+    """An iterative solver did not converge."""
+
+
+class CalibrationFileError(LFCalibError, ValueError):
+    """A calibration file is missing a key, has another format version, or is malformed."""

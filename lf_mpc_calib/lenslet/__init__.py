@@ -1,0 +1,1 @@
+"""Micro-lens (lenslet) grids, raw -> light-field decoding, micro-image indexing."""

@@ -1,0 +1,116 @@
+"""
+The observation table: one row per ray, the interchange format between feature detection and
+calibration.
+
+CSV columns (header required, extra columns after these are kept only if asked for):
+``pose,point,X,Y,Z,i,j,u,v`` — pose index, board point index, the board point in the board
+frame in metres (Z = 0 for a planar board) and the indexed pixel (i, j, u, v) in the
+convention of :mod:`lf_mpc_calib.model` (conventional: view index from the central view and
+pixel in that view; focused: absolute micro-image centre and raw pixel relative to it).
+"""
+
+import csv
+from dataclasses import dataclass
+
+import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.model import as_points
+
+COLUMNS = ('pose', 'point', 'X', 'Y', 'Z', 'i', 'j', 'u', 'v')
+
+
+@dataclass(frozen=True, eq=False)
+class Observations:
+    """
+    Rays observed of known board points.
+
+    pose (N,) int, point (N,) int, board (N, 3) float metres, ijuv (N, 4) float.
+    """
+
+    pose: np.ndarray
+    point: np.ndarray
+    board: np.ndarray
+    ijuv: np.ndarray
+
+    def __post_init__(self):
+        board = as_points(self.board, 'board', 3)
+        ijuv = as_points(self.ijuv, 'ijuv', 4)
+        n = board.shape[0]
+        pose = np.asarray(self.pose)
+        point = np.asarray(self.point)
+        for name, arr in (('pose', pose), ('point', point)):
+            if arr.shape != (n,):
+                raise InvalidInputError(f'{name} must have shape ({n},), got {arr.shape}')
+            if arr.size and not np.all(np.isfinite(arr.astype(float))):
+                raise InvalidInputError(f'{name} contains NaN or inf')
+            if arr.size and np.any(arr.astype(float) != np.round(arr.astype(float))):
+                raise InvalidInputError(f'{name} must hold integers')
+        if ijuv.shape[0] != n:
+            raise InvalidInputError(
+                f'ijuv must have {n} rows like board, got {ijuv.shape[0]}')
+        object.__setattr__(self, 'board', board)
+        object.__setattr__(self, 'ijuv', ijuv)
+        object.__setattr__(self, 'pose', pose.astype(np.int64))
+        object.__setattr__(self, 'point', point.astype(np.int64))
+
+    def __len__(self):
+        return self.board.shape[0]
+
+    @property
+    def pose_ids(self):
+        """Sorted distinct pose indices (P,)."""
+        return np.unique(self.pose)
+
+    def select(self, mask):
+        """Return the rows where ``mask`` (N,) bool (or an index array) holds."""
+        return Observations(self.pose[mask], self.point[mask], self.board[mask], self.ijuv[mask])
+
+    @classmethod
+    def concatenate(cls, parts):
+        """Stack several tables (same convention) into one."""
+        parts = list(parts)
+        if not parts:
+            raise InvalidInputError('need at least one observation table to concatenate')
+        return cls(np.concatenate([p.pose for p in parts]),
+                   np.concatenate([p.point for p in parts]),
+                   np.concatenate([p.board for p in parts]),
+                   np.concatenate([p.ijuv for p in parts]))
+
+
+def write_observations(path, obs):
+    """Write ``obs`` as CSV with the header ``pose,point,X,Y,Z,i,j,u,v``."""
+    with open(path, 'w', newline='') as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        for k in range(len(obs)):
+            w.writerow([int(obs.pose[k]), int(obs.point[k])]
+                       + [repr(float(x)) for x in obs.board[k]]
+                       + [repr(float(x)) for x in obs.ijuv[k]])
+
+
+def read_observations(path):
+    """Read a CSV written by :func:`write_observations` (or any tool using its columns)."""
+    with open(path, newline='') as f:
+        reader = csv.reader(f)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise InvalidInputError(f'{path}: empty file, expected a header {COLUMNS}') from None
+        if tuple(header[:len(COLUMNS)]) != COLUMNS:
+            raise InvalidInputError(
+                f'{path}: header must start with {",".join(COLUMNS)}, got {",".join(header)}')
+        rows = []
+        for line_no, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            try:
+                rows.append([float(x) for x in row[:len(COLUMNS)]])
+            except ValueError:
+                raise InvalidInputError(
+                    f'{path}:{line_no}: expected {len(COLUMNS)} numbers, got {row}') from None
+            if len(rows[-1]) != len(COLUMNS):
+                raise InvalidInputError(
+                    f'{path}:{line_no}: expected {len(COLUMNS)} columns, got {len(row)}')
+    a = np.array(rows, dtype=float).reshape(-1, len(COLUMNS))
+    return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9])
