@@ -1,0 +1,49 @@
+"""
+The ``lf-mpc-calib`` command.
+
+Each subcommand lives in its own module of this package and defines
+``register(subparsers)`` which adds its parser and sets ``func=run`` (a callable taking the
+parsed arguments and returning an exit code). Add a module name to SUBCOMMANDS to expose it.
+"""
+
+import argparse
+import importlib
+import sys
+
+from lf_mpc_calib import __version__
+from lf_mpc_calib.errors import LFCalibError
+
+SUBCOMMANDS = (
+)
+
+
+def build_parser():
+    """Return the top-level argument parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog='lf-mpc-calib',
+        description='Calibrate light-field cameras with the multi-projection-center model.')
+    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
+    sub = parser.add_subparsers(dest='command', metavar='COMMAND')
+    for name in SUBCOMMANDS:
+        importlib.import_module(f'lf_mpc_calib.cli.{name}').register(sub)
+    return parser
+
+
+def main(argv=None):
+    """Entry point of the console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, 'func', None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except LFCalibError as exc:
+        print(f'lf-mpc-calib {args.command}: error: {exc}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == '__main__':
+    sys.exit(main())
