@@ -1,0 +1,1 @@
+"""Features for calibration: checkerboard corners across views or micro-images -> observations."""

@@ -1,0 +1,1 @@
+"""Simulated light-field cameras: the observation-level simulator and the optics-based raw renderer."""
