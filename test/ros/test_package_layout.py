@@ -1,0 +1,92 @@
+"""
+The ROS-workspace path: package.xml, setup.py and what `colcon build` installs.
+
+CI has no ROS install, but colcon-core and colcon-ros come from PyPI, so the ament_python build
+and the installed layout (what `ros2 run` and launch files rely on) are checked here.
+"""
+
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import lf_mpc_calib
+
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTABLES = ('lf-mpc-calib', 'calibration_node', 'decode_node', 'sim_camera_node')
+RUN_DEPENDS = ('rclpy', 'sensor_msgs', 'geometry_msgs', 'std_msgs', 'std_srvs', 'tf2_msgs',
+               'python3-numpy', 'python3-scipy', 'python3-opencv', 'python3-yaml',
+               'python3-matplotlib')
+
+
+def test_package_xml_declares_dependencies():
+    catkin_pkg = pytest.importorskip('catkin_pkg.package')
+    package = catkin_pkg.parse_package(str(ROOT / 'package.xml'))
+    assert package.name == 'lf_mpc_calib'
+    assert package.package_format == 3
+    assert package.version == lf_mpc_calib.__version__
+    assert package.get_build_type() == 'ament_python'
+    exec_depends = {d.name for d in package.exec_depends}
+    missing = sorted(set(RUN_DEPENDS) - exec_depends)
+    assert not missing, f'package.xml lacks exec_depend {missing}'
+    assert 'python3-pytest' in {d.name for d in package.test_depends}
+
+
+def _colcon():
+    exe = Path(sys.executable).parent / 'colcon'
+    if exe.exists():
+        return str(exe)
+    found = shutil.which('colcon')
+    if not found:
+        pytest.skip('colcon is not installed (scripts/setup.sh installs it)')
+    return found
+
+
+@pytest.fixture(scope='module')
+def colcon_install(tmp_path_factory):
+    base = tmp_path_factory.mktemp('colcon')
+    env = dict(os.environ, COLCON_HOME=str(base / 'colcon_home'), PYTHONDONTWRITEBYTECODE='1')
+    cmd = [_colcon(), '--log-base', str(base / 'log'), 'build',
+           '--base-paths', str(ROOT), '--packages-select', 'lf_mpc_calib',
+           '--build-base', str(base / 'build'), '--install-base', str(base / 'install'),
+           '--event-handlers', 'console_direct-']
+    proc = subprocess.run(cmd, cwd=base, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f'colcon build failed:\n{proc.stdout}\n{proc.stderr}'
+    return base / 'install' / 'lf_mpc_calib'
+
+
+def test_colcon_build_installs_executables_in_lib(colcon_install):
+    for name in EXECUTABLES:
+        exe = colcon_install / 'lib' / 'lf_mpc_calib' / name
+        assert exe.is_file() and os.access(exe, os.X_OK), f'{exe} missing or not executable'
+        assert not (colcon_install / 'bin' / name).exists(), f'{name} must not be in bin/'
+
+
+def test_colcon_build_installs_share_files(colcon_install):
+    share = colcon_install / 'share'
+    assert (share / 'ament_index' / 'resource_index' / 'packages' / 'lf_mpc_calib').is_file()
+    assert (share / 'lf_mpc_calib' / 'package.xml').read_text() == \
+        (ROOT / 'package.xml').read_text()
+    for pattern, folder in (('launch/*.launch.py', 'launch'), ('config/*.yaml', 'config')):
+        for source in ROOT.glob(pattern):
+            assert (share / 'lf_mpc_calib' / folder / source.name).is_file(), \
+                f'{source.name} not installed to share/lf_mpc_calib/{folder}'
+
+
+def test_colcon_build_installs_python_package_without_tests(colcon_install):
+    site = list(colcon_install.glob('lib/python3*/site-packages'))
+    assert len(site) == 1, f'expected one site-packages, got {site}'
+    assert (site[0] / 'lf_mpc_calib' / '__init__.py').is_file()
+    assert (site[0] / 'lf_mpc_calib' / 'ros' / '__init__.py').is_file()
+    assert not (site[0] / 'test').exists()
+
+
+def test_venv_console_scripts_on_path():
+    bindir = Path(sys.executable).parent
+    if not (bindir / 'activate').exists():
+        pytest.skip('not running inside a venv')
+    for name in EXECUTABLES:
+        assert (bindir / name).is_file(), f'{name} is not in {bindir}'
