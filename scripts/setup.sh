@@ -143,7 +143,7 @@ log "checking imports and a publish/subscribe round trip over DDS"
 for exe in lf-mpc-calib calibration_node decode_node sim_camera_node; do
   [[ -x "$VENV/bin/$exe" ]] || die "console script $exe missing from $VENV/bin"
 done
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_DOMAIN_ID="$(( ($$ % 100) + 101 ))" \
+ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_DOMAIN_ID="$(( $$ % 100 + 1 ))" \
   "$PY" - <<'EOF' || die "the venv cannot publish/subscribe over DDS"
 import time
 

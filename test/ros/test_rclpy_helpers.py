@@ -1,5 +1,8 @@
 """The rclpy test helpers: a real publish/subscribe and service round trip over DDS."""
 
+import subprocess
+import sys
+
 import pytest
 
 pytest.importorskip('rclpy')
@@ -39,3 +42,28 @@ def test_helpers_call_service(ros_node, ros_executor):
 
 def test_helpers_spin_until_times_out(ros_executor):
     assert spin_until(ros_executor, lambda: False, timeout_sec=0.2) is False
+
+
+PUBLISHER_SCRIPT = '''
+import rclpy
+from std_msgs.msg import String
+rclpy.init()
+node = rclpy.create_node('helpers_other_process')
+pub = node.create_publisher(String, 'helpers_cross_process', 10)
+node.create_timer(0.05, lambda: pub.publish(String(data='from another process')))
+try:
+    rclpy.spin(node)
+except BaseException:
+    pass
+'''
+
+
+def test_helpers_cross_process_pubsub(ros_node, ros_executor):
+    """Another process on this ROS_DOMAIN_ID reaches us over DDS with LOCALHOST discovery."""
+    collector = MessageCollector(ros_node, std_msgs.String, 'helpers_cross_process')
+    proc = subprocess.Popen([sys.executable, '-c', PUBLISHER_SCRIPT])
+    try:
+        assert collector.wait(ros_executor, count=1)[0].data == 'from another process'
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
