@@ -1,0 +1,252 @@
+"""
+The calibration file: a versioned YAML document (DESIGN.md "The calibration file").
+
+Layout (format_version 1)::
+
+    format_version: 1
+    camera_type: conventional | focused
+    intrinsics: {k_i, k_j, k_u, k_v, u_0, v_0}
+    distortion: {k_1, k_2, k_3, k_4}
+    stddev: {k_i: .., ..., k_4: ..}          # 1-sigma from the final Jacobian; 0 for fixed ones
+    errors: {rms_reprojection_px, rms_ray_reprojection_mm}
+    poses:                                   # board -> optical (camera) frame
+      - {rotation_vector: [rx, ry, rz], translation_m: [tx, ty, tz]}
+    views: {i: [min, max], j: [min, max]}    # the range of (i, j) used by the calibration:
+                                             # view indices (conventional) or micro-image
+                                             # centres in raw pixels (focused); null if unknown
+    image_size: [width, height]              # of one view (conventional) or the raw image
+                                             # (focused); null if unknown
+    lenslet_grid: {...} | null               # LensletGrid.to_dict(), for decoding raw frames
+    frames: {optical: <camera>_optical_frame, board_prefix: <camera>_board_}
+    software: {name: lf_mpc_calib, version: .., date: ISO 8601}
+
+Every number is written as a plain Python float (``yaml.safe_dump``). Reading a file of another
+format version, or one lacking a key, raises :class:`CalibrationFileError` naming the key.
+"""
+
+from dataclasses import dataclass, field
+import datetime
+
+import numpy as np
+import yaml
+
+from lf_mpc_calib import __version__
+from lf_mpc_calib.errors import CalibrationFileError, LFCalibError
+from lf_mpc_calib.lenslet.grid import LensletGrid
+from lf_mpc_calib.model import DISTORTION_NAMES, INTRINSIC_NAMES, MPCModel, PARAMETER_NAMES
+
+FORMAT_VERSION = 1
+CAMERA_TYPES = ('conventional', 'focused')
+ERROR_KEYS = ('rms_reprojection_px', 'rms_ray_reprojection_mm')
+REQUIRED_KEYS = ('format_version', 'camera_type', 'intrinsics', 'distortion', 'stddev',
+                 'errors', 'poses', 'views', 'image_size', 'lenslet_grid', 'frames', 'software')
+
+
+def default_frames(camera='camera'):
+    """Return the frame ids {optical: <camera>_optical_frame, board_prefix: <camera>_board_}."""
+    return {'optical': f'{camera}_optical_frame', 'board_prefix': f'{camera}_board_'}
+
+
+def _software():
+    return {'name': 'lf_mpc_calib', 'version': __version__,
+            'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}
+
+
+@dataclass(frozen=True, eq=False)
+class CalibrationFile:
+    """
+    The content of a calibration file.
+
+    model MPCModel; stddev {name: float} over PARAMETER_NAMES; errors {rms_reprojection_px,
+    rms_ray_reprojection_mm}; rotation_vectors (P, 3) and translations (P, 3) in metres
+    (board -> camera); views {'i': [min, max], 'j': [min, max]} or None; image_size
+    (width, height) or None; lenslet_grid LensletGrid or None; frames {optical, board_prefix};
+    software {name, version, date}.
+    """
+
+    camera_type: str
+    model: MPCModel
+    stddev: dict
+    errors: dict
+    rotation_vectors: np.ndarray
+    translations: np.ndarray
+    views: dict = None
+    image_size: tuple = None
+    lenslet_grid: LensletGrid = None
+    frames: dict = field(default_factory=default_frames)
+    software: dict = field(default_factory=_software)
+    format_version: int = FORMAT_VERSION
+
+    def __post_init__(self):
+        if self.camera_type not in CAMERA_TYPES:
+            raise CalibrationFileError(
+                f'camera_type must be one of {CAMERA_TYPES}, got {self.camera_type!r}')
+        if not isinstance(self.model, MPCModel):
+            raise CalibrationFileError(f'model must be an MPCModel, got {type(self.model)}')
+        rv = np.asarray(self.rotation_vectors, dtype=float).reshape(-1, 3) \
+            if np.size(self.rotation_vectors) else np.zeros((0, 3))
+        tr = np.asarray(self.translations, dtype=float).reshape(-1, 3) \
+            if np.size(self.translations) else np.zeros((0, 3))
+        if rv.shape != tr.shape:
+            raise CalibrationFileError(
+                f'rotation_vectors {rv.shape} and translations {tr.shape} must both be (P, 3)')
+        object.__setattr__(self, 'rotation_vectors', rv)
+        object.__setattr__(self, 'translations', tr)
+        stddev = {n: float(self.stddev.get(n, 0.0)) for n in PARAMETER_NAMES}
+        object.__setattr__(self, 'stddev', stddev)
+        missing = [k for k in ERROR_KEYS if k not in self.errors]
+        if missing:
+            raise CalibrationFileError(f'errors lack {missing}; expected {ERROR_KEYS}')
+        object.__setattr__(self, 'errors', {k: float(self.errors[k]) for k in ERROR_KEYS})
+        if self.image_size is not None:
+            size = tuple(int(x) for x in self.image_size)
+            if len(size) != 2:
+                raise CalibrationFileError(
+                    f'image_size must be (width, height), got {self.image_size!r}')
+            object.__setattr__(self, 'image_size', size)
+        if self.views is not None:
+            object.__setattr__(self, 'views', _check_views(self.views))
+
+    @property
+    def num_poses(self):
+        """Number of board poses P."""
+        return self.rotation_vectors.shape[0]
+
+    @classmethod
+    def from_result(cls, result, *, camera_type, image_size=None, lenslet_grid=None,
+                    camera='camera', views=None):
+        """
+        Build from a :class:`~lf_mpc_calib.calibration.CalibrationResult`.
+
+        ``views`` defaults to the (i, j) range of ``result.view_ids`` (V, 2).
+        """
+        if views is None:
+            view_ids = np.asarray(getattr(result, 'view_ids', np.zeros((0, 2))), dtype=float)
+            views = views_from_ids(view_ids) if view_ids.size else None
+        return cls(camera_type=camera_type, model=result.model, stddev=dict(result.stddev),
+                   errors={'rms_reprojection_px': result.rms_reprojection_px,
+                           'rms_ray_reprojection_mm': result.rms_ray_reprojection_mm},
+                   rotation_vectors=result.rotation_vectors, translations=result.translations,
+                   views=views, image_size=image_size, lenslet_grid=lenslet_grid,
+                   frames=default_frames(camera))
+
+    def to_dict(self):
+        """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
+        return {
+            'format_version': int(self.format_version),
+            'camera_type': self.camera_type,
+            'intrinsics': self.model.intrinsics_dict(),
+            'distortion': self.model.distortion_dict(),
+            'stddev': {n: float(self.stddev[n]) for n in PARAMETER_NAMES},
+            'errors': {k: float(self.errors[k]) for k in ERROR_KEYS},
+            'poses': [{'rotation_vector': [float(x) for x in r],
+                       'translation_m': [float(x) for x in t]}
+                      for r, t in zip(self.rotation_vectors, self.translations)],
+            'views': None if self.views is None else {
+                k: [float(x) for x in v] for k, v in self.views.items()},
+            'image_size': None if self.image_size is None else [int(x) for x in self.image_size],
+            'lenslet_grid': None if self.lenslet_grid is None else self.lenslet_grid.to_dict(),
+            'frames': {k: str(v) for k, v in self.frames.items()},
+            'software': {k: str(v) for k, v in self.software.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict`; raises CalibrationFileError naming a missing key."""
+        if not isinstance(d, dict):
+            raise CalibrationFileError(
+                f'calibration file must be a mapping at top level, got {type(d).__name__}')
+        if 'format_version' not in d:
+            raise CalibrationFileError("calibration file lacks key 'format_version'")
+        if d['format_version'] != FORMAT_VERSION:
+            raise CalibrationFileError(
+                f'format_version must be {FORMAT_VERSION}, got {d["format_version"]!r}')
+        for key in REQUIRED_KEYS:
+            if key not in d:
+                raise CalibrationFileError(f'calibration file lacks key {key!r}')
+        _require(d, 'intrinsics', INTRINSIC_NAMES)
+        _require(d, 'distortion', DISTORTION_NAMES)
+        _require(d, 'stddev', PARAMETER_NAMES)
+        _require(d, 'errors', ERROR_KEYS)
+        _require(d, 'frames', ('optical', 'board_prefix'))
+        try:
+            model = MPCModel.from_dict(d['intrinsics'], d['distortion'])
+            poses = d['poses'] or []
+            for n, p in enumerate(poses):
+                for key in ('rotation_vector', 'translation_m'):
+                    if not isinstance(p, dict) or key not in p:
+                        raise CalibrationFileError(f'poses[{n}] lacks key {key!r}')
+            rv = np.array([p['rotation_vector'] for p in poses], dtype=float).reshape(-1, 3)
+            tr = np.array([p['translation_m'] for p in poses], dtype=float).reshape(-1, 3)
+            grid = None if d['lenslet_grid'] is None else LensletGrid.from_dict(d['lenslet_grid'])
+            return cls(camera_type=d['camera_type'], model=model, stddev=d['stddev'],
+                       errors=d['errors'], rotation_vectors=rv, translations=tr,
+                       views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
+                       frames=dict(d['frames']), software=dict(d['software']),
+                       format_version=d['format_version'])
+        except CalibrationFileError:
+            raise
+        except (LFCalibError, ValueError, TypeError) as exc:
+            raise CalibrationFileError(f'malformed calibration file: {exc}') from exc
+
+
+def _require(d, key, names):
+    sub = d[key]
+    if not isinstance(sub, dict):
+        raise CalibrationFileError(f'{key} must be a mapping with keys {names}, got {sub!r}')
+    for name in names:
+        if name not in sub:
+            raise CalibrationFileError(f'calibration file lacks key {key}.{name}')
+
+
+def _check_views(views):
+    if not isinstance(views, dict) or set(views) != {'i', 'j'}:
+        raise CalibrationFileError(
+            f"views must be {{'i': [min, max], 'j': [min, max]}}, got {views!r}")
+    out = {}
+    for k in ('i', 'j'):
+        v = [float(x) for x in views[k]]
+        if len(v) != 2:
+            raise CalibrationFileError(f'views.{k} must be [min, max], got {views[k]!r}')
+        out[k] = v
+    return out
+
+
+def views_from_ids(view_ids):
+    """Return ``{'i': [min, max], 'j': [min, max]}`` of view ids (V, 2)."""
+    ids = np.asarray(view_ids, dtype=float).reshape(-1, 2)
+    return {'i': [float(ids[:, 0].min()), float(ids[:, 0].max())],
+            'j': [float(ids[:, 1].min()), float(ids[:, 1].max())]}
+
+
+def dumps(cal):
+    """Return the YAML text of ``cal`` (what the ROS node publishes as std_msgs/String)."""
+    return yaml.safe_dump(cal.to_dict(), sort_keys=False, default_flow_style=None)
+
+
+def loads(text):
+    """Parse YAML text written by :func:`dumps` into a CalibrationFile."""
+    try:
+        d = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CalibrationFileError(f'calibration file is not valid YAML: {exc}') from exc
+    return CalibrationFile.from_dict(d)
+
+
+def save_calibration(path, cal):
+    """Write ``cal`` to ``path`` as YAML."""
+    with open(path, 'w') as f:
+        f.write(dumps(cal))
+
+
+def load_calibration(path):
+    """Read a calibration file; raises CalibrationFileError naming a missing key or version."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as exc:
+        raise CalibrationFileError(f'cannot read calibration file {path}: {exc}') from exc
+    try:
+        return loads(text)
+    except CalibrationFileError as exc:
+        raise CalibrationFileError(f'{path}: {exc}') from exc
