@@ -1,0 +1,115 @@
+"""
+Checkerboard calibration targets.
+
+Board frame (DESIGN.md, OpenCV's convention): origin at the first inner corner, x along the
+columns, y along the rows, z into the board. Inner corner (row, col) has the point index
+``row * cols + col`` and lies at (col * square, row * square, 0).
+
+Squares: the board has (cols + 1) x (rows + 1) squares; square (a, b) covers
+X in [(a - 1) square, a square], Y in [(b - 1) square, b square] for a = 0..cols, b = 0..rows.
+``first_square`` is the colour of square (0, 0), the outer square diagonally before corner 0;
+square (a, b) has that colour when a + b is even. Knowing it lets a detector tell a board
+from the same board rotated by 180 degrees (when cols + rows is odd) and from a board whose
+corners are labelled one square off (always).
+"""
+
+from dataclasses import dataclass
+import re
+
+import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
+
+COLOURS = ('black', 'white')
+
+
+@dataclass(frozen=True, eq=False)
+class Checkerboard:
+    """
+    A planar checkerboard of ``cols`` x ``rows`` inner corners, ``square`` metres apart.
+
+    first_square: 'black' | 'white', the colour of the outer square before corner 0.
+    """
+
+    cols: int
+    rows: int
+    square: float
+    first_square: str = 'black'
+
+    def __post_init__(self):
+        for name in ('cols', 'rows'):
+            value = getattr(self, name)
+            if int(value) != value or int(value) < 2:
+                raise InvalidInputError(
+                    f'{name} must be an integer number of inner corners >= 2, got {value!r}')
+            object.__setattr__(self, name, int(value))
+        try:
+            square = float(self.square)
+        except (TypeError, ValueError):
+            raise InvalidInputError(
+                f'square must be a length in metres, got {self.square!r}') from None
+        if not (np.isfinite(square) and square > 0):
+            raise InvalidInputError(f'square must be a positive length in metres, got {square}')
+        object.__setattr__(self, 'square', square)
+        if self.first_square not in COLOURS:
+            raise InvalidInputError(
+                f'first_square must be one of {COLOURS}, got {self.first_square!r}')
+
+    @classmethod
+    def from_spec(cls, spec, square, *, first_square='black'):
+        """Build from a ``'COLSxROWS'`` string (inner corners) and the square size in metres."""
+        m = re.fullmatch(r'\s*(\d+)\s*[xX*,]\s*(\d+)\s*', str(spec))
+        if not m:
+            raise InvalidInputError(
+                f'board must be given as COLSxROWS inner corners (e.g. 8x6), got {spec!r}')
+        return cls(int(m.group(1)), int(m.group(2)), square, first_square)
+
+    @property
+    def pattern_size(self):
+        """(cols, rows): OpenCV's patternSize."""
+        return (self.cols, self.rows)
+
+    @property
+    def n_points(self):
+        """Number of inner corners, cols * rows."""
+        return self.cols * self.rows
+
+    @property
+    def symmetric(self):
+        """True when a 180-degree rotation maps the square colours onto themselves."""
+        return (self.cols + self.rows) % 2 == 0
+
+    def points(self):
+        """Board points (cols*rows, 3) in metres, index row * cols + col, z = 0."""
+        r, c = np.mgrid[0:self.rows, 0:self.cols]
+        return np.column_stack([c.ravel() * self.square, r.ravel() * self.square,
+                                np.zeros(self.n_points)])
+
+    def point_rc(self, index):
+        """Point indices (N,) -> (row, col) (N, 2)."""
+        index = np.asarray(index, dtype=np.int64)
+        return np.column_stack([index // self.cols, index % self.cols])
+
+    def is_black(self, xy):
+        """Board-frame points (N, 2) metres -> (N,) bool: the square there is black."""
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        a = np.floor(xy[:, 0] / self.square).astype(np.int64) + 1
+        b = np.floor(xy[:, 1] / self.square).astype(np.int64) + 1
+        even = (a + b) % 2 == 0
+        return even if self.first_square == 'black' else ~even
+
+    def to_dict(self):
+        """Plain mapping {cols, rows, square, first_square}."""
+        return {'cols': self.cols, 'rows': self.rows, 'square': self.square,
+                'first_square': self.first_square}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict`; accepts ``square_m`` for ``square``."""
+        for key in ('cols', 'rows'):
+            if key not in d:
+                raise InvalidInputError(f'board lacks key {key!r}; expected cols, rows, square')
+        square = d.get('square', d.get('square_m'))
+        if square is None:
+            raise InvalidInputError('board lacks key \'square\' (metres)')
+        return cls(d['cols'], d['rows'], square, d.get('first_square', 'black'))

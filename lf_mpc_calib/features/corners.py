@@ -1,0 +1,381 @@
+"""
+Checkerboard corners across the sub-aperture views of a conventional light-field camera.
+
+1. The board is found in the central view with OpenCV's ``findChessboardCornersSB`` (views of
+   a Lytro are ~330 px, so small views are upsampled first).
+2. The labelling is made unambiguous: among the proper relabellings of the corner grid
+   (identity and 180 degrees; also +-90 degrees for square boards) only those whose square
+   colours match ``board.first_square`` are kept — this rejects a grid found one square off —
+   and of those the one whose board x axis points most to the image's right wins, so
+   symmetric boards are labelled the same way in every pose.
+3. Every corner is refined with ``cornerSubPix`` in every usable view, views taken ring by
+   ring outwards from the centre. The seed comes from the MPC model: a board point moves
+   linearly across views (NOTES §1: u = u_c + a i + b j, v = v_c + c i + d j), so each
+   corner's line is fitted to the views found so far and predicts the next ring.
+4. A robust line fit per corner drops the views inconsistent with it (that corner only).
+
+Views are taken from a decoded light field: ``views`` (n_j, n_i, rows, cols) indexed
+[j_index, i_index, v, u], ``i_values`` (n_i,), ``j_values`` (n_j,) view indices relative to
+the central view, ``valid`` (n_j, n_i), and ``ijuv_of(j_index, i_index, uv (N, 2)) -> (N, 4)``.
+"""
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.features.interface import Detection
+from lf_mpc_calib.observations import Observations
+
+
+@dataclass(frozen=True, eq=False)
+class CornerOptions:
+    """
+    Options of the corner detector.
+
+    min_view_size: views smaller than this (pixels, shorter side) are upsampled for the
+    board search; window: cornerSubPix half window in pixels (None: from the corner spacing);
+    max_step: largest move (px) of a refined corner from its prediction;
+    line_threshold: residual (px) from a corner's line beyond which a view is dropped
+    (the threshold is max(line_threshold, 4 robust sigmas)); min_views: fewest views a
+    corner needs to be kept; min_contrast: least contrast (fraction of the central view's)
+    for a view to be used; colour_check: match square colours with ``board.first_square``;
+    subpix_upsample: views are upsampled by this factor for cornerSubPix (2 halves its
+    pixel-phase bias on small blurred views).
+    """
+
+    min_view_size: int = 480
+    window: int = None
+    max_step: float = 1.5
+    line_threshold: float = 0.3
+    min_views: int = 4
+    min_contrast: float = 0.25
+    colour_check: bool = True
+    subpix_upsample: int = 2
+
+
+def _as_uint8(img):
+    """Stretch a float image to uint8 between its 0.5 and 99.5 percentiles."""
+    lo, hi = np.percentile(img, (0.5, 99.5))
+    if hi <= lo:
+        hi = lo + 1e-6
+    return np.clip((img - lo) * (255.0 / (hi - lo)), 0, 255).astype(np.uint8)
+
+
+def find_board(image, board, *, min_size=480):
+    """
+    Find the board's inner corners in one 2-D image with findChessboardCornersSB.
+
+    Returns (rows, cols, 2) pixels in OpenCV's (unresolved) order; raises DetectionError.
+    """
+    img = np.asarray(image, dtype=np.float32)
+    if img.ndim != 2:
+        raise InvalidInputError(f'image must be 2-D (rows, cols), got shape {img.shape}')
+    u8 = _as_uint8(img)
+    factor = int(np.clip(np.ceil(min_size / min(u8.shape)), 1, 4))
+    if factor > 1:
+        u8 = cv2.resize(u8, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
+    found, corners = False, None
+    for flags in (cv2.CALIB_CB_NORMALIZE_IMAGE,
+                  cv2.CALIB_CB_NORMALIZE_IMAGE | cv2.CALIB_CB_EXHAUSTIVE):
+        found, corners = cv2.findChessboardCornersSB(u8, board.pattern_size, flags=flags)
+        if found:
+            break
+    if not found:
+        raise DetectionError(
+            f'no checkerboard of {board.cols}x{board.rows} inner corners found in the '
+            f'central view ({img.shape[1]}x{img.shape[0]} px)')
+    uv = (corners.reshape(-1, 2).astype(float) + 0.5) / factor - 0.5
+    return uv.reshape(board.rows, board.cols, 2)
+
+
+def _sample(img, uv):
+    """Bilinear samples of img at uv (N, 2) (3x3 box-averaged), NaN outside."""
+    h, w = img.shape
+    blurred = cv2.blur(img, (3, 3))
+    u, v = uv[:, 0], uv[:, 1]
+    ok = (u >= 0) & (v >= 0) & (u <= w - 1) & (v <= h - 1)
+    out = np.full(len(uv), np.nan)
+    u0 = np.clip(np.floor(u[ok]).astype(int), 0, w - 2)
+    v0 = np.clip(np.floor(v[ok]).astype(int), 0, h - 2)
+    fu, fv = u[ok] - u0, v[ok] - v0
+    out[ok] = (blurred[v0, u0] * (1 - fu) * (1 - fv) + blurred[v0, u0 + 1] * fu * (1 - fv)
+               + blurred[v0 + 1, u0] * (1 - fu) * fv + blurred[v0 + 1, u0 + 1] * fu * fv)
+    return out
+
+
+def _relabellings(grid, board):
+    """Proper relabellings of a (rows, cols, 2) grid: identity, 180 deg, (+-90 if square)."""
+    # Make the labelling right-handed first: board x to board y turns clockwise on screen
+    # (image y down), as for a board seen from the front with z pointing into it.
+    dx = np.nanmean(grid[:, 1:] - grid[:, :-1], axis=(0, 1))
+    dy = np.nanmean(grid[1:] - grid[:-1], axis=(0, 1))
+    if dx[0] * dy[1] - dx[1] * dy[0] < 0:
+        grid = grid[:, ::-1]
+    out = [grid, grid[::-1, ::-1]]
+    if board.cols == board.rows:
+        rot = np.transpose(grid, (1, 0, 2))[:, ::-1]
+        out += [rot, rot[::-1, ::-1]]
+    return out
+
+
+def resolve_orientation(image, grid, board, *, colour_check=True):
+    """
+    Label a detected (rows, cols, 2) corner grid consistently with ``board``.
+
+    Returns the relabelled grid; raises DetectionError when the square colours match no
+    proper labelling (a grid one square off, or the wrong ``first_square``).
+    """
+    img = np.asarray(image, dtype=np.float32)
+    candidates = _relabellings(grid, board)
+    if colour_check:
+        kept = []
+        rr, cc = np.mgrid[0:board.rows - 1, 0:board.cols - 1]
+        black_expected = ((rr + cc) % 2 == 0) == (board.first_square == 'black')
+        contrasts = []
+        for g in candidates:
+            centres = 0.25 * (g[:-1, :-1] + g[:-1, 1:] + g[1:, :-1] + g[1:, 1:])
+            vals = _sample(img, centres.reshape(-1, 2)).reshape(rr.shape)
+            dark = np.nanmedian(vals[black_expected])
+            light = np.nanmedian(vals[~black_expected])
+            spread = np.nanmax(vals) - np.nanmin(vals)
+            contrast = (light - dark) / spread if spread > 0 else 0.0
+            contrasts.append(contrast)
+            if contrast > 0.5:
+                kept.append(g)
+        if not kept:
+            raise DetectionError(
+                f'square colours do not match the board (first_square={board.first_square!r},'
+                f' colour contrast of the labellings {np.round(contrasts, 2).tolist()}): the '
+                'corners found may be one square off or the board is not the one given')
+        candidates = kept
+    best, score = None, -np.inf
+    for g in candidates:
+        dx = np.nanmean(g[:, 1:] - g[:, :-1], axis=(0, 1))
+        dy = np.nanmean(g[1:] - g[:-1], axis=(0, 1))
+        s = dx[0] / np.hypot(*dx) + 1e-3 * dy[1] / np.hypot(*dy)
+        if s > score:
+            best, score = g, s
+    return best
+
+
+def _window_for(grid, window):
+    if window is not None:
+        return int(window)
+    spacing = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
+                              np.linalg.norm(grid[1:] - grid[:-1], axis=-1).ravel()])
+    return int(np.clip(np.round(0.4 * np.nanmin(spacing)), 2, 9))
+
+
+def _refine(img, uv, half, upsample=2):
+    """cornerSubPix on img at uv (N, 2) -> (N, 2); NaN where the window leaves the image."""
+    h, w = img.shape
+    out = np.full_like(uv, np.nan)
+    ok = np.all(np.isfinite(uv), axis=1)
+    ok &= (uv[:, 0] >= half + 1) & (uv[:, 1] >= half + 1)
+    ok &= (uv[:, 0] <= w - half - 2) & (uv[:, 1] <= h - half - 2)
+    if not np.any(ok):
+        return out
+    f = int(upsample)
+    if f > 1:
+        img = cv2.resize(img, None, fx=f, fy=f, interpolation=cv2.INTER_CUBIC)
+    pts = ((uv[ok] + 0.5) * f - 0.5).astype(np.float32).reshape(-1, 1, 2).copy()
+    crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 40, 1e-3)
+    cv2.cornerSubPix(img, pts, (half * f, half * f), (-1, -1), crit)
+    out[ok] = (pts.reshape(-1, 2) + 0.5) / f - 0.5
+    return out
+
+
+def _local_contrast(img, uv, half):
+    """Robust intensity range in the window around each uv (N, 2) -> (N,)."""
+    h, w = img.shape
+    out = np.zeros(len(uv))
+    for k, (u, v) in enumerate(uv):
+        if not np.isfinite(u):
+            continue
+        u0, v0 = int(round(u)), int(round(v))
+        patch = img[max(v0 - half, 0):min(v0 + half + 1, h),
+                    max(u0 - half, 0):min(u0 + half + 1, w)]
+        if patch.size:
+            lo, hi = np.percentile(patch, (10, 90))
+            out[k] = hi - lo
+    return out
+
+
+def _fit_lines(ij, uv, weights):
+    """
+    Per-corner least-squares lines uv = A [1, i, j] over views.
+
+    ij (V, 2); uv (V, M, 2) with NaN where missing; weights (V, M) bool.
+    Returns coefficients (M, 3, 2) and the number of views used (M,).
+    """
+    design = np.column_stack([np.ones(len(ij)), ij])
+    w = weights.astype(float)
+    data = np.where(weights[..., None], uv, 0.0)
+    ata = np.einsum('vm,vk,vl->mkl', w, design, design)
+    atb = np.einsum('vm,vk,vmc->mkc', w, design, data)
+    count = weights.sum(axis=0)
+    coef = np.full((uv.shape[1], 3, 2), np.nan)
+    det = np.linalg.det(ata)
+    scale = np.maximum(count, 1) ** 3
+    full = (count >= 3) & (np.abs(det) > 1e-9 * scale)
+    if full.any():
+        coef[full] = np.linalg.solve(ata[full], atb[full])
+    # Views along one line only (e.g. a single row of views so far): constant position.
+    part = (count >= 1) & ~full
+    if part.any():
+        coef[part, 0] = atb[part, 0] / count[part, None]
+        coef[part, 1:] = 0.0
+    return coef, count
+
+
+def detect_corners(lightfield, board, *, pose=0, options=None):
+    """
+    Corners of ``board`` in every usable view of one decoded light field.
+
+    Returns a :class:`Detection` (observations with ``pose`` as their pose index, central-view
+    corners for overlays, diagnostics: views used per corner, line residual RMS, drops).
+    Raises DetectionError when the board is not found in the central view.
+    """
+    opt = options or CornerOptions()
+    views = np.asarray(lightfield.views)
+    if views.ndim != 4:
+        raise InvalidInputError(
+            f'lightfield.views must have shape (n_j, n_i, rows, cols), got {views.shape}')
+    n_j, n_i, height, width = views.shape
+    i_values = np.asarray(lightfield.i_values)
+    j_values = np.asarray(lightfield.j_values)
+    valid = np.asarray(getattr(lightfield, 'valid', np.ones((n_j, n_i), bool)), dtype=bool)
+    if i_values.shape != (n_i,) or j_values.shape != (n_j,) or valid.shape != (n_j, n_i):
+        raise InvalidInputError(
+            f'i_values {i_values.shape}, j_values {j_values.shape}, valid {valid.shape} do '
+            f'not match views {views.shape}')
+    if not valid.any():
+        raise DetectionError('no usable view in the light field')
+    # Central view: the valid view closest to (0, 0).
+    jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
+    dist = np.where(valid, np.hypot(ii, jj), np.inf)
+    jc, ic = np.unravel_index(np.argmin(dist), dist.shape)
+    central = views[jc, ic].astype(np.float32)
+    grid = find_board(central, board, min_size=opt.min_view_size)
+    grid = resolve_orientation(central, grid, board, colour_check=opt.colour_check)
+    half = _window_for(grid, opt.window)
+    m = board.n_points
+    seed = grid.reshape(m, 2)
+
+    # Per-view images, normalised so that thresholds are relative.
+    order = sorted(((max(abs(ii[a, b] - ii[jc, ic]), abs(jj[a, b] - jj[jc, ic])),
+                     np.hypot(ii[a, b] - ii[jc, ic], jj[a, b] - jj[jc, ic]), a, b)
+                    for a in range(n_j) for b in range(n_i) if valid[a, b]))
+    ij_all = np.column_stack([ii.ravel(), jj.ravel()]).astype(float)
+    uv = np.full((n_j * n_i, m, 2), np.nan)
+    found = np.zeros((n_j * n_i, m), bool)
+
+    uv_c = _refine(central, seed, half, opt.subpix_upsample)
+    moved = np.linalg.norm(uv_c - seed, axis=1)
+    keep = np.isfinite(moved) & (moved < opt.max_step)
+    uv[jc * n_i + ic][keep] = uv_c[keep]
+    found[jc * n_i + ic] = keep
+    central_contrast = np.median(_local_contrast(central, uv_c[keep], half)) if keep.any() \
+        else 0.0
+    if not keep.any():
+        raise DetectionError('no corner could be refined in the central view')
+
+    coef = None
+    ring = 0
+    stats = {'low_contrast': 0, 'moved_too_far': 0, 'off_line': 0}
+    for r, _, a, b in order[1:] if order and order[0][0] == 0 else order:
+        if r != ring:
+            ring = r
+            coef, count = _fit_lines(ij_all, uv, found)
+        flat = a * n_i + b
+        pred = _predict(coef, found, uv, ij_all, flat, uv[jc * n_i + ic])
+        img = views[a, b].astype(np.float32)
+        ref = _refine(img, pred, half, opt.subpix_upsample)
+        step = np.linalg.norm(ref - pred, axis=1)
+        ok = np.isfinite(step) & (step < opt.max_step)
+        stats['moved_too_far'] += int(np.count_nonzero(np.isfinite(pred[:, 0]) & ~ok))
+        if ok.any() and opt.min_contrast > 0:
+            con = _local_contrast(img, ref[ok], half)
+            low = con < opt.min_contrast * central_contrast
+            stats['low_contrast'] += int(np.count_nonzero(low))
+            idx = np.flatnonzero(ok)
+            ok[idx[low]] = False
+        uv[flat][ok] = ref[ok]
+        found[flat] = ok
+
+    found, residual_rms, dropped = _robust_lines(ij_all, uv, found, opt.line_threshold)
+    stats['off_line'] = int(dropped)
+    per_corner = found.sum(axis=0)
+    enough = per_corner >= opt.min_views
+    found &= enough[None, :]
+    if not found.any():
+        raise DetectionError('no corner was found consistently across views')
+
+    rows = []
+    board_pts = board.points()
+    for flat in np.flatnonzero(found.any(axis=1)):
+        a, b = divmod(flat, n_i)
+        pts = np.flatnonzero(found[flat])
+        ijuv = np.asarray(lightfield.ijuv_of(a, b, uv[flat, pts]), dtype=float)
+        rows.append((pts, ijuv))
+    point = np.concatenate([p for p, _ in rows])
+    ijuv = np.concatenate([q for _, q in rows])
+    obs = Observations(np.full(len(point), int(pose)), point, board_pts[point], ijuv)
+    central_uv = np.where(found[jc * n_i + ic][:, None], uv[jc * n_i + ic], np.nan)
+    diagnostics = dict(stats)
+    diagnostics.update({
+        'views_used': int(np.count_nonzero(found.any(axis=1))),
+        'views_available': int(np.count_nonzero(valid)),
+        'corners_found': int(np.count_nonzero(found.any(axis=0))),
+        'corners_total': m,
+        'views_per_corner': per_corner.astype(int),
+        'line_residual_rms_px': float(residual_rms),
+        'window': half,
+        'central_view': (int(i_values[ic]), int(j_values[jc])),
+    })
+    return Detection(obs, central_uv, central, diagnostics)
+
+
+def _predict(coef, found, uv, ij_all, flat, central_uv):
+    """Predicted corners (M, 2) in view ``flat`` from the per-corner lines (or the centre)."""
+    pred = central_uv.copy()
+    if coef is None:
+        return pred
+    have = np.isfinite(coef[:, 0, 0])
+    x = np.array([1.0, *ij_all[flat]])
+    pred[have] = np.einsum('k,mkc->mc', x, coef[have])
+    # Corners without a line yet: the central pixel moved by the median disparity of the
+    # others (board points are close in depth).
+    if have.any() and not have.all():
+        slope = np.nanmedian(coef[have, 1:], axis=0)
+        pred[~have] = central_uv[~have] + ij_all[flat] @ slope
+    return pred
+
+
+def _robust_lines(ij_all, uv, found, threshold):
+    """
+    Drop views off each corner's line, iteratively.
+
+    Returns (found (V, M), RMS residual of the kept rows, number of rows dropped).
+    """
+    found = found.copy()
+    start = int(found.sum())
+    design = np.column_stack([np.ones(len(ij_all)), ij_all])
+    for _ in range(30):
+        coef, count = _fit_lines(ij_all, uv, found)
+        pred = np.einsum('vk,mkc->vmc', design, coef)
+        res = np.linalg.norm(np.where(found[..., None], uv - pred, np.nan), axis=-1)
+        sigma = 1.4826 * np.nanmedian(res) if np.isfinite(res).any() else 0.0
+        limit = max(threshold, 4.0 * sigma)
+        bad = found & ~(res <= limit)
+        if not bad.any():
+            break
+        # Drop only the worst offender per corner per round: one wrong view drags the line.
+        worst = np.nanargmax(np.where(bad, res, -1.0), axis=0)
+        cols = np.flatnonzero(bad.any(axis=0))
+        found[worst[cols], cols] = False
+    res_kept = res[found]
+    rms = float(np.sqrt(np.mean(res_kept ** 2))) if res_kept.size else float('nan')
+    return found, rms, start - int(found.sum())
