@@ -79,7 +79,7 @@ def find_board(image, board, *, min_size=480):
     found, corners = False, None
     for flags in (cv2.CALIB_CB_NORMALIZE_IMAGE,
                   cv2.CALIB_CB_NORMALIZE_IMAGE | cv2.CALIB_CB_EXHAUSTIVE):
-        found, corners = cv2.findChessboardCornersSB(u8, board.pattern_size, flags=flags)
+        found, corners = cv2.findChessboardCornersSB(u8, (board.cols, board.rows), flags=flags)
         if found:
             break
     if not found:
