@@ -1,0 +1,214 @@
+"""
+Ray-traced raw light-field frames and white images of a simulated plenoptic camera.
+
+Public API::
+
+    render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None,
+               progress=None) -> (H, W) float64 in [0, 1]
+    render_white(camera, *, samples=4, progress=None) -> (H, W) float64 in [0, 1]
+    quantize(image, bit_depth) -> (H, W) uint8 | uint16
+    sample_pattern(samples) -> (S, 4)
+
+Every pixel belongs to the micro-lens whose micro-image contains its centre (the nearest
+micro-image centre, :meth:`Camera.micro_image_of`). Each of ``samples`` rays per pixel leaves a
+sub-pixel position, passes a point of that micro-lens (its centre for pinhole MLAs; a point of
+its aperture disk of radius pitch / 2, refracted by the thin micro-lens, when the MLA has a
+focal length), crosses the main lens (blocked outside the aperture disk and the barrel stop),
+and meets the board plane; the pixel value is the mean over its samples of reflectance x
+transmission x cos^4 falloff (:meth:`Camera.trace` is the reference of that optics; the loop
+here is the same maths on component arrays, for speed). Defocus, the aperture disk of each
+micro-image and the vignetting of border micro-images follow from the geometry. The white image
+is the same tracing against a uniform white scene (reflectance 1).
+
+Board poses (rvec, tvec) map board to the MPC (optical) camera frame, the frame of the ground
+truth (:meth:`Camera.pose_to_physical`). The optional Bayer mosaic multiplies each pixel by the
+sensor's channel gain of its colour (the scene is grey); noise is Gaussian (sigma a fraction of
+full scale) and the result is clipped to [0, 1]. Work goes in chunks of rows to bound memory
+(about 40 float64 temporaries of ``CHUNK_PIXELS`` each).
+"""
+
+import math
+
+import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.simulation.optics import Camera, Checkerboard
+
+CHUNK_PIXELS = 1 << 15
+_R4 = 1.0 / 1.1673039782614187 ** np.arange(1, 5)   # Kronecker (R_4) sequence steps
+
+
+def sample_pattern(samples):
+    """
+    Return (S, 4) samples: sub-pixel offsets (dx, dy) in [-0.5, 0.5) and unit-disk points (ex, ey).
+
+    One sample is the pixel centre and the lens centre; more follow a 4-D low-discrepancy
+    (R_4) sequence, the lens coordinates mapped to the unit disk by equal area.
+    """
+    if int(samples) != samples or samples < 1:
+        raise InvalidInputError(f'samples must be a positive integer, got {samples!r}')
+    samples = int(samples)
+    if samples == 1:
+        return np.zeros((1, 4))
+    u = (0.5 + np.arange(samples)[:, None] * _R4[None, :]) % 1.0
+    r = np.sqrt(u[:, 2])
+    phi = 2.0 * np.pi * u[:, 3]
+    return np.column_stack([u[:, 0] - 0.5, u[:, 1] - 0.5, r * np.cos(phi), r * np.sin(phi)])
+
+
+def render_white(camera, *, samples=4, progress=None):
+    """
+    Render the white image (H, W) of ``camera``: a uniform scene of reflectance 1.
+
+    progress(done_rows, total_rows) is called after each chunk.
+    """
+    _check_camera(camera)
+    return _finish(camera, _render(camera, None, samples, progress), None, 0.0)
+
+
+def render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None, progress=None):
+    """
+    Render a raw frame (H, W) float64 in [0, 1] of ``board`` at pose (rvec, tvec).
+
+    rvec (3,) Rodrigues vector and tvec (3,) metres map board to the MPC camera frame.
+    noise: Gaussian sigma (fraction of full scale; None: the sensor's); rng: a
+    numpy Generator for the noise (default_rng() when None and noise > 0).
+    progress(done_rows, total_rows) is called after each chunk.
+    """
+    _check_camera(camera)
+    if not isinstance(board, Checkerboard):
+        raise InvalidInputError(
+            f'board must be a simulation.optics.Checkerboard, got {type(board).__name__}')
+    rvec = np.asarray(rvec, dtype=float)
+    tvec = np.asarray(tvec, dtype=float)
+    if rvec.shape != (3,) or tvec.shape != (3,) or not (
+            np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec))):
+        raise InvalidInputError(
+            f'rvec and tvec must be 3 finite numbers each, got shapes {rvec.shape}, {tvec.shape}')
+    rmat, t = camera.pose_to_physical(rvec, tvec)
+    sigma = camera.sensor.noise if noise is None else float(noise)
+    if not (np.isfinite(sigma) and sigma >= 0):
+        raise InvalidInputError(f'noise must be a sigma >= 0, got {noise!r}')
+    image = _render(camera, (board, rmat, t), samples, progress)
+    return _finish(camera, image, rng, sigma)
+
+
+def quantize(image, bit_depth):
+    """Float image in [0, 1] -> uint8 (bit_depth 8) or uint16 (16), rounded and clipped."""
+    if bit_depth not in (8, 16):
+        raise InvalidInputError(f'bit_depth must be 8 or 16, got {bit_depth!r}')
+    top = 255 if bit_depth == 8 else 65535
+    out = np.rint(np.clip(np.asarray(image, dtype=float), 0.0, 1.0) * top)
+    return out.astype(np.uint8 if bit_depth == 8 else np.uint16)
+
+
+def bayer_gains(camera):
+    """(H, W) per-pixel colour-filter gains of the sensor's Bayer mosaic (ones if none)."""
+    s = camera.sensor
+    gains = np.ones((s.height, s.width))
+    if s.bayer is None:
+        return gains
+    g = dict(zip('rgb', s.channel_gains))
+    for n, colour in enumerate(s.bayer):
+        gains[n // 2::2, n % 2::2] = g[colour]
+    return gains
+
+
+def _check_camera(camera):
+    if not isinstance(camera, Camera):
+        raise InvalidInputError(
+            f'camera must be a simulation.optics.Camera, got {type(camera).__name__}')
+
+
+def _finish(camera, image, rng, sigma):
+    if camera.sensor.bayer is not None:
+        image *= bayer_gains(camera)
+    if sigma > 0:
+        rng = np.random.default_rng() if rng is None else rng
+        image += rng.normal(0.0, sigma, image.shape)
+    return np.clip(image, 0.0, 1.0, out=image)
+
+
+def _render(camera, scene, samples, progress):
+    pattern = sample_pattern(samples)
+    W, H = camera.sensor.size
+    out = np.empty((H, W))
+    rows_per_chunk = max(1, CHUNK_PIXELS // W)
+    for y0 in range(0, H, rows_per_chunk):
+        y1 = min(H, y0 + rows_per_chunk)
+        out[y0:y1] = _render_rows(camera, scene, pattern, y0, y1).reshape(y1 - y0, W)
+        if progress is not None:
+            progress(y1, H)
+    return out
+
+
+def _render_rows(camera, scene, pattern, y0, y1):
+    """Pixel values of raw rows y0..y1-1 (n,) (the sum over samples / count)."""
+    W = camera.sensor.width
+    ys, xs = np.mgrid[y0:y1, 0:W]
+    q = np.column_stack([xs.ravel(), ys.ravel()]).astype(float)
+    kl, centres = camera.micro_image_of(q)
+    if camera.mla.centre_jitter == 0.0:   # the lens centre is its micro-image centre x D/(D+b)
+        lens = camera.pixel_to_sensor(centres) * (camera.D / (camera.D + camera.gap))
+    else:
+        lens = camera.lens_centres(kl)
+    sensor_xy = camera.pixel_to_sensor(q)
+    lx, ly = lens[:, 0].copy(), lens[:, 1].copy()
+    sx0, sy0 = sensor_xy[:, 0].copy(), sensor_xy[:, 1].copy()
+    b, D = camera.gap, camera.D
+    step = camera.sigma * camera.sensor.pixel_pitch
+    f_m = camera.mla.focal_length
+    lens_r = 0.5 * camera.mla.pitch if f_m is not None else 0.0
+    ml = camera.main_lens
+    inv_z = ml.inverse_focus
+    d1, d2 = ml.distortion
+    ra2 = ml.aperture_radius ** 2
+    barrel = math.isfinite(ml.barrel_radius)
+    rb2, zb = ml.barrel_radius ** 2, ml.barrel_distance
+    natural = camera.sensor.natural_vignetting
+    if scene is not None:
+        board, rmat, t = scene
+        nx, ny, nz = rmat[:, 2]
+        n_t = float(rmat[:, 2] @ t)
+        r0, r1 = rmat[:, 0], rmat[:, 1]
+    total = np.zeros(q.shape[0])
+    for dx, dy, ex, ey in pattern:
+        sx = sx0 + step * dx
+        sy = sy0 + step * dy
+        if lens_r > 0.0 and (ex != 0.0 or ey != 0.0):
+            px_, py_ = lx + lens_r * ex, ly + lens_r * ey
+            ix, iy = (px_ - sx) / b, (py_ - sy) / b
+            gx, gy = ix - lens_r * ex / f_m, iy - lens_r * ey / f_m
+        else:
+            px_, py_ = lx, ly
+            ix, iy = (lx - sx) / b, (ly - sy) / b
+            gx, gy = ix, iy
+        ox, oy = px_ + gx * D, py_ + gy * D          # on the main lens, z = 0
+        x0, y0_ = px_ * (-1.0 / D), py_ * (-1.0 / D)   # chief-ray (field) slope
+        if d1 != 0.0 or d2 != 0.0:
+            rr = x0 * x0 + y0_ * y0_
+            rho = 1.0 + rr * (d1 + d2 * rr)
+            x0, y0_ = x0 * rho, y0_ * rho
+        dxs, dys = x0 - ox * inv_z, y0_ - oy * inv_z  # slopes after the main lens
+        weight = (ox * ox + oy * oy <= ra2).astype(float)
+        if barrel:
+            bx, by = ox + zb * dxs, oy + zb * dys
+            weight *= bx * bx + by * by <= rb2
+        if natural:
+            weight /= np.square(1.0 + ix * ix + iy * iy)
+        if scene is None:
+            total += weight
+            continue
+        # board plane n . X = n . t; ray X = (ox, oy, 0) + lam (dxs, dys, 1)
+        denom = nx * dxs + ny * dys + nz
+        with np.errstate(divide='ignore', invalid='ignore'):
+            lam = (n_t - nx * ox - ny * oy) / denom
+        px = ox + lam * dxs - t[0]
+        py = oy + lam * dys - t[1]
+        pz = lam - t[2]
+        bxs = r0[0] * px + r0[1] * py + r0[2] * pz
+        bys = r1[0] * px + r1[1] * py + r1[2] * pz
+        ok = (lam > 0) & np.isfinite(lam)
+        shade = board.shade(np.where(ok, bxs, 1e9), np.where(ok, bys, 1e9))
+        total += weight * shade
+    return total / pattern.shape[0]

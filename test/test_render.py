@@ -1,0 +1,189 @@
+"""Tests of lf_mpc_calib.simulation.render: white images, raw frames against the ground truth."""
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+from scipy.spatial.transform import Rotation
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.simulation.optics import Checkerboard, preset
+from lf_mpc_calib.simulation.render import (
+    bayer_gains, quantize, render_raw, render_white, sample_pattern)
+
+
+def _board_pose(cam, board, rvec, distance):
+    """A pose (rvec, tvec) in the MPC frame: board centre on the axis at ``distance``."""
+    r = Rotation.from_rotvec(rvec).as_matrix()
+    centre = np.array([(board.cols - 1) * board.square / 2, (board.rows - 1) * board.square / 2,
+                       0.0])
+    return cam.pose_from_physical(r, np.array([0.0, 0.0, distance]) - r @ centre)
+
+
+def _indexed_pixels(cam, q):
+    """Index raw pixels q (N, 2) with the ground-truth grid alone: (ijuv (N, 4), inside (N,))."""
+    g = cam.lenslet_grid()
+    kl = g.indices()
+    centres = g.centres()
+    dist, n = cKDTree(centres).query(q)
+    inside = dist < 0.5 * g.row_spacing
+    m = centres[n]
+    if cam.camera_type == 'focused':
+        return np.column_stack([m, q - m]), inside
+    e_row, e_col = g.row_vector / g.pitch, g.column_vector / g.row_spacing
+    ij = np.column_stack([(q - m) @ e_row, (q - m) @ e_col])
+    u = kl[n, 0] + 0.5 * ((kl[n, 1] + g.hex_parity) % 2)
+    return np.column_stack([ij, u, kl[n, 1]]), inside
+
+
+def _expected_shade(model, ijuv, board, rvec, tvec):
+    """Board-frame hit of each ground-truth ray and its colour (1 black, 0 white, -1 off)."""
+    rays = model.rays(ijuv)
+    r = Rotation.from_rotvec(rvec).as_matrix()
+    o = np.column_stack([rays[:, :2], np.zeros(len(rays))]) - tvec
+    d = np.column_stack([rays[:, 2:], np.ones(len(rays))])
+    o, d = o @ r, d @ r                    # rows of R^T (X - t): board frame
+    lam = -o[:, 2] / d[:, 2]
+    xy = (o + lam[:, None] * d)[:, :2] / board.square
+    a, b = np.floor(xy[:, 0]) + 1, np.floor(xy[:, 1]) + 1
+    black = ((a + b) % 2 == 0).astype(int)
+    off = (a < 0) | (a > board.cols) | (b < 0) | (b > board.rows)
+    edge = np.minimum(np.abs(xy - np.rint(xy)).min(axis=1), 1.0)
+    return np.where(off, -1, black), edge
+
+
+@pytest.mark.parametrize('name,scale', [('lytro', 0.12), ('focused-keplerian', 0.25),
+                                        ('focused-galilean', 0.25)])
+def test_render_raw_matches_ground_truth_rays(name, scale):
+    cam = preset(name, scale=scale)
+    board = Checkerboard(3, 3, 0.55 * cam.field_of_view(cam.scene_distance)[0] / 6)
+    rvec = np.array([0.35, -0.25, 0.1])
+    rv, tv = _board_pose(cam, board, rvec, cam.scene_distance)
+    raw = render_raw(cam, board, rv, tv, samples=4)
+    white = render_white(cam, samples=4)
+    H, W = raw.shape
+    ys, xs = np.mgrid[0:H, 0:W]
+    q = np.column_stack([xs.ravel(), ys.ravel()]).astype(float)
+    ijuv, inside = _indexed_pixels(cam, q)
+    colour, edge = _expected_shade(cam.ground_truth_model(), ijuv, board, rv, tv)
+    # pixels well inside a micro-image's aperture disk and well inside one square (the
+    # footprint of a pixel's 4 samples on the board is < 0.2 square for these cameras)
+    sel = inside & (white.ravel() > 0.6) & (colour >= 0) & (edge > 0.2)
+    assert sel.sum() > 0.02 * sel.size   # the squares cover ~13 % of the raw
+    expected = np.where(colour[sel] == 1, board.dark, board.light) * white.ravel()[sel]
+    err = np.abs(raw.ravel()[sel] - expected)
+    # the renderer and the model must agree on (nearly) every such pixel
+    # exact up to rounding: no sample of these pixels reaches another square
+    assert np.quantile(err, 0.995) < 1e-9
+
+
+def test_render_white_spots_centred_on_grid():
+    cam = preset('lytro', scale=0.08)
+    white = render_white(cam, samples=9)
+    g = cam.lenslet_grid()
+    centres = g.centres()
+    H, W = white.shape
+    ys, xs = np.mgrid[0:H, 0:W]
+    q = np.column_stack([xs.ravel(), ys.ravel()]).astype(float)
+    _, n = cKDTree(centres).query(q)
+    w = white.ravel()
+    mass = np.bincount(n, w, len(centres))
+    cx = np.bincount(n, w * q[:, 0], len(centres)) / mass
+    cy = np.bincount(n, w * q[:, 1], len(centres)) / mass
+    err = np.hypot(cx - centres[:, 0], cy - centres[:, 1])
+    central = np.linalg.norm(centres - cam.sensor.centre, axis=1) < 0.3 * W
+    # spot centroids sit on the micro-image centres; the cos^4 falloff and the pixel sampling
+    # move them by a few hundredths of a pixel
+    assert np.median(err[central]) < 0.05
+    # without the cos^4 falloff the aperture disk fills pi r^2 of each cell
+    flat = render_white(preset('lytro', scale=0.08, sensor__natural_vignetting=False), samples=9)
+    mass = np.bincount(n, flat.ravel(), len(centres))
+    cell = g.pitch * g.row_spacing
+    fill = np.pi * cam.micro_image_radius ** 2 / cell
+    assert mass[central].mean() / cell == pytest.approx(fill, rel=0.01)
+
+
+def test_render_white_vignetting_at_border():
+    # full-size Lytro: the lens barrel cuts the corner micro-images (cat's eyes); cos^4
+    # falloff off, so only the stops count
+    cam = preset('lytro', sensor__natural_vignetting=False)
+    rng = np.random.default_rng(0)
+    centre = cam.sensor.centre + rng.uniform(-30, 30, (4000, 2))
+    corner = np.array([3250.0, 3250.0]) + rng.uniform(-30, 30, (4000, 2))
+    assert np.isfinite(cam.main_lens.barrel_radius)
+    inner = cam.trace(centre)[2].mean()
+    assert cam.trace(corner)[2].mean() < 0.8 * inner
+    # without the barrel a thin lens and pinholes pass the same disk everywhere
+    open_cam = preset('lytro', sensor__natural_vignetting=False,
+                      main_lens__barrel_radius=np.inf)
+    assert open_cam.trace(corner)[2].mean() == pytest.approx(inner, rel=0.03)
+    # the cos^4 falloff of the field angle (slope ~0.5 at the corner) darkens it further
+    natural = preset('lytro', main_lens__barrel_radius=np.inf)
+    slope2 = np.sum((cam.pixel_to_sensor([[3250.0, 3250.0]]) / (cam.D + cam.gap)) ** 2)
+    assert natural.trace(corner)[2].mean() == pytest.approx(inner / (1 + slope2) ** 2, rel=0.05)
+
+
+def test_render_focus_plane_gives_uniform_micro_images():
+    # conventional camera: a board on the focus plane is seen by each micro-lens as one point,
+    # so micro-images are flat; off the focus plane they show the board's edges (defocus)
+    cam = preset('lytro', scale=0.08)
+    board = Checkerboard(3, 3, 0.004)
+    white = render_white(cam, samples=4)
+    g = cam.lenslet_grid()
+    H, W = white.shape
+    ys, xs = np.mgrid[0:H, 0:W]
+    q = np.column_stack([xs.ravel(), ys.ravel()]).astype(float)
+    _, n = cKDTree(g.centres()).query(q)
+    spread = []
+    for distance in (0.4, 0.25):
+        rv, tv = _board_pose(cam, board, np.zeros(3), distance)
+        raw = render_raw(cam, board, rv, tv, samples=4)
+        ratio = np.divide(raw, white, out=np.zeros_like(raw), where=white > 0.6).ravel()
+        ok = white.ravel() > 0.6
+        mean = np.bincount(n[ok], ratio[ok], len(g.centres())) / np.maximum(
+            np.bincount(n[ok], minlength=len(g.centres())), 1)
+        spread.append(np.mean(np.abs(ratio[ok] - mean[n[ok]])))
+    assert spread[0] < 0.02 and spread[1] > 5 * spread[0]
+
+
+def test_render_bayer_noise_and_quantize():
+    cam = preset('lytro', scale=0.05, sensor__bayer='rggb')
+    white = render_white(cam)
+    gains = bayer_gains(cam)
+    assert gains[0, 0] == 0.8 and gains[0, 1] == 1.0 and gains[1, 1] == 0.7
+    flat = preset('lytro', scale=0.05)
+    np.testing.assert_allclose(white, np.clip(render_white(flat) * gains, 0, 1), atol=1e-12)
+    board = Checkerboard(3, 3, 0.004)
+    rv, tv = _board_pose(flat, board, np.zeros(3), 0.3)
+    clean = render_raw(flat, board, rv, tv)
+    noisy = render_raw(flat, board, rv, tv, noise=0.02, rng=np.random.default_rng(4))
+    again = render_raw(flat, board, rv, tv, noise=0.02, rng=np.random.default_rng(4))
+    np.testing.assert_array_equal(noisy, again)        # seeded: reproducible
+    mid = (clean > 0.1) & (clean < 0.9)
+    assert np.std(noisy[mid] - clean[mid]) == pytest.approx(0.02, rel=0.05)
+    q8, q16 = quantize(clean, 8), quantize(clean, 16)
+    assert q8.dtype == np.uint8 and q16.dtype == np.uint16
+    assert np.abs(q16 / 65535.0 - clean).max() <= 0.5 / 65535 + 1e-12
+
+
+def test_sample_pattern_is_centred():
+    p = sample_pattern(16)
+    assert p.shape == (16, 4)
+    assert np.abs(p[:, :2]).max() < 0.5 and np.hypot(p[:, 2], p[:, 3]).max() <= 1.0
+    # low discrepancy: the mean offset is close to the pixel centre
+    assert np.abs(p[:, :2].mean(axis=0)).max() < 0.05
+    np.testing.assert_array_equal(sample_pattern(1), np.zeros((1, 4)))
+
+
+def test_render_bad_input():
+    cam = preset('lytro', scale=0.05)
+    board = Checkerboard(3, 3, 0.004)
+    with pytest.raises(InvalidInputError, match='rvec and tvec must be 3 finite'):
+        render_raw(cam, board, [0, 0], [0, 0, 0.3])
+    with pytest.raises(InvalidInputError, match='board must be'):
+        render_raw(cam, 'board', [0, 0, 0], [0, 0, 0.3])
+    with pytest.raises(InvalidInputError, match='samples must be a positive integer'):
+        render_white(cam, samples=0)
+    with pytest.raises(InvalidInputError, match='camera must be'):
+        render_white(None)
+    with pytest.raises(InvalidInputError, match='bit_depth must be 8 or 16'):
+        quantize(np.zeros((2, 2)), 12)
