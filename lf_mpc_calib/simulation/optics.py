@@ -817,7 +817,7 @@ def apply_overrides(camera, **overrides):
 
 def default_board(camera):
     """
-    A checkerboard that fills about half the field of view at ``camera.scene_distance``.
+    A checkerboard (with margin) about 0.55 of the field of view across at scene_distance.
 
     Squares span at least about 7 micro-images (so sub-aperture views keep a few pixels per
     square); between 3 x 2 and 9 x 6 inner corners.
@@ -826,5 +826,6 @@ def default_board(camera):
     lenses = camera.sensor.width / camera.micro_image_pitch
     squares = int(np.clip(np.floor(0.5 * lenses / 7.0), 4, 10))
     square = 0.55 * w / (squares + 2)            # + a one-square margin on each side
-    rows = int(np.clip(np.floor(0.6 * h / square) - 2, 3, 7))
+    rows = int(np.clip(np.floor(0.55 * h / square) - 2, 3, 7))
+    square = min(square, 0.55 * h / (rows + 2))
     return Checkerboard(squares - 1, rows - 1, float(square))

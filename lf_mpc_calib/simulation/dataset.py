@@ -1,0 +1,262 @@
+"""
+Simulated raw datasets on disk: rendered frames, white image, manifest and ground truth.
+
+Public API::
+
+    random_poses(camera, board, n, *, rng, max_tilt_deg=30.0) -> (rvecs (n, 3), tvecs (n, 3))
+    board_in_view(camera, board, rvec, tvec, *, margin_px=None) -> bool
+    load_poses(path) -> (rvecs (P, 3), tvecs (P, 3))
+    ground_truth_file(camera, rvecs, tvecs) -> CalibrationFile
+    write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, noise=None,
+                  progress=None) -> Path of manifest.yaml
+    read_dataset(directory) -> Dataset
+
+Layout of a dataset folder::
+
+    manifest.yaml      format, preset, camera_type, camera (all optics), board {cols, rows,
+                       square_m, ...}, image_size [W, H], bayer, bit_depth, noise, seed,
+                       white, frames [file names], ground_truth
+    white.png          the white image (no noise), same bit depth and mosaic as the frames
+    frame_000.png ...  raw frames (PNG, 8 or 16 bit, one channel; Bayer mosaic if any)
+    ground_truth.yaml  calibration-file format (lf_mpc_calib.calibration_file): the exact MPC
+                       model of the optics, the board poses in the MPC (optical) frame, the
+                       view range, the view / raw size and the ground-truth lenslet grid
+
+Poses map board to the MPC camera frame (see :mod:`lf_mpc_calib.simulation.optics`).
+"""
+
+from dataclasses import dataclass
+import math
+from pathlib import Path
+
+import cv2
+import numpy as np
+from scipy.spatial.transform import Rotation
+import yaml
+
+from lf_mpc_calib.calibration_file import (
+    CalibrationFile, default_frames, load_calibration, save_calibration)
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.simulation.optics import Camera, Checkerboard
+from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+
+FORMAT = 'lf_mpc_calib-raw-dataset'
+FORMAT_VERSION = 1
+MANIFEST = 'manifest.yaml'
+GROUND_TRUTH = 'ground_truth.yaml'
+WHITE = 'white.png'
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """
+    A dataset folder read back.
+
+    root Path; manifest dict; camera Camera; board Checkerboard; white (H, W) uint8|uint16;
+    frames list of (H, W) uint8|uint16 in manifest order; ground_truth CalibrationFile.
+    """
+
+    root: Path
+    manifest: dict
+    camera: Camera
+    board: Checkerboard
+    white: np.ndarray
+    frames: list
+    ground_truth: CalibrationFile
+
+
+def board_in_view(camera, board, rvec, tvec, *, margin_px=None):
+    """
+    Whether the whole board (with its margin) is seen, ``margin_px`` inside the raw image.
+
+    The outline is projected by the chief rays of the main lens (Camera.project_chief);
+    margin_px defaults to one micro-image pitch. Points behind the camera are out of view.
+    """
+    rmat, t = camera.pose_to_physical(rvec, tvec)
+    pts = board.outline() @ rmat.T + t
+    if np.any(pts[:, 2] <= camera.main_lens.focal_length * 2):
+        return False
+    q = camera.project_chief(pts)
+    m = camera.micro_image_pitch if margin_px is None else float(margin_px)
+    W, H = camera.sensor.size
+    return bool(np.all((q[:, 0] >= m) & (q[:, 0] <= W - 1 - m)
+                       & (q[:, 1] >= m) & (q[:, 1] <= H - 1 - m)))
+
+
+def random_poses(camera, board, n, *, rng, max_tilt_deg=30.0, distance_range=(0.85, 1.15),
+                 max_roll_deg=15.0, max_tries=2000):
+    """
+    Random board poses (MPC frame) that keep the board in view.
+
+    Tilts about the board's x and y axes uniform in +-max_tilt_deg, roll about its normal in
+    +-max_roll_deg, board centre at a distance uniform in distance_range x scene_distance and
+    shifted sideways at random within the field of view; rejected until board_in_view.
+    Returns rvecs (n, 3), tvecs (n, 3).
+    """
+    if int(n) != n or n < 1:
+        raise InvalidInputError(f'number of poses must be a positive integer, got {n!r}')
+    centre = np.array([(board.cols - 1) * board.square / 2,
+                       (board.rows - 1) * board.square / 2, 0.0])
+    rvecs, tvecs = [], []
+    tries = 0
+    while len(rvecs) < n:
+        tries += 1
+        if tries > max_tries * n:
+            raise InvalidInputError(
+                f'could not place a {board.cols}x{board.rows} board of {board.square} m squares '
+                f'in view of {camera.name} after {tries - 1} tries; use a smaller board')
+        ax, ay = np.radians(rng.uniform(-max_tilt_deg, max_tilt_deg, 2))
+        roll = math.radians(rng.uniform(-max_roll_deg, max_roll_deg))
+        rmat = Rotation.from_euler('zyx', [roll, ay, ax]).as_matrix()
+        z = camera.scene_distance * rng.uniform(*distance_range)
+        w, h = camera.field_of_view(z)
+        xy = rng.uniform(-0.25, 0.25, 2) * np.array([w, h])
+        t = np.array([xy[0], xy[1], z]) - rmat @ centre
+        rvec, tvec = camera.pose_from_physical(rmat, t)
+        if board_in_view(camera, board, rvec, tvec):
+            rvecs.append(rvec)
+            tvecs.append(tvec)
+    return np.array(rvecs), np.array(tvecs)
+
+
+def load_poses(path):
+    """
+    Read poses from YAML: a list of {rotation_vector, translation_m}, or a mapping with such a
+    list under ``poses`` (a calibration file). Returns rvecs (P, 3), tvecs (P, 3).
+    """
+    try:
+        with open(path) as f:
+            d = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidInputError(f'cannot read poses file {path}: {exc}') from exc
+    poses = d.get('poses') if isinstance(d, dict) else d
+    if not isinstance(poses, list) or not poses:
+        raise InvalidInputError(
+            f'{path}: expected a list of {{rotation_vector, translation_m}} (or one under '
+            f"'poses'), got {type(poses).__name__}")
+    rv, tv = [], []
+    for n, p in enumerate(poses):
+        if not isinstance(p, dict) or 'rotation_vector' not in p or 'translation_m' not in p:
+            raise InvalidInputError(
+                f'{path}: poses[{n}] must have rotation_vector and translation_m, got {p!r}')
+        r = np.asarray(p['rotation_vector'], dtype=float)
+        t = np.asarray(p['translation_m'], dtype=float)
+        if r.shape != (3,) or t.shape != (3,):
+            raise InvalidInputError(
+                f'{path}: poses[{n}] needs 3 numbers each, got {r.shape} and {t.shape}')
+        rv.append(r)
+        tv.append(t)
+    return np.array(rv), np.array(tv)
+
+
+def ground_truth_file(camera, rvecs, tvecs):
+    """
+    The ground truth of a dataset as a CalibrationFile (errors and stddev zero).
+
+    views: the usable view range +-floor(r - 1/2) (r the micro-image radius in px) for a
+    conventional camera, the range of micro-image centres (raw px) for a focused one;
+    image_size: the view size (lenslet grid shape) or the raw size.
+    """
+    grid = camera.lenslet_grid()
+    model = camera.ground_truth_model(grid)
+    if camera.camera_type == 'conventional':
+        half = float(math.floor(camera.micro_image_radius - 0.5))
+        views = {'i': [-half, half], 'j': [-half, half]}
+        size = grid.shape
+    else:
+        c = grid.centres()
+        views = {'i': [float(c[:, 0].min()), float(c[:, 0].max())],
+                 'j': [float(c[:, 1].min()), float(c[:, 1].max())]}
+        size = camera.sensor.size
+    return CalibrationFile(
+        camera_type=camera.camera_type, model=model, stddev={},
+        errors={'rms_reprojection_px': 0.0, 'rms_ray_reprojection_mm': 0.0},
+        rotation_vectors=np.asarray(rvecs, float).reshape(-1, 3),
+        translations=np.asarray(tvecs, float).reshape(-1, 3),
+        views=views, image_size=size, lenslet_grid=grid, frames=default_frames('camera'))
+
+
+def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, noise=None,
+                  progress=None):
+    """
+    Render and write a dataset folder (module docstring); returns the manifest path.
+
+    rvecs, tvecs (P, 3): board poses in the MPC frame; seed: of the sensor noise; noise:
+    sigma (None: the sensor's); progress(done_frames, total_frames) after the white image
+    (done 0) and after each frame.
+    """
+    if not isinstance(camera, Camera) or not isinstance(board, Checkerboard):
+        raise InvalidInputError(
+            f'camera and board must be simulation.optics Camera and Checkerboard, got '
+            f'{type(camera).__name__} and {type(board).__name__}')
+    rvecs = np.asarray(rvecs, dtype=float).reshape(-1, 3)
+    tvecs = np.asarray(tvecs, dtype=float).reshape(-1, 3)
+    if rvecs.shape != tvecs.shape or len(rvecs) == 0:
+        raise InvalidInputError(
+            f'rvecs and tvecs must both be (P, 3) with P >= 1, got {rvecs.shape}, {tvecs.shape}')
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    bits = camera.sensor.bit_depth
+    truth = ground_truth_file(camera, rvecs, tvecs)
+    _imwrite(root / WHITE, quantize(render_white(camera, samples=samples), bits))
+    if progress is not None:
+        progress(0, len(rvecs))
+    rng = np.random.default_rng(seed)
+    names = []
+    for n, (rv, tv) in enumerate(zip(rvecs, tvecs)):
+        raw = render_raw(camera, board, rv, tv, samples=samples, rng=rng, noise=noise)
+        name = f'frame_{n:03d}.png'
+        _imwrite(root / name, quantize(raw, bits))
+        names.append(name)
+        if progress is not None:
+            progress(n + 1, len(rvecs))
+    save_calibration(root / GROUND_TRUTH, truth)
+    manifest = {
+        'format': FORMAT, 'format_version': FORMAT_VERSION,
+        'preset': camera.name, 'scale': float(camera.scale),
+        'camera_type': camera.camera_type,
+        'image_size': [camera.sensor.width, camera.sensor.height],
+        'bayer': camera.sensor.bayer, 'bit_depth': bits,
+        'noise': float(camera.sensor.noise if noise is None else noise),
+        'seed': int(seed), 'samples': int(samples),
+        'board': board.to_dict(), 'white': WHITE, 'frames': names,
+        'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(),
+    }
+    path = root / MANIFEST
+    with open(path, 'w') as f:
+        yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
+    return path
+
+
+def read_dataset(directory):
+    """Read a dataset folder written by :func:`write_dataset` into a :class:`Dataset`."""
+    root = Path(directory)
+    path = root / MANIFEST
+    try:
+        with open(path) as f:
+            manifest = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise InvalidInputError(f'cannot read dataset manifest {path}: {exc}') from exc
+    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT:
+        raise InvalidInputError(f'{path} is not a {FORMAT} manifest')
+    for key in ('camera', 'board', 'white', 'frames', 'ground_truth'):
+        if key not in manifest:
+            raise InvalidInputError(f'{path} lacks key {key!r}')
+    camera = Camera.from_dict(manifest['camera'])
+    board = Checkerboard.from_dict(manifest['board'])
+    white = _imread(root / manifest['white'])
+    frames = [_imread(root / name) for name in manifest['frames']]
+    truth = load_calibration(root / manifest['ground_truth'])
+    return Dataset(root, manifest, camera, board, white, frames, truth)
+
+
+def _imwrite(path, image):
+    if not cv2.imwrite(str(path), image):
+        raise InvalidInputError(f'could not write image {path}')
+
+
+def _imread(path):
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise InvalidInputError(f'cannot read image {path}')
+    return image

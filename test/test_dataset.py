@@ -1,0 +1,114 @@
+"""Tests of lf_mpc_calib.simulation.dataset and the ``simulate`` CLI."""
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+import yaml
+
+from lf_mpc_calib.cli import main
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.simulation.dataset import (
+    board_in_view, load_poses, random_poses, read_dataset, write_dataset)
+from lf_mpc_calib.simulation.optics import Checkerboard, default_board, preset
+from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+
+
+@pytest.mark.parametrize('name,scale', [('lytro', 0.06), ('focused-galilean', 0.12)])
+def test_dataset_round_trip(tmp_path, name, scale):
+    cam = preset(name, scale=scale, sensor__noise=0.01)
+    board = default_board(cam)
+    rvecs, tvecs = random_poses(cam, board, 2, rng=np.random.default_rng(1))
+    calls = []
+    write_dataset(tmp_path, cam, board, rvecs, tvecs, seed=7,
+                  progress=lambda d, t: calls.append((d, t)))
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+    ds = read_dataset(tmp_path)
+    assert ds.manifest['camera_type'] == cam.camera_type
+    assert ds.manifest['image_size'] == list(cam.sensor.size)
+    assert ds.board.to_dict() == board.to_dict()
+    assert len(ds.frames) == 2 and ds.frames[0].shape == (cam.sensor.height, cam.sensor.width)
+    assert ds.frames[0].dtype == np.uint8
+    # the ground truth is the optics' exact model and the poses given, to the float digit
+    np.testing.assert_allclose(ds.ground_truth.model.to_vector(),
+                               cam.ground_truth_model().to_vector(), rtol=1e-15)
+    np.testing.assert_allclose(ds.ground_truth.rotation_vectors, rvecs, rtol=1e-15)
+    np.testing.assert_allclose(ds.ground_truth.translations, tvecs, rtol=1e-15)
+    np.testing.assert_allclose(ds.ground_truth.lenslet_grid.centres(),
+                               cam.lenslet_grid().centres(), atol=1e-12)
+    # re-rendering from what was read back reproduces the stored images (same seed, exact)
+    np.testing.assert_array_equal(ds.white, quantize(render_white(ds.camera), 8))
+    rng = np.random.default_rng(7)
+    again = render_raw(ds.camera, ds.board, ds.ground_truth.rotation_vectors[0],
+                       ds.ground_truth.translations[0], rng=rng)
+    np.testing.assert_array_equal(ds.frames[0], quantize(again, 8))
+
+
+def test_random_poses_in_view_and_tilted():
+    cam = preset('lytro', scale=0.1)
+    board = default_board(cam)
+    rvecs, tvecs = random_poses(cam, board, 30, rng=np.random.default_rng(3), max_tilt_deg=30)
+    assert all(board_in_view(cam, board, r, t) for r, t in zip(rvecs, tvecs))
+    rm, tm = cam.mpc_frame()
+    normals = np.array([rm @ Rotation.from_rotvec(r).as_matrix()[:, 2] for r in rvecs])
+    tilt = np.degrees(np.arccos(normals[:, 2]))
+    # x and y tilts up to 30 deg each: the normal turns by at most ~41 deg, and they vary
+    assert tilt.max() < 42.0 and tilt.max() > 15.0
+    centre = np.array([(board.cols - 1) / 2, (board.rows - 1) / 2, 0.0]) * board.square
+    depth = np.array([(Rotation.from_rotvec(r).as_matrix() @ centre + t)[2]
+                      for r, t in zip(rvecs, tvecs)])
+    assert np.all((depth > 0.85 * 0.4 - 1e-9) & (depth < 1.15 * 0.4 + 1e-9))
+
+
+def test_board_in_view_rejects_outside():
+    cam = preset('lytro', scale=0.1)
+    board = default_board(cam)
+    assert not board_in_view(cam, board, np.zeros(3), np.array([0.2, 0.0, 0.4]))
+    assert not board_in_view(cam, board, np.zeros(3), np.array([0.0, 0.0, -0.4]))
+    with pytest.raises(InvalidInputError, match='could not place'):
+        random_poses(cam, Checkerboard(9, 6, 0.05), 1, rng=np.random.default_rng(0),
+                     max_tries=20)
+
+
+def test_simulate_cli_with_poses_file(tmp_path, capsys):
+    poses = [{'rotation_vector': [0.2, -0.1, 0.0], 'translation_m': [-0.004, -0.004, 0.38]},
+             {'rotation_vector': [-0.1, 0.3, 0.1], 'translation_m': [-0.003, -0.005, 0.42]}]
+    pf = tmp_path / 'poses.yaml'
+    pf.write_text(yaml.safe_dump(poses))
+    out = tmp_path / 'ds'
+    code = main(['simulate', '--preset', 'lytro', '--scale', '0.06', '--poses-file', str(pf),
+                 '-o', str(out), '--board', '3x3', '--square', '0.0025', '--bit-depth', '16',
+                 '--bayer', 'grbg', '--samples', '1'])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert 'frame 2/2 rendered' in err
+    ds = read_dataset(out)
+    assert ds.frames[1].dtype == np.uint16 and ds.manifest['bayer'] == 'grbg'
+    np.testing.assert_allclose(ds.ground_truth.translations,
+                               [p['translation_m'] for p in poses], rtol=1e-15)
+    # the ground-truth file is itself a valid poses file
+    rv, tv = load_poses(out / 'ground_truth.yaml')
+    np.testing.assert_allclose(rv, [p['rotation_vector'] for p in poses], rtol=1e-15)
+
+
+def test_simulate_cli_random_poses(tmp_path):
+    out = tmp_path / 'kep'
+    assert main(['simulate', '--preset', 'focused-keplerian', '--scale', '0.1', '--poses', '2',
+                 '--seed', '4', '-o', str(out), '--quiet']) == 0
+    ds = read_dataset(out)
+    assert ds.ground_truth.camera_type == 'focused' and len(ds.frames) == 2
+    # Keplerian: the MPC view plane (Z_f) lies before the board, t_z > 0
+    assert np.all(ds.ground_truth.translations[:, 2] > 0)
+
+
+def test_dataset_bad_input(tmp_path):
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(yaml.safe_dump([{'rotation_vector': [0, 0, 0]}]))
+    with pytest.raises(InvalidInputError, match=r'poses\[0\] must have rotation_vector'):
+        load_poses(bad)
+    with pytest.raises(InvalidInputError, match='cannot read dataset manifest'):
+        read_dataset(tmp_path)
+    cam = preset('lytro', scale=0.06)
+    with pytest.raises(InvalidInputError, match='rvecs and tvecs must both be'):
+        write_dataset(tmp_path, cam, default_board(cam), np.zeros((2, 3)), np.zeros((1, 3)))
+    assert main(['simulate', '--preset', 'lytro', '--scale', '0.06', '--board', '3by3',
+                 '-o', str(tmp_path / 'x'), '--quiet']) == 1
