@@ -1,0 +1,523 @@
+"""
+Refinement of the MPC model and the board poses by sparse nonlinear least squares.
+
+Residuals are reprojection errors in the *measured* pixels (NOTES §4): each board point is
+mapped to the camera frame by its pose (Rodrigues rotation vector w, translation t), projected
+into the view (i, j) of the observation with Eq. 1, Eq. 18 is inverted for the measured (x, y)
+and u = (x - u_0)/k_u, v = (y - v_0)/k_v is compared with the observed pixel.
+
+The Jacobian is analytic. Through the inverse of Eq. 18 it follows from the implicit function
+theorem: with F(x, y) = g (x, y) - (x^u - k_3 s, y^u - k_4 t) = 0, g = 1 + k_1 r^2 + k_2 r^4,
+d(x, y) = M^-1 (d(x^u - k_3 s, y^u - k_4 t) - (x, y)(r^2 dk_1 + r^4 dk_2)),
+M = g I + 2 (k_1 + 2 k_2 r^2) (x, y)(x, y)^T. Each residual depends on the ten model parameters
+and the six parameters of its pose only, so the Jacobian is stored as dense (2N, 16) rows
+(exactly its non-zeros) and, for scipy, as a CSR matrix of the same size.
+
+Two solvers:
+
+- ``'lm'`` (default): Levenberg-Marquardt on the normal equations. J^T J is accumulated per pose
+  from the (2 n_p, 16) blocks and solved with the Schur complement of the block-diagonal pose
+  part, so the work per iteration is linear in the number of rays and poses and nothing larger
+  than the sparse Jacobian's non-zeros is ever stored.
+- ``'trf'``: ``scipy.optimize.least_squares(method='trf', x_scale='jac')`` with the analytic
+  Jacobian as a scipy.sparse CSR matrix (LSMR trust-region steps). Same cost function; slower
+  on large problems; kept as an independent check.
+
+Robust losses ('huber', 'soft_l1', 'cauchy', 'arctan', with ``f_scale`` in pixels) are applied per
+residual component as in scipy (residual and Jacobian rescaling, Triggs et al.).
+"""
+
+from dataclasses import replace
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+
+from lf_mpc_calib.calibration.closed_form import closed_form, validate_observations
+from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
+from lf_mpc_calib.errors import ConvergenceError, InvalidInputError
+from lf_mpc_calib.geometry import rotation_matrix_jacobian
+from lf_mpc_calib.model import DISTORTION_NAMES, MPCModel, PARAMETER_NAMES
+
+LOSSES = ('linear', 'huber', 'soft_l1', 'cauchy', 'arctan')
+SOLVERS = ('lm', 'trf')
+N_MODEL = len(PARAMETER_NAMES)          # 10 model parameters
+N_POSE = 6                              # rotation vector (3) + translation (3)
+
+
+class RefinementProblem:
+    """
+    Residuals and analytic Jacobian of the reprojection error for one observation table.
+
+    Rows are sorted by pose once (``order``). Parameters: ``theta`` (10,) in PARAMETER_NAMES
+    order, ``poses`` (P, 6) = (w, t) per pose. Residuals are (2, N) predicted - observed
+    pixels (u row, v row) in the sorted order; the Jacobian is (16, 2, N): d residual / d
+    (the ten model parameters, then w_0, w_1, w_2, t_0, t_1, t_2 of the ray's own pose), i.e.
+    exactly the non-zeros of the sparse (2N, 10 + 6P) Jacobian, stored contiguously per
+    parameter for the per-pose products of the normal equations.
+    """
+
+    def __init__(self, obs, grouped):
+        self.order = grouped.order
+        self.bounds = grouped.bounds
+        self.pose_ids = grouped.pose_ids
+        self.n_poses = len(grouped.pose_ids)
+        self.board_t = np.ascontiguousarray(obs.board[self.order].T)      # (3, N)
+        ijuv = obs.ijuv[self.order]
+        self.i, self.j, self.u, self.v = (np.ascontiguousarray(ijuv[:, k]) for k in range(4))
+        self.n = len(self.order)
+        self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
+
+    def evaluate(self, theta, poses, *, jacobian=True):
+        """
+        Return residuals (2, N) and, if asked, the Jacobian (16, 2, N) (else None).
+
+        Rays where Eq. 18 has no inverse give NaN residuals.
+        """
+        k_i, k_j, k_u, k_v, u_0, v_0, k_1, k_2, k_3, k_4 = (float(v) for v in theta)
+        rot, drot = rotation_matrix_jacobian(poses[:, :3])
+        pc = np.empty((3, self.n))
+        dpw = np.empty((3, 3, self.n)) if jacobian else None   # [k, c]: dPc_c / dw_k
+        for p in range(self.n_poses):
+            sl = slice(self.bounds[p], self.bounds[p + 1])
+            b = self.board_t[:, sl]
+            pc[:, sl] = rot[p] @ b + poses[p, 3:, None]
+            if jacobian:
+                dpw[:, :, sl] = (drot[p].reshape(9, 3) @ b).reshape(3, 3, -1)
+        s = k_i * self.i
+        t = k_j * self.j
+        inv_z = 1.0 / pc[2]
+        xu = (pc[0] - s) * inv_z
+        yu = (pc[1] - t) * inv_z
+        model = _unchecked_model(theta)
+        x, y, _ = model._distort_xy(s, t, xu, yu)
+        res = np.empty((2, self.n))
+        a_u = 1.0 / k_u
+        a_v = 1.0 / k_v
+        u_pred = (x - u_0) * a_u
+        v_pred = (y - v_0) * a_v
+        np.subtract(u_pred, self.u, out=res[0])
+        np.subtract(v_pred, self.v, out=res[1])
+        if not jacobian:
+            return res, None
+        jac = np.zeros((16, 2, self.n))
+        if k_1 == 0.0 and k_2 == 0.0:
+            m_xx = m_yy = np.ones(self.n)
+            m_xy = np.zeros(self.n)
+            r2 = x * x + y * y
+        else:
+            r2 = x * x + y * y
+            g = 1.0 + k_1 * r2 + k_2 * r2 * r2
+            gp2 = 2.0 * (k_1 + 2.0 * k_2 * r2)
+            inv_det = 1.0 / (g * (g + gp2 * r2))
+            m_xx = (g + gp2 * y * y) * inv_det
+            m_yy = (g + gp2 * x * x) * inv_det
+            m_xy = -gp2 * x * y * inv_det
+        mu_x, mu_y = a_u * m_xx, a_u * m_xy          # d u / d (q_x, q_y)
+        mv_x, mv_y = a_v * m_xy, a_v * m_yy          # d v / d (q_x, q_y)
+        # model parameters acting through q = (x^u - k_3 s, y^u - k_4 t)
+        dqx_dki = -self.i * (inv_z + k_3)
+        dqy_dkj = -self.j * (inv_z + k_4)
+        np.multiply(mu_x, dqx_dki, out=jac[0, 0])
+        np.multiply(mv_x, dqx_dki, out=jac[0, 1])
+        np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
+        np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
+        np.multiply(mu_x, -s, out=jac[8, 0])
+        np.multiply(mv_x, -s, out=jac[8, 1])
+        np.multiply(mu_y, -t, out=jac[9, 0])
+        np.multiply(mv_y, -t, out=jac[9, 1])
+        # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
+        du_r = -(mu_x * x + mu_y * y) * r2
+        dv_r = -(mv_x * x + mv_y * y) * r2
+        jac[6, 0] = du_r
+        jac[6, 1] = dv_r
+        np.multiply(du_r, r2, out=jac[7, 0])
+        np.multiply(dv_r, r2, out=jac[7, 1])
+        # pixel scale and offset
+        np.multiply(u_pred, -a_u, out=jac[2, 0])
+        np.multiply(v_pred, -a_v, out=jac[3, 1])
+        jac[4, 0] = -a_u
+        jac[5, 1] = -a_v
+        # pose: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]]
+        for row, (cx, cy) in enumerate(((mu_x, mu_y), (mv_x, mv_y))):
+            d0 = cx * inv_z
+            d1 = cy * inv_z
+            d2 = -(cx * xu + cy * yu) * inv_z
+            jac[13, row] = d0
+            jac[14, row] = d1
+            jac[15, row] = d2
+            for k in range(3):
+                jac[10 + k, row] = d0 * dpw[k, 0] + d1 * dpw[k, 1] + d2 * dpw[k, 2]
+        return res, jac
+
+    def sparse_jacobian(self, jac, free):
+        """
+        Return the Jacobian (2N, n_free + 6P) as CSR from (16, 2, N); rows are ray-major.
+
+        ``free`` (10,) bool selects the model columns that are estimated.
+        """
+        nf = int(free.sum())
+        sel = np.concatenate([np.flatnonzero(free), np.arange(10, 16)])
+        block = np.transpose(jac[sel], (2, 1, 0))                    # (N, 2, nf + 6)
+        pose_cols = nf + N_POSE * self.pose_index[:, None] + np.arange(N_POSE)[None, :]
+        cols = np.concatenate([np.broadcast_to(np.arange(nf), (self.n, nf)), pose_cols], axis=1)
+        cols = np.repeat(cols[:, None, :], 2, axis=1)
+        width = nf + N_POSE
+        indptr = np.arange(0, 2 * self.n * width + 1, width)
+        return scipy.sparse.csr_matrix((block.reshape(-1), cols.reshape(-1), indptr),
+                                       shape=(2 * self.n, nf + N_POSE * self.n_poses))
+
+
+def _unchecked_model(theta):
+    """An MPCModel from a trial vector without the constructor's checks (hot path)."""
+    m = object.__new__(MPCModel)
+    for name, value in zip(PARAMETER_NAMES, theta):
+        object.__setattr__(m, name, float(value))
+    return m
+
+
+# ---- robust losses (rho(z), rho'(z), rho''(z) of z = (r / f_scale)^2, as in scipy) -----------
+def _loss(name, z):
+    if name == 'huber':
+        big = z > 1.0
+        sz = np.sqrt(np.where(big, z, 1.0))
+        return (np.where(big, 2.0 * sz - 1.0, z), np.where(big, 1.0 / sz, 1.0),
+                np.where(big, -0.5 / (sz * sz * sz), 0.0))
+    if name == 'soft_l1':
+        t = 1.0 + z
+        return 2.0 * (np.sqrt(t) - 1.0), t ** -0.5, -0.5 * t ** -1.5
+    if name == 'cauchy':
+        return np.log1p(z), 1.0 / (1.0 + z), -1.0 / (1.0 + z) ** 2
+    if name == 'arctan':
+        return np.arctan(z), 1.0 / (1.0 + z * z), -2.0 * z / (1.0 + z * z) ** 2
+    return z, np.ones_like(z), np.zeros_like(z)
+
+
+def _robust(loss, f_scale, res, jac):
+    """Cost and the rescaled residuals / Jacobian rows of scipy's robust least squares."""
+    if loss == 'linear':
+        return 0.5 * float(np.sum(res * res)), res, jac
+    z = (res / f_scale) ** 2
+    rho, d1, d2 = _loss(loss, z)
+    cost = 0.5 * f_scale ** 2 * float(np.sum(rho))
+    if jac is None:
+        return cost, None, None
+    js = d1 + 2.0 * d2 * z
+    js = np.sqrt(np.maximum(js, np.finfo(float).eps))
+    return cost, res * (d1 / js), jac * js[None]
+
+
+class _LM:
+    """Levenberg-Marquardt with a Schur-complement solve of the block-sparse normal equations."""
+
+    def __init__(self, problem, free, loss, f_scale):
+        self.pb = problem
+        self.free = free
+        self.free_idx = np.flatnonzero(free)
+        self.loss = loss
+        self.f_scale = f_scale
+
+    def normal_equations(self, res, jac):
+        """Return H_mm (nf, nf), H_mp (P, nf, 6), H_pp (P, 6, 6), g_m (nf,), g_p (P, 6)."""
+        pb = self.pb
+        nf = len(self.free_idx)
+        sel = jac[np.concatenate([self.free_idx, np.arange(10, 16)])]   # (nf + 6, 2, N)
+        h_mm = np.zeros((nf, nf))
+        h_mp = np.empty((pb.n_poses, nf, N_POSE))
+        h_pp = np.empty((pb.n_poses, N_POSE, N_POSE))
+        g_m = np.zeros(nf)
+        g_p = np.empty((pb.n_poses, N_POSE))
+        for p in range(pb.n_poses):
+            sl = slice(pb.bounds[p], pb.bounds[p + 1])
+            h = np.zeros((nf + N_POSE, nf + N_POSE))
+            g = np.zeros(nf + N_POSE)
+            for row in range(2):
+                a = sel[:, row, sl]
+                h += a @ a.T
+                g += a @ res[row, sl]
+            h_mm += h[:nf, :nf]
+            h_mp[p] = h[:nf, nf:]
+            h_pp[p] = h[nf:, nf:]
+            g_m += g[:nf]
+            g_p[p] = g[nf:]
+        return h_mm, h_mp, h_pp, g_m, g_p
+
+    @staticmethod
+    def solve(neq, mu):
+        """Damped step (Marquardt: mu * diag) by Schur complement; None if singular."""
+        h_mm, h_mp, h_pp, g_m, g_p = neq
+        d_mm = np.sqrt(np.maximum(np.diag(h_mm), 1e-300))
+        d_pp = np.sqrt(np.maximum(np.diagonal(h_pp, axis1=1, axis2=2), 1e-300))
+        # Jacobi scaling: unit diagonal
+        a = h_mm / np.outer(d_mm, d_mm)
+        b = h_mp / (d_mm[None, :, None] * d_pp[:, None, :])
+        c = h_pp / (d_pp[:, :, None] * d_pp[:, None, :])
+        gm = g_m / d_mm
+        gp = g_p / d_pp
+        eye_m = np.eye(len(d_mm))
+        eye_p = np.eye(N_POSE)[None]
+        try:
+            c_inv = np.linalg.inv(c + mu * eye_p)
+            cb = c_inv @ np.swapaxes(b, 1, 2)                 # (P, 6, nf)
+            s = a + mu * eye_m - np.einsum('pmk,pkn->mn', b, cb)
+            rhs = -gm + np.einsum('pmk,pk->m', b, np.einsum('pkl,pl->pk', c_inv, gp))
+            dm = np.linalg.solve(s, rhs) if len(d_mm) else np.zeros(0)
+            dp = -np.einsum('pkl,pl->pk', c_inv, gp + np.einsum('pmk,m->pk', b, dm))
+        except np.linalg.LinAlgError:
+            return None
+        if not (np.all(np.isfinite(dm)) and np.all(np.isfinite(dp))):
+            return None
+        return dm / d_mm, dp / d_pp
+
+    @staticmethod
+    def covariance(neq):
+        """(J^T J)^-1 of the model block, by Schur complement; None if singular."""
+        h_mm, h_mp, h_pp, _, _ = neq
+        try:
+            c_inv = np.linalg.inv(h_pp)
+            s = h_mm - np.einsum('pmk,pkl,pnl->mn', h_mp, c_inv, h_mp)
+            d = np.sqrt(np.maximum(np.diag(s), 1e-300))
+            return np.linalg.inv(s / np.outer(d, d)) / np.outer(d, d)
+        except np.linalg.LinAlgError:
+            return None
+
+    def run(self, theta, poses, max_iterations, progress, ftol=1e-12):
+        pb = self.pb
+        res, jac = pb.evaluate(theta, poses)
+        if not np.all(np.isfinite(res)):
+            bad = int(np.count_nonzero(~np.isfinite(res).all(axis=1)))
+            raise InvalidInputError(
+                f'the initial model cannot project {bad} ray(s) (Eq. 18 has no inverse there); '
+                'start from a closer initial solution')
+        cost, rs, js = _robust(self.loss, self.f_scale, res, jac)
+        neq = self.normal_equations(rs, js)
+        mu, nu = 1e-3, 2.0
+        it = 0
+        converged = False
+        message = 'maximum number of iterations reached'
+        while it < max_iterations:
+            step = self.solve(neq, mu)
+            if step is None:
+                mu *= nu
+                nu *= 2.0
+                if mu > 1e20:
+                    message = 'the damped normal equations are singular'
+                    break
+                continue
+            dm, dp = step
+            g_m, g_p = neq[3], neq[4]
+            # predicted decrease of the quadratic model
+            h_mm, h_mp, h_pp = neq[0], neq[1], neq[2]
+            jd = (dm @ h_mm @ dm + 2.0 * np.einsum('m,pmk,pk->', dm, h_mp, dp)
+                  + np.einsum('pk,pkl,pl->', dp, h_pp, dp))
+            pred = -(dm @ g_m + np.sum(dp * g_p) + 0.5 * jd)
+            if pred <= ftol * cost:
+                converged = True
+                message = 'the predicted cost decrease is below ftol * cost'
+                break
+            theta_new = theta.copy()
+            theta_new[self.free_idx] += dm
+            poses_new = poses + dp
+            it += 1
+            # most LM trials are accepted: evaluate the Jacobian with the trial residuals
+            res_new, jac_new = pb.evaluate(theta_new, poses_new)
+            finite = np.all(np.isfinite(res_new))
+            cost_new, rs, js = (_robust(self.loss, self.f_scale, res_new, jac_new)
+                                if finite else (np.inf, None, None))
+            gain = (cost - cost_new) / pred
+            if gain > 0:
+                decrease = cost - cost_new
+                theta, poses, cost, res = theta_new, poses_new, cost_new, res_new
+                neq = self.normal_equations(rs, js)
+                mu *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+                nu = 2.0
+                if progress is not None:
+                    progress(it, cost)
+                if decrease <= ftol * cost:
+                    converged = True
+                    message = 'the cost decrease is below ftol * cost'
+                    break
+            else:
+                mu *= nu
+                nu *= 2.0
+                if progress is not None:
+                    progress(it, cost)
+                if mu > 1e20:
+                    message = 'no step reduces the cost (damping exhausted)'
+                    break
+        return theta, poses, res, neq, cost, it, converged, message
+
+
+def _run_trf(pb, free, theta, poses, loss, f_scale, max_iterations, progress):
+    """scipy.optimize.least_squares with the analytic CSR Jacobian."""
+    free_idx = np.flatnonzero(free)
+    nf = len(free_idx)
+    state = {'n': 0}
+
+    def unpack(x):
+        th = theta.copy()
+        th[free_idx] = x[:nf]
+        return th, x[nf:].reshape(-1, N_POSE)
+
+    def fun(x):
+        th, ps = unpack(x)
+        r, _ = pb.evaluate(th, ps, jacobian=False)
+        r = r.T.reshape(-1)
+        r[~np.isfinite(r)] = 1e6
+        return r
+
+    def jac(x):
+        th, ps = unpack(x)
+        _, j = pb.evaluate(th, ps)
+        state['n'] += 1
+        if progress is not None:
+            r = fun(x)
+            progress(state['n'], 0.5 * float(r @ r))
+        return pb.sparse_jacobian(np.nan_to_num(j), free)
+
+    x0 = np.concatenate([theta[free_idx], poses.reshape(-1)])
+    sol = scipy.optimize.least_squares(fun, x0, jac=jac, method='trf', x_scale='jac',
+                                       loss=loss, f_scale=f_scale, max_nfev=max_iterations,
+                                       ftol=1e-12, xtol=1e-12, gtol=1e-12)
+    th, ps = unpack(sol.x)
+    res, _ = pb.evaluate(th, ps, jacobian=False)
+    return th, ps, res, int(sol.nfev), bool(sol.success), str(sol.message)
+
+
+def _free_mask(fix):
+    names = (fix,) if isinstance(fix, str) else tuple(fix)
+    unknown = [n for n in names if n not in PARAMETER_NAMES]
+    if unknown:
+        raise InvalidInputError(
+            f'fix names must be in {PARAMETER_NAMES}, got {unknown}')
+    return np.array([n not in names for n in PARAMETER_NAMES]), tuple(
+        n for n in PARAMETER_NAMES if n in names)
+
+
+def _check_options(loss, f_scale, max_iterations, solver):
+    if loss not in LOSSES:
+        raise InvalidInputError(f'loss must be one of {LOSSES}, got {loss!r}')
+    if not (np.isfinite(f_scale) and f_scale > 0):
+        raise InvalidInputError(f'f_scale must be a positive number of pixels, got {f_scale}')
+    if int(max_iterations) < 1:
+        raise InvalidInputError(f'max_iterations must be >= 1, got {max_iterations}')
+    if solver not in SOLVERS:
+        raise InvalidInputError(f'solver must be one of {SOLVERS}, got {solver!r}')
+
+
+def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=100,
+           progress=None, solver='lm', method=None):
+    """
+    Refine a model and board poses by minimising the reprojection error in measured pixels.
+
+    obs: Observations; initial: an InitialSolution (or a CalibrationResult) with ``model``,
+    ``rotation_vectors`` (P, 3), ``translations`` (P, 3) and ``pose_ids`` (P,) matching the
+    poses of ``obs``. fix: parameter names (PARAMETER_NAMES) held at their initial values.
+    loss, f_scale: 'linear' or a robust loss with its scale in pixels. max_iterations: solver
+    iterations (LM steps tried; function evaluations for 'trf'). progress(iteration, cost):
+    optional callback. solver: 'lm' (default, Schur-complement Levenberg-Marquardt) or 'trf'
+    (scipy least_squares with the sparse analytic Jacobian). Returns a CalibrationResult;
+    with a robust loss, :func:`calibrate` first reaches the least-squares minimum, then
+    refines with the loss from there. When the solver stops without meeting its tolerance, ``converged`` is False and
+    ``message`` says why (no exception: see :func:`calibrate`'s ``raise_on_failure``).
+    """
+    grouped = validate_observations(obs)
+    _check_options(loss, f_scale, max_iterations, solver)
+    free, fixed = _free_mask(fix)
+    rv = np.asarray(initial.rotation_vectors, dtype=float)
+    tr = np.asarray(initial.translations, dtype=float)
+    ids = np.asarray(initial.pose_ids)
+    if rv.shape != (len(ids), 3) or tr.shape != (len(ids), 3):
+        raise InvalidInputError(
+            f'initial poses must be (P, 3) with P = {len(ids)} pose ids, got rotation_vectors '
+            f'{rv.shape} and translations {tr.shape}')
+    if not np.array_equal(np.sort(ids), grouped.pose_ids):
+        raise InvalidInputError(
+            f'initial pose ids {np.sort(ids).tolist()} differ from the observed pose ids '
+            f'{grouped.pose_ids.tolist()}')
+    if not (np.all(np.isfinite(rv)) and np.all(np.isfinite(tr))):
+        raise InvalidInputError('initial poses contain NaN or inf')
+    perm = np.argsort(ids)
+    poses = np.hstack([rv[perm], tr[perm]])
+    theta = initial.model.to_vector()
+    pb = RefinementProblem(obs, grouped)
+    lm = _LM(pb, free, loss, f_scale)
+    if solver == 'lm':
+        theta, poses, res, neq, cost, it, converged, message = lm.run(
+            theta, poses, int(max_iterations), progress)
+    else:
+        theta, poses, res, it, converged, message = _run_trf(
+            pb, free, theta, poses, loss, f_scale, int(max_iterations), progress)
+    # covariance from the final (undamped) Jacobian ('lm' has it from its last accepted step)
+    if solver == 'lm':
+        cost_f = cost
+    else:
+        res_f, jac_f = pb.evaluate(theta, poses)
+        cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
+        neq = lm.normal_equations(rs, js)
+    cov = lm.covariance(neq)
+    n_unknown = int(free.sum()) + N_POSE * pb.n_poses
+    dof = max(2 * pb.n - n_unknown, 1)
+    sigma2 = 2.0 * cost_f / dof
+    stddev = {n: float('nan') for n in PARAMETER_NAMES}
+    if cov is not None:
+        for k, idx in enumerate(np.flatnonzero(free)):
+            stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0) * sigma2))
+    model = MPCModel.from_vector(theta)
+    residuals = np.empty((pb.n, 2))
+    residuals[pb.order] = -res.T                      # measured - predicted, input order
+    rv_f, tr_f = poses[:, :3].copy(), poses[:, 3:].copy()
+    summary = error_summary(model, obs, rv_f, tr_f, grouped.pose_ids, residuals)
+    init_model = getattr(initial, 'initial', None)
+    init_model = initial.model if not isinstance(init_model, MPCModel) else init_model
+    return CalibrationResult(
+        model=model, initial=init_model, rotation_vectors=rv_f, translations=tr_f,
+        pose_ids=grouped.pose_ids.copy(), stddev=stddev, iterations=int(it),
+        converged=bool(converged), message=message, fixed=fixed,
+        method=method if method is not None else getattr(initial, 'method', 'exact'),
+        loss=loss, cost=float(cost_f), **summary)
+
+
+def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_scale=1.0,
+              max_iterations=100, progress=None, solver='lm', raise_on_failure=False):
+    """
+    Closed form then refinement: the full calibration of an observation table.
+
+    obs: Observations of a planar board (Z = 0), >= 2 poses. method: closed form 'exact'
+    (default) or 'paper'. distortion=False holds k_1..k_4 at 0 (the six intrinsics only, as in
+    the paper's simulation); otherwise k_1..k_4 are refined (k_3, k_4 start from the closed
+    form's shear estimate). fix: further names from PARAMETER_NAMES held at their closed-form
+    values. loss, f_scale, max_iterations, progress, solver: see :func:`refine`.
+    Returns a CalibrationResult. A refinement that stops without converging returns with
+    ``converged`` False and the reason in ``message``; with ``raise_on_failure=True`` it raises
+    ConvergenceError instead.
+    """
+    free, fixed = _free_mask(fix)
+    _check_options(loss, f_scale, max_iterations, solver)
+    init = closed_form(obs, method=method)
+    if not distortion:
+        zero = {n: 0.0 for n in DISTORTION_NAMES}
+        init = type(init)(model=init.model.replace(**zero),
+                          rotation_vectors=init.rotation_vectors,
+                          translations=init.translations, pose_ids=init.pose_ids,
+                          method=init.method, conditioning=init.conditioning)
+        fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | set(DISTORTION_NAMES))
+    if loss != 'linear':
+        # a robust loss from a poor start can settle on the wrong minimum (outliers also
+        # spoil the closed form): reach the least-squares minimum first, then robustify
+        first = refine(obs, init, fix=fixed, max_iterations=max_iterations,
+                       progress=progress, solver=solver, method=method)
+        result = refine(obs, first, fix=fixed, loss=loss, f_scale=f_scale,
+                        max_iterations=max_iterations, progress=progress, solver=solver,
+                        method=method)
+        result = replace(result, initial=init.model,
+                         iterations=first.iterations + result.iterations)
+    else:
+        result = refine(obs, init, fix=fixed, loss=loss, f_scale=f_scale,
+                        max_iterations=max_iterations, progress=progress, solver=solver,
+                        method=method)
+    if raise_on_failure and not result.converged:
+        raise ConvergenceError(
+            f'the refinement did not converge after {result.iterations} iterations: '
+            f'{result.message} (RMS {result.rms_reprojection_px:.3g} px)')
+    return result
