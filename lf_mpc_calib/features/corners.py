@@ -53,6 +53,7 @@ class CornerOptions:
     min_contrast: float = 0.25
     colour_check: bool = True
     subpix_upsample: int = 2
+    smooth_sigma: float = 1.0
 
 
 def _as_uint8(img):
@@ -160,6 +161,13 @@ def resolve_orientation(image, grid, board, *, colour_check=True):
     return best
 
 
+def _smooth(img, sigma):
+    """Gaussian pre-filter (sigma in pixels; 0: none) against resampling artefacts."""
+    if not sigma:
+        return img
+    return cv2.GaussianBlur(img, (0, 0), float(sigma))
+
+
 def _window_for(grid, window):
     if window is not None:
         return int(window)
@@ -240,6 +248,8 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     """
     opt = options or CornerOptions()
     views = np.asarray(lightfield.views)
+    if views.ndim == 5 and views.shape[-1] == 3:  # RGB views of a Bayer camera: intensity
+        views = views.mean(axis=-1, dtype=np.float32)
     if views.ndim != 4:
         raise InvalidInputError(
             f'lightfield.views must have shape (n_j, n_i, rows, cols), got {views.shape}')
@@ -272,7 +282,8 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     uv = np.full((n_j * n_i, m, 2), np.nan)
     found = np.zeros((n_j * n_i, m), bool)
 
-    uv_c = _refine(central, seed, half, opt.subpix_upsample)
+    central_s = _smooth(central, opt.smooth_sigma)
+    uv_c = _refine(central_s, seed, half, opt.subpix_upsample)
     moved = np.linalg.norm(uv_c - seed, axis=1)
     keep = np.isfinite(moved) & (moved < opt.max_step)
     uv[jc * n_i + ic][keep] = uv_c[keep]
@@ -291,7 +302,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
             coef, count = _fit_lines(ij_all, uv, found)
         flat = a * n_i + b
         pred = _predict(coef, found, uv, ij_all, flat, uv[jc * n_i + ic])
-        img = views[a, b].astype(np.float32)
+        img = _smooth(views[a, b].astype(np.float32), opt.smooth_sigma)
         ref = _refine(img, pred, half, opt.subpix_upsample)
         step = np.linalg.norm(ref - pred, axis=1)
         ok = np.isfinite(step) & (step < opt.max_step)
