@@ -320,13 +320,13 @@ class Checkerboard:
 
     def shade(self, x, y):
         """Board-frame coordinates (N,) (N,) metres -> (N,) reflectance."""
-        sq = self.square
-        a = np.floor(x / sq).astype(np.int64) + 1
-        b = np.floor(y / sq).astype(np.int64) + 1
+        inv = 1.0 / self.square
+        a = np.floor(x * inv)             # square index - 1 (floats: no integer casts)
+        b = np.floor(y * inv)
         first = self.dark if self.first_square == 'black' else self.light
         other = self.light if self.first_square == 'black' else self.dark
-        out = np.where((a + b) % 2 == 0, first, other)
-        in_squares = (a >= 0) & (a <= self.cols) & (b >= 0) & (b <= self.rows)
+        out = np.where(np.fmod(np.abs(a + b), 2.0) == 0.0, first, other)
+        in_squares = (a >= -1.0) & (a < self.cols) & (b >= -1.0) & (b < self.rows)
         x0, y0, x1, y1 = self.extent()
         on_board = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
         return np.where(in_squares, out, np.where(on_board, self.light, self.background))
