@@ -14,6 +14,8 @@ from lf_mpc_calib import __version__
 from lf_mpc_calib.errors import LFCalibError
 
 SUBCOMMANDS = (
+    'grid',
+    'decode',
     'simulate',
 )
 

@@ -1,0 +1,357 @@
+"""
+Raw lenslet frames -> 4-D light field L(i, j, u, v), and micro-image indexing.
+
+Conventional decoding: view (i, j) samples every micro-image at
+``centre + i * e_row + j * e_col`` (unit vectors along the lattice axes, raw pixels; bilinear),
+so (0, 0) is the micro-image centre. View pixel (u, v) is the lattice position
+``origin + u * row_vector + v * column_vector`` of the UNSHIFTED lattice: on a hexagonal lattice
+a row shifted by half a pitch is resampled onto it by averaging the two neighbouring lenses of
+that row (at u - 1/2 and u + 1/2; the first position of the row takes its one lens). A view is
+an image of shape (rows, cols) = (grid.shape[1], grid.shape[0]).
+
+The decode map is built once per grid (:class:`Decoder`): one fixed-point ``cv2.remap`` map
+per view, the hexagonal resampling, and the devignetting gain (the white image decoded through
+the same maps). Decoding a frame is then a gather, never a search.
+
+Focused cameras: :class:`MicroImageIndex` lists the micro-image centres and tells which
+micro-image a raw pixel belongs to; observations there are (i, j) = micro-image centre
+(absolute raw px) and (u, v) = raw pixel - centre.
+"""
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+from scipy.spatial import cKDTree
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.lenslet.demosaic import BAYER_PATTERNS, demosaic
+from lf_mpc_calib.lenslet.grid import LensletGrid
+
+RAW_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
+
+
+@dataclass(frozen=True, eq=False)
+class LightField:
+    """
+    Decoded sub-aperture views.
+
+    views (n_j, n_i, rows, cols) float32, or (n_j, n_i, rows, cols, 3) RGB, indexed
+    [j_index, i_index, v, u]; i_values (n_i,), j_values (n_j,) integer view indices (e.g. -4..4);
+    valid (n_j, n_i) bool usable views; grid the LensletGrid it was decoded with.
+    """
+
+    views: np.ndarray
+    i_values: np.ndarray
+    j_values: np.ndarray
+    valid: np.ndarray
+    grid: LensletGrid
+
+    def __post_init__(self):
+        v = self.views
+        if v.ndim not in (4, 5) or v.shape[:2] != (len(self.j_values), len(self.i_values)):
+            raise InvalidInputError(
+                f'views must have shape (n_j, n_i, rows, cols[, 3]) with n_j = '
+                f'{len(self.j_values)}, n_i = {len(self.i_values)}, got {v.shape}')
+        if np.shape(self.valid) != v.shape[:2]:
+            raise InvalidInputError(f'valid must have shape {v.shape[:2]}, got '
+                                    f'{np.shape(self.valid)}')
+
+    @property
+    def view_shape(self):
+        """(rows, cols) of one view."""
+        return self.views.shape[2:4]
+
+    @property
+    def central_index(self):
+        """(j_index, i_index) of the view (0, 0)."""
+        return (int(np.flatnonzero(self.j_values == 0)[0]),
+                int(np.flatnonzero(self.i_values == 0)[0]))
+
+    def view(self, i, j):
+        """The view with indices i, j (values, not positions)."""
+        ji = np.flatnonzero(self.j_values == j)
+        ii = np.flatnonzero(self.i_values == i)
+        if ji.size == 0 or ii.size == 0:
+            raise InvalidInputError(
+                f'no view ({i}, {j}); i in {list(self.i_values)}, j in {list(self.j_values)}')
+        return self.views[ji[0], ii[0]]
+
+    def ijuv_of(self, j_index, i_index, uv):
+        """Indexed pixels (N, 4) = (i, j, u, v) of view pixels uv (N, 2) of one view."""
+        uv = np.asarray(uv, dtype=float).reshape(-1, 2)
+        out = np.empty((len(uv), 4))
+        out[:, 0] = self.i_values[i_index]
+        out[:, 1] = self.j_values[j_index]
+        out[:, 2:] = uv
+        return out
+
+
+def mosaic(lightfield):
+    """All views tiled into one image (n_j * rows, n_i * cols[, 3]); row of tiles = j."""
+    v = lightfield.views
+    nj, ni, rows, cols = v.shape[:4]
+    rest = v.shape[4:]
+    return v.swapaxes(1, 2).reshape((nj * rows, ni * cols) + rest)
+
+
+def view_indices(views):
+    """Integer view values (n,) for a count (odd) or for ``radius`` -> 2 * radius + 1 values."""
+    n = int(views)
+    if n < 1 or n % 2 == 0:
+        raise InvalidInputError(f'a view count must be odd and positive, got {views}')
+    half = n // 2
+    return np.arange(-half, half + 1)
+
+
+def _parse_views(views):
+    if np.isscalar(views):
+        r = int(views)
+        if r < 0 or r != views:
+            raise InvalidInputError(f'views radius must be a non-negative integer, got {views}')
+        return np.arange(-r, r + 1), np.arange(-r, r + 1)
+    try:
+        n_i, n_j = (int(x) for x in views)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f'views must be (n_i, n_j) or a radius, got {views!r}') from None
+    return view_indices(n_i), view_indices(n_j)
+
+
+class Decoder:
+    """
+    Reusable raw -> light-field decoder for one lenslet grid.
+
+    Parameters
+    ----------
+    grid : LensletGrid
+    white : (H, W) ndarray, optional
+        White image of the same size (same dtype as the raw frames): devignetting gain and the
+        usable views come from it. Without it the gain is 1 and a view is usable when its
+        offset lies within pitch / 2 - 1 px of the centre.
+    views : (n_i, n_j) odd counts, or an int radius (2 r + 1 views a side)
+    demosaic : None | 'rggb' | 'bggr' | 'gbrg' | 'grbg'
+        Bayer pattern of the raw frames; the views are then RGB.
+    min_white : float
+        A view is usable when its median white level is at least this fraction of the central
+        view's; samples darker than a tenth of the white's bright level get gain 0.
+    exact : bool
+        Float maps (slower) instead of OpenCV's fixed-point maps (1/32 px interpolation).
+
+    """
+
+    def __init__(self, grid, *, white=None, views=(9, 9), demosaic=None, min_white=0.5,
+                 exact=False):
+        if not isinstance(grid, LensletGrid):
+            raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
+        if demosaic is not None and demosaic not in BAYER_PATTERNS:
+            raise InvalidInputError(
+                f'unsupported Bayer pattern {demosaic!r}; expected one of {BAYER_PATTERNS}')
+        self.grid = grid
+        self.bayer = demosaic
+        self.i_values, self.j_values = _parse_views(views)
+        self.exact = bool(exact)
+        w, h = grid.image_size
+        if w > 32767 or h > 32767:
+            raise InvalidInputError(f'image size {w} x {h} exceeds 32767 px (OpenCV remap)')
+        self._dtype = None
+        cols, rows = grid.shape
+        self._rows, self._cols = rows, cols
+        # lens centres in view layout: lens k = u of row v (shifted rows: the lens right of u)
+        l_, k = np.mgrid[0:rows, 0:cols]
+        centres = grid.centres_of(np.column_stack([k.ravel(), l_.ravel()])).reshape(rows, cols, 2)
+        e_r = grid.row_vector / grid.pitch
+        e_c = grid.column_vector / grid.row_spacing
+        self._maps = {}
+        for jj, j in enumerate(self.j_values):
+            for ii, i in enumerate(self.i_values):
+                pos = (centres + i * e_r + j * e_c).astype(np.float32)
+                mx, my = pos[..., 0], pos[..., 1]
+                if self.exact:
+                    self._maps[jj, ii] = (np.ascontiguousarray(mx), np.ascontiguousarray(my))
+                else:
+                    self._maps[jj, ii] = cv2.convertMaps(mx, my, cv2.CV_16SC2)
+        if grid.lattice == 'hex':
+            self._shifted = np.flatnonzero((np.arange(rows) + grid.hex_parity) % 2 == 1)
+        else:
+            self._shifted = np.zeros(0, dtype=int)
+        self._gain = None
+        self._central_gain = None
+        if white is not None:
+            white = self._check_raw(white, 'white', check_dtype=False)
+            self._dtype = white.dtype
+            wl = self._decode_all(white)
+            c = self._central_position()
+            central = wl[c]
+            bright = float(np.percentile(central, 99)) if central.size else 0.0
+            if bright <= 0:
+                raise InvalidInputError('white image decodes to a dark central view; is it a '
+                                        'white image of this grid?')
+            axes = tuple(range(2, wl.ndim))
+            level = np.median(wl, axis=axes)
+            self.valid = level >= min_white * float(np.median(central))
+            ref = np.percentile(central.reshape(-1, *wl.shape[4:]), 99, axis=0)
+            ref = np.asarray(ref, dtype=np.float32)
+            with np.errstate(divide='ignore', invalid='ignore'):
+                gain = np.where(wl > 0.1 * ref, ref / wl, 0.0).astype(np.float32)
+            gain[~self.valid] = 0.0
+            self._gain = gain
+        else:
+            ii, jj = np.meshgrid(self.i_values, self.j_values)
+            self.valid = np.hypot(ii, jj) <= 0.5 * grid.pitch - 1.0
+
+    def _central_position(self):
+        return (int(np.flatnonzero(self.j_values == 0)[0]),
+                int(np.flatnonzero(self.i_values == 0)[0]))
+
+    @property
+    def view_shape(self):
+        """(rows, cols) of one view."""
+        return self._rows, self._cols
+
+    def _check_raw(self, raw, name='raw', check_dtype=True):
+        raw = np.asarray(raw)
+        w, h = self.grid.image_size
+        if raw.dtype not in RAW_DTYPES:
+            raise InvalidInputError(
+                f'{name} must have dtype uint8, uint16, float32 or float64, got {raw.dtype}')
+        want = (h, w) if (self.bayer is not None or raw.ndim == 2) else (h, w, 3)
+        if raw.shape != want:
+            extra = ' (a Bayer mosaic, 2-D)' if self.bayer is not None else ''
+            raise InvalidInputError(
+                f'{name} must have shape {want}{extra} to match the grid\'s image size '
+                f'{w} x {h}, got {raw.shape}')
+        if check_dtype and self._dtype is not None and raw.dtype != self._dtype:
+            raise InvalidInputError(
+                f'{name} must have the white image\'s dtype {self._dtype}, got {raw.dtype}')
+        if raw.dtype.kind == 'f' and not np.all(np.isfinite(raw)):
+            raise InvalidInputError(f'{name} contains NaN or inf')
+        return raw
+
+    def _prepare(self, raw):
+        if self.bayer is not None:
+            raw = demosaic(raw, self.bayer)
+        return np.ascontiguousarray(raw, dtype=np.float32)
+
+    def _remap(self, src, jj, ii, out):
+        m1, m2 = self._maps[jj, ii]
+        cv2.remap(src, m1, m2, cv2.INTER_LINEAR, dst=out, borderMode=cv2.BORDER_CONSTANT,
+                  borderValue=0)
+
+    def _resample_hex(self, views):
+        """Shifted rows: average the lenses at u - 1/2 and u + 1/2 (in place)."""
+        s = self._shifted
+        if s.size == 0:
+            return views
+        sub = views[:, :, s]                       # copy: (n_j, n_i, S, cols[, 3])
+        views[:, :, s, 1:] = 0.5 * (sub[:, :, :, 1:] + sub[:, :, :, :-1])
+        return views
+
+    def _decode_all(self, raw):
+        src = self._prepare(raw)
+        nj, ni = len(self.j_values), len(self.i_values)
+        out = np.empty((nj, ni, self._rows, self._cols) + src.shape[2:], dtype=np.float32)
+        for jj in range(nj):
+            for ii in range(ni):
+                self._remap(src, jj, ii, out[jj, ii])
+        return self._resample_hex(out)
+
+    def decode(self, raw):
+        """Decode one raw frame (H, W) (or a Bayer mosaic) into a :class:`LightField`."""
+        raw = self._check_raw(raw)
+        views = self._decode_all(raw)
+        if self._gain is not None:
+            views *= self._gain
+        else:
+            views[~self.valid] = 0.0
+        return LightField(views, self.i_values.copy(), self.j_values.copy(), self.valid.copy(),
+                          self.grid)
+
+    def central_view(self, raw):
+        """Only the view (0, 0): (rows, cols[, 3]) float32, devignetted when a white was given."""
+        raw = self._check_raw(raw)
+        src = self._prepare(raw)
+        jj, ii = self._central_position()
+        out = np.empty((1, 1, self._rows, self._cols) + src.shape[2:], dtype=np.float32)
+        self._remap(src, jj, ii, out[0, 0])
+        out = self._resample_hex(out)[0, 0]
+        if self._gain is not None:
+            out *= self._gain[jj, ii]
+        return out
+
+
+def decode(raw, grid, *, white=None, views=(9, 9), demosaic=None):
+    """One-off decoding (builds a :class:`Decoder`; reuse one for several frames)."""
+    return Decoder(grid, white=white, views=views, demosaic=demosaic).decode(raw)
+
+
+@dataclass(frozen=True, eq=False)
+class MicroImageIndex:
+    """
+    Micro-image centres of a (focused) plenoptic raw image.
+
+    centres (M, 2) raw px (x, y); indices (M, 2) lattice indices (k, l); radius: the radius in
+    px of the disk that belongs to each micro-image.
+    """
+
+    centres: np.ndarray
+    indices: np.ndarray
+    radius: float
+
+    def __post_init__(self):
+        c = np.asarray(self.centres, dtype=float)
+        k = np.asarray(self.indices)
+        if c.ndim != 2 or c.shape[1] != 2 or len(c) == 0 or not np.all(np.isfinite(c)):
+            raise InvalidInputError(f'centres must be finite with shape (M, 2), got {c.shape}')
+        if k.shape != c.shape:
+            raise InvalidInputError(f'indices must have shape {c.shape}, got {k.shape}')
+        if not (np.isfinite(self.radius) and self.radius > 0):
+            raise InvalidInputError(f'radius must be positive, got {self.radius}')
+        object.__setattr__(self, 'centres', c)
+        object.__setattr__(self, 'indices', k.astype(np.int64))
+        object.__setattr__(self, 'radius', float(self.radius))
+        object.__setattr__(self, '_tree', cKDTree(c))
+
+    @classmethod
+    def from_grid(cls, grid, *, radius=None):
+        """All micro-images of ``grid``; default radius: half the nearest-neighbour distance."""
+        if radius is None:
+            nn = grid.pitch
+            if grid.lattice == 'hex':
+                nn = min(nn, float(np.hypot(0.5 * grid.pitch, grid.row_spacing)))
+            else:
+                nn = min(nn, grid.row_spacing)
+            radius = 0.5 * nn
+        return cls(grid.centres(), grid.indices(), radius)
+
+    def lens_of_pixel(self, xy):
+        """Index (N,) into ``centres`` of the micro-image of each pixel xy (N, 2); -1 outside."""
+        xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+        dist, idx = self._tree.query(xy, distance_upper_bound=self.radius)
+        idx = np.where(np.isfinite(dist), idx, -1)
+        return idx.astype(np.int64)
+
+    def patches(self, raw, *, half_size=None, fill=0):
+        """
+        The square patch of every micro-image of a raw frame.
+
+        Returns ``(patches (M, 2h+1, 2h+1[, C]), corners (M, 2) int)``: patch pixel (r, c)
+        of micro-image m is raw pixel (x, y) = corners[m] + (c, r); its (u, v) is that minus
+        ``centres[m]``. Pixels outside the image are ``fill``. h defaults to ceil(radius).
+        """
+        raw = np.asarray(raw)
+        if raw.ndim not in (2, 3):
+            raise InvalidInputError(f'raw must have shape (H, W) or (H, W, C), got {raw.shape}')
+        hs = int(np.ceil(self.radius)) if half_size is None else int(half_size)
+        if hs < 0:
+            raise InvalidInputError(f'half_size must be >= 0, got {half_size}')
+        h, w = raw.shape[:2]
+        pad = hs + 1
+        padded = np.pad(raw, ((pad, pad), (pad, pad)) + ((0, 0),) * (raw.ndim - 2),
+                        constant_values=fill)
+        rc = np.rint(self.centres).astype(np.int64)
+        rc = np.clip(rc, [-pad + hs, -pad + hs], [w - 1 + pad - hs, h - 1 + pad - hs])
+        corners = rc - hs
+        off = np.arange(2 * hs + 1)
+        ys = corners[:, 1, None, None] + pad + off[None, :, None]
+        xs = corners[:, 0, None, None] + pad + off[None, None, :]
+        return padded[ys, xs], corners
