@@ -70,7 +70,8 @@ def main():
         t = np.median(times)
         print(f'noise {noise:5.3f}: detect {t:.3f} s/pose (target < 2 s: '
               f'{"ok" if t < 2 else "MISSED"}), {t / np.median(base):.1f}x the central-view '
-              f'search alone ({np.median(base):.3f} s); found {100 * np.mean(found):.1f} % of rows; '
+              f'search alone ({np.median(base):.3f} s); found {100 * np.mean(found):.1f} % of '
+              f'rows; '
               f'corner error RMS {np.sqrt(np.mean(np.sum(e ** 2, 1))):.4f} px, '
               f'max {np.abs(e).max():.3f} px')
 

@@ -17,6 +17,7 @@ SUBCOMMANDS = (
     'grid',
     'decode',
     'simulate',
+    'calibrate_raw',
 )
 
 

@@ -54,6 +54,8 @@ class CornerOptions:
     colour_check: bool = True
     subpix_upsample: int = 2
     smooth_sigma: float = 1.0
+    max_grid_error: float = 0.15
+    margin_check: bool = True
 
 
 def _as_uint8(img):
@@ -64,31 +66,69 @@ def _as_uint8(img):
     return np.clip((img - lo) * (255.0 / (hi - lo)), 0, 255).astype(np.uint8)
 
 
-def find_board(image, board, *, min_size=480):
+def _sb_grids(img, board, min_size):
+    """Yield (rows, cols, 2) grids found by findChessboardCornersSB under several settings."""
+    u8 = _as_uint8(img)
+    base = int(np.clip(np.ceil(min_size / min(u8.shape)), 1, 4))
+    for factor in dict.fromkeys((base, min(base + 1, 5), max(base - 1, 1))):
+        big = u8 if factor == 1 else cv2.resize(u8, None, fx=factor, fy=factor,
+                                                interpolation=cv2.INTER_CUBIC)
+        for flags in (cv2.CALIB_CB_NORMALIZE_IMAGE,
+                      cv2.CALIB_CB_NORMALIZE_IMAGE | cv2.CALIB_CB_EXHAUSTIVE):
+            found, corners = cv2.findChessboardCornersSB(big, (board.cols, board.rows),
+                                                         flags=flags)
+            if found:
+                uv = (corners.reshape(-1, 2).astype(float) + 0.5) / factor - 0.5
+                yield uv.reshape(board.rows, board.cols, 2)
+
+
+def grid_error(grid, board):
+    """
+    How far a (rows, cols, 2) corner grid is from a perspective image of the board.
+
+    Returns the largest distance (px) of a corner from the homography fitted to all of them,
+    as a fraction of the smallest corner spacing (a true board: a few hundredths; a corner of
+    another board row or a spurious one: 0.2 or more).
+    """
+    rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
+    uv = grid.reshape(-1, 2).astype(np.float64)
+    H, _ = cv2.findHomography(rc, uv, 0)
+    if H is None:
+        return np.inf
+    proj = cv2.perspectiveTransform(rc.reshape(-1, 1, 2), H).reshape(-1, 2)
+    spacing = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
+                              np.linalg.norm(grid[1:] - grid[:-1], axis=-1).ravel()])
+    return float(np.max(np.linalg.norm(proj - uv, axis=1)) / max(np.min(spacing), 1e-9))
+
+
+def find_board(image, board, *, min_size=480, max_grid_error=0.15):
     """
     Find the board's inner corners in one 2-D image with findChessboardCornersSB.
 
-    Returns (rows, cols, 2) pixels in OpenCV's (unresolved) order; raises DetectionError.
+    Small images are upsampled to ``min_size`` px first; several upsampling factors and flags
+    are tried and a grid is accepted only when it is a perspective image of the board
+    (:func:`grid_error` below ``max_grid_error``). Returns (rows, cols, 2) pixels in
+    OpenCV's (unresolved) order; raises DetectionError.
     """
+    for grid in _board_candidates(image, board, min_size, max_grid_error):
+        return grid
+    raise _not_found(image, board)
+
+
+def _board_candidates(image, board, min_size, max_grid_error):
     img = np.asarray(image, dtype=np.float32)
     if img.ndim != 2:
         raise InvalidInputError(f'image must be 2-D (rows, cols), got shape {img.shape}')
-    u8 = _as_uint8(img)
-    factor = int(np.clip(np.ceil(min_size / min(u8.shape)), 1, 4))
-    if factor > 1:
-        u8 = cv2.resize(u8, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
-    found, corners = False, None
-    for flags in (cv2.CALIB_CB_NORMALIZE_IMAGE,
-                  cv2.CALIB_CB_NORMALIZE_IMAGE | cv2.CALIB_CB_EXHAUSTIVE):
-        found, corners = cv2.findChessboardCornersSB(u8, (board.cols, board.rows), flags=flags)
-        if found:
-            break
-    if not found:
-        raise DetectionError(
-            f'no checkerboard of {board.cols}x{board.rows} inner corners found in the '
-            f'central view ({img.shape[1]}x{img.shape[0]} px)')
-    uv = (corners.reshape(-1, 2).astype(float) + 0.5) / factor - 0.5
-    return uv.reshape(board.rows, board.cols, 2)
+    for grid in _sb_grids(img, board, min_size):
+        if grid_error(grid, board) <= max_grid_error:
+            yield grid
+
+
+def _not_found(image, board, extra=''):
+    h, w = np.shape(image)[:2]
+    return DetectionError(
+        f'no checkerboard of {board.cols}x{board.rows} inner corners found in the central '
+        f'view ({w}x{h} px){extra}')
 
 
 def _sample(img, uv):
@@ -121,12 +161,14 @@ def _relabellings(grid, board):
     return out
 
 
-def resolve_orientation(image, grid, board, *, colour_check=True):
+def resolve_orientation(image, grid, board, *, colour_check=True, margin_check=True):
     """
     Label a detected (rows, cols, 2) corner grid consistently with ``board``.
 
     Returns the relabelled grid; raises DetectionError when the square colours match no
-    proper labelling (a grid one square off, or the wrong ``first_square``).
+    proper labelling (a grid one square off, or the wrong ``first_square``), or, with
+    ``margin_check``, when the band half a square beyond the outer squares is not light
+    everywhere it is seen (the grid is part of a larger board).
     """
     img = np.asarray(image, dtype=np.float32)
     candidates = _relabellings(grid, board)
@@ -143,7 +185,11 @@ def resolve_orientation(image, grid, board, *, colour_check=True):
             spread = np.nanmax(vals) - np.nanmin(vals)
             contrast = (light - dark) / spread if spread > 0 else 0.0
             contrasts.append(contrast)
-            if contrast > 0.5:
+            # Every square, not only most, must have its colour: a grid with one row off
+            # the board has squares of neither colour there.
+            mid = 0.5 * (dark + light)
+            every = np.all(vals[black_expected] < mid) and np.all(vals[~black_expected] > mid)
+            if contrast > 0.5 and every:
                 kept.append(g)
         if not kept:
             raise DetectionError(
@@ -151,6 +197,8 @@ def resolve_orientation(image, grid, board, *, colour_check=True):
                 f' colour contrast of the labellings {np.round(contrasts, 2).tolist()}): the '
                 'corners found may be one square off or the board is not the one given')
         candidates = kept
+        if margin_check:
+            _check_margin(img, grid, board, contrasts)
     best, score = None, -np.inf
     for g in candidates:
         dx = np.nanmean(g[:, 1:] - g[:, :-1], axis=(0, 1))
@@ -159,6 +207,45 @@ def resolve_orientation(image, grid, board, *, colour_check=True):
         if s > score:
             best, score = g, s
     return best
+
+
+def _check_margin(img, grid, board, contrasts):
+    """Raise DetectionError unless the board's border band (seen parts) is light."""
+    cols, rows = board.cols, board.rows
+    rc = np.mgrid[0:rows, 0:cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
+    H, _ = cv2.findHomography(rc, grid.reshape(-1, 2).astype(np.float64), 0)
+    if H is None:
+        return
+    # Centres of the squares a larger board would have beside each side, pulled in to 0.35
+    # of a square beyond the outer squares (inside any margin, clear of the background).
+    d = 1.35
+    xs = np.arange(-0.5, cols - 0.5 + 1e-9)
+    ys = np.arange(-0.5, rows - 0.5 + 1e-9)
+    sides = [np.column_stack([xs, np.full_like(xs, -d)]),
+             np.column_stack([xs, np.full_like(xs, rows - 1 + d)]),
+             np.column_stack([np.full_like(ys, -d), ys]),
+             np.column_stack([np.full_like(ys, cols - 1 + d), ys])]
+    inner = np.mgrid[0:rows - 1, 0:cols - 1].reshape(2, -1).T[:, ::-1] + 0.5
+    pts = np.concatenate(sides + [inner])
+    vals = _sample(img, cv2.perspectiveTransform(pts.reshape(-1, 1, 2), H).reshape(-1, 2))
+    v_inner = vals[-len(inner):]
+    black = (np.floor(inner[:, 0]) + np.floor(inner[:, 1])) % 2 == 0
+    if board.first_square != 'black':
+        black = ~black
+    lo, hi = np.nanmedian(v_inner[black]), np.nanmedian(v_inner[~black])
+    start = 0
+    for name, side in zip(('top', 'bottom', 'left', 'right'), sides):
+        v = vals[start:start + len(side)]
+        start += len(side)
+        seen = np.isfinite(v)
+        dark = seen & (v < lo + 0.3 * (hi - lo))
+        # Beside a larger board every other sample is a dark square; one dark sample alone
+        # is a shadow or the background reaching in.
+        if dark.sum() >= 2 and dark.sum() >= 0.3 * seen.sum():
+            raise DetectionError(
+                f'{int(dark.sum())} of {int(seen.sum())} samples beside the {name} side of the '
+                f'board are dark squares: the {cols}x{rows} corners found are part of a larger '
+                'board (or the board has no light margin: set margin_check=False)')
 
 
 def _smooth(img, sigma):
@@ -268,8 +355,17 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     dist = np.where(valid, np.hypot(ii, jj), np.inf)
     jc, ic = np.unravel_index(np.argmin(dist), dist.shape)
     central = views[jc, ic].astype(np.float32)
-    grid = find_board(central, board, min_size=opt.min_view_size)
-    grid = resolve_orientation(central, grid, board, colour_check=opt.colour_check)
+    grid, error = None, None
+    for candidate in _board_candidates(central, board, opt.min_view_size, opt.max_grid_error):
+        try:
+            grid = resolve_orientation(central, candidate, board,
+                                       colour_check=opt.colour_check,
+                                       margin_check=opt.margin_check)
+            break
+        except DetectionError as exc:
+            error = exc
+    if grid is None:
+        raise error or _not_found(central, board)
     half = _window_for(grid, opt.window)
     m = board.n_points
     seed = grid.reshape(m, 2)

@@ -1,0 +1,129 @@
+"""
+``lf-mpc-calib calibrate-raw``: raw checkerboard frames + a white image -> calibration file.
+
+    lf-mpc-calib calibrate-raw DATASET_DIR -o calibration.yaml [--report DIR]
+        [--board COLSxROWS --square M] [--white W] [--views 7x7] [--bayer RGGB]
+
+A folder written by ``lf-mpc-calib simulate`` needs no options (its manifest names the board
+and the white image). Any other folder of raw PNG/TIFF frames needs the board, and the white
+image if it is not the folder's one ``white.*`` file. The observation table is written beside
+the calibration file (``<name>_observations.csv``).
+"""
+
+import re
+import sys
+
+from lf_mpc_calib.board import Checkerboard
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.model import PARAMETER_NAMES
+
+
+def register(subparsers):
+    """Add the ``calibrate-raw`` subcommand."""
+    p = subparsers.add_parser(
+        'calibrate-raw', help='calibrate from raw checkerboard frames and a white image',
+        description='Decode raw light-field frames into sub-aperture views, find the '
+                    'checkerboard corners in every view, calibrate the MPC model and write '
+                    'the calibration file, the observation table and (optionally) a report.')
+    p.add_argument('dataset', help='folder of raw frames (with manifest.yaml from simulate, '
+                                   'or any PNG/TIFF frames with --board/--square)')
+    p.add_argument('-o', '--output', default='calibration.yaml',
+                   help='calibration file to write (default: %(default)s)')
+    p.add_argument('--report', metavar='DIR', default=None,
+                   help='write the report (summary, plots, detections) into DIR')
+    p.add_argument('--board', metavar='COLSxROWS', default=None,
+                   help='inner corners of the checkerboard, e.g. 8x6')
+    p.add_argument('--square', type=float, default=None, metavar='M',
+                   help='square size in metres (with --board)')
+    p.add_argument('--first-square', choices=('black', 'white'), default='black',
+                   help='colour of the outer square before the first inner corner '
+                        '(default: %(default)s)')
+    p.add_argument('--white', default=None, metavar='FILE', help='white image')
+    p.add_argument('--views', default=None, metavar='NIxNJ',
+                   help='sub-aperture views to use, e.g. 7x7 (default: the decoder\'s)')
+    p.add_argument('--bayer', default=None, metavar='PATTERN',
+                   help='Bayer pattern of the raw frames (e.g. RGGB); default: mono or '
+                        'from the manifest')
+    p.add_argument('--min-poses', type=int, default=3,
+                   help='fewest poses with a detected board to calibrate (default: %(default)s)')
+    p.add_argument('--no-distortion', action='store_true',
+                   help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
+    p.add_argument('--fix', default='', metavar='NAMES',
+                   help='comma-separated parameters to hold fixed')
+    p.add_argument('--quiet', action='store_true', help='no progress per image')
+    p.set_defaults(func=run)
+
+
+def parse_fix(text):
+    """Split ``'k_1,k_2'`` into a tuple of parameter names; raises InvalidInputError."""
+    names = tuple(n.strip() for n in (text or '').split(',') if n.strip())
+    bad = [n for n in names if n not in PARAMETER_NAMES]
+    if bad:
+        raise InvalidInputError(f'--fix got unknown parameter(s) {bad}; expected names from '
+                                f'{",".join(PARAMETER_NAMES)}')
+    return names
+
+
+def parse_views(text):
+    """``'7x7'`` -> (7, 7); raises InvalidInputError."""
+    if text is None:
+        return None
+    m = re.fullmatch(r'\s*(\d+)\s*[xX]\s*(\d+)\s*', text)
+    if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        raise InvalidInputError(f'--views must be NIxNJ (e.g. 7x7), got {text!r}')
+    return int(m.group(1)), int(m.group(2))
+
+
+def board_from_args(args):
+    """The Checkerboard from --board/--square, or None when neither is given."""
+    if args.board is None and args.square is None:
+        return None
+    if args.board is None or args.square is None:
+        raise InvalidInputError('--board COLSxROWS and --square M must be given together, '
+                                f'got --board {args.board} --square {args.square}')
+    return Checkerboard.from_spec(args.board, args.square, first_square=args.first_square)
+
+
+def run(args):
+    """Run calibrate-raw; returns the exit code."""
+    from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset, write_outputs
+    views = parse_views(args.views)
+    options = {'distortion': not args.no_distortion}
+    fix = parse_fix(args.fix)
+    if fix:
+        options['fix'] = fix
+    dataset = load_raw_dataset(args.dataset, board=board_from_args(args), white=args.white,
+                               demosaic=args.bayer)
+    out = sys.stdout
+
+    def progress(index, total, path, message):
+        if args.quiet:
+            return
+        if path is None:
+            print(message, file=out, flush=True)
+        elif message.startswith('skipped: '):
+            print(f'[{index + 1}/{total}] {path.name}: {message}', file=sys.stderr, flush=True)
+        else:
+            print(f'[{index + 1}/{total}] {path.name}: {message}', file=out, flush=True)
+
+    if not args.quiet:
+        b = dataset.board
+        print(f'{len(dataset.frames)} frames, white {dataset.white.name}, board '
+              f'{b.cols}x{b.rows} x {b.square * 1000:g} mm', file=out, flush=True)
+    result_run = calibrate_raw(dataset, views=views, calibrate_options=options,
+                               min_poses=args.min_poses, progress=progress)
+    for path, reason in result_run.skipped:
+        print(f'warning: skipped {path}: {reason}', file=sys.stderr)
+    written = write_outputs(result_run, args.output, report_dir=args.report)
+    r = result_run.result
+    m = r.model
+    print(f'{len(result_run.pose_frames)} poses, {len(result_run.observations)} rays: RMS '
+          f'reprojection {r.rms_reprojection_px:.4f} px, ray {r.rms_ray_reprojection_mm:.4f} mm'
+          f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
+    print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.intrinsics_dict().items()), file=out)
+    print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.distortion_dict().items()), file=out)
+    for p in written[:2]:
+        print(f'wrote {p}', file=out)
+    if args.report:
+        print(f'wrote report into {args.report} ({len(written) - 2} files)', file=out)
+    return 0
