@@ -418,8 +418,9 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     optional callback. solver: 'lm' (default, Schur-complement Levenberg-Marquardt) or 'trf'
     (scipy least_squares with the sparse analytic Jacobian). Returns a CalibrationResult;
     with a robust loss, :func:`calibrate` first reaches the least-squares minimum, then
-    refines with the loss from there. When the solver stops without meeting its tolerance, ``converged`` is False and
-    ``message`` says why (no exception: see :func:`calibrate`'s ``raise_on_failure``).
+    refines with the loss from there. When the solver stops without meeting its tolerance,
+    ``converged`` is False and ``message`` says why (no exception: see the
+    ``raise_on_failure`` option of :func:`calibrate`).
     """
     grouped = validate_observations(obs)
     _check_options(loss, f_scale, max_iterations, solver)
