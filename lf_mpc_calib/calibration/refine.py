@@ -291,7 +291,7 @@ class _LM:
                 'start from a closer initial solution')
         cost, rs, js = _robust(self.loss, self.f_scale, res, jac)
         neq = self.normal_equations(rs, js)
-        mu, nu = 1e-3, 2.0
+        mu, nu = 1e-5, 2.0
         it = 0
         converged = False
         message = 'maximum number of iterations reached'
