@@ -10,7 +10,8 @@ Conventions (see ``shared/paper/NOTES.md`` §1 and the README):
   pixel *relative* to that centre.
 - Decoding (Eq. 11): s = k_i i, t = k_j j, x = k_u u + u_0, y = k_v v + v_0 gives the
   *measured* ray (s, t, x, y); Eq. 18 maps it to the undistorted ray
-  x^u = (1 + k_1 r^2 + k_2 r^4) x + k_3 s, y^u = (1 + k_1 r^2 + k_2 r^4) y + k_4 t, r^2 = x^2 + y^2.
+  x^u = (1 + k_1 r^2 + k_2 r^4) x + k_3 s, y^u = (1 + k_1 r^2 + k_2 r^4) y + k_4 t,
+  r^2 = x^2 + y^2.
 - A ray (s, t, x, y) passes (s, t, 0) with direction (x, y, 1) in the camera frame
   (x right, y down, z forward): X = s + x Z, Y = t + y Z.
 - Parameter order of ``to_vector``: PARAMETER_NAMES.

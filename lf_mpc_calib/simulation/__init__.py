@@ -1,1 +1,5 @@
-"""Simulated light-field cameras: the observation-level simulator and the optics-based raw renderer."""
+"""
+Simulated light-field cameras.
+
+The observation-level simulator of the paper and the optics-based raw renderer.
+"""
