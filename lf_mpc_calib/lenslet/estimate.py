@@ -1,18 +1,24 @@
 """
 The micro-image lattice from a white image.
 
-Steps (all vectorised; a Lytro-size 3280 x 3280 white image takes a fraction of a second):
+Steps (all vectorised; a Lytro-size 3280 x 3280 white image takes under a second):
 
 1. The spacing of the lattice from the strongest peak of the power spectrum of a central crop
    (Hann window, lowest frequencies ignored so vignetting does not count).
-2. Candidate micro-image centres: local maxima of the image smoothed at a quarter of that
-   spacing, brighter than the local mean (which normalises vignetting) and than a dark level.
-3. Sub-pixel centres: intensity centroid, in a disk of half the spacing, of the part of each
-   micro-image above half its local contrast.
+2. A micro-image map: the image over its local maximum, thresholded softly at half and smoothed
+   by a quarter spacing. Thresholding removes vignetting and the intensity gradient inside each
+   micro-image (the cos^4 falloff is centred on the micro-lens, not on its micro-image, and
+   pulls intensity centroids towards the optical axis); the bright area is point-symmetric
+   about the centre even where neighbouring micro-images touch, so the map peaks there.
+3. Candidates: one local maximum of the map per micro-image; sub-pixel centres: the centroid
+   of the map's peak in a window centred on the estimate itself (iterated); micro-images with
+   dark all round then take their exact (anti-aliased) bright-area centroid. Micro-images cut
+   by the image border are left out.
 4. The lattice: hexagonal or rectangular from the nearest-neighbour distances, the rotation from
    the six- or four-fold mean angle of the neighbour vectors, lattice indices assigned around a
-   central spot over growing radii, then a least-squares fit of origin, pitch, row spacing and
-   rotation to all centres with outliers rejected.
+   central spot over growing radii (affine, then quadratic and cubic maps once the region is
+   wide, so noise is not extrapolated), then a least-squares fit of origin, pitch, row spacing
+   and rotation to all centres with outliers rejected.
 
 Coordinates are raw pixels, x right, y down, origin at the centre of pixel (0, 0).
 """
@@ -118,85 +124,180 @@ def _local_maxima(smooth, radius):
     return dil
 
 
-def detect_spots(white, spacing, *, dark_fraction=0.05, threshold=0.25, window=None):
+def micro_image_map(image, spacing, *, dark_fraction=0.05):
+    """
+    A vignetting-free image (H, W) float32 that peaks at every micro-image centre.
+
+    The image over its local maximum (a disk of 0.6 spacing) is thresholded softly at half
+    (from 0.35 to 0.65: 0 outside the micro-images, 1 inside), which removes vignetting and the
+    intensity gradient inside each micro-image (the cos^4 falloff is centred on the micro-lens,
+    not on its micro-image), then smoothed by a Gaussian of a quarter spacing. The bright area
+    of a micro-image is point-symmetric about its centre even when neighbours touch (the dark
+    gaps between them are), so the smoothed map is too: its peaks are the centres. Pixels whose
+    local maximum is below ``dark_fraction`` of the bright level are 0.
+    """
+    img = as_intensity(image)
+    rad = max(1, int(round(0.6 * spacing)))
+    local_max = _local_maxima(img, rad)
+    high = float(np.percentile(local_max[::4, ::4], 99.0))
+    dark = local_max < dark_fraction * high
+    local_max[dark] = 1.0
+    b = img / local_max
+    b -= 0.35
+    b *= 1.0 / 0.3
+    np.clip(b, 0.0, 1.0, out=b)
+    b[dark] = 0.0
+    return cv2.GaussianBlur(b, (0, 0), max(0.6, 0.25 * spacing))
+
+
+def _candidates(smap, spacing):
+    """Integer positions (N, 2) of one peak per micro-image of a :func:`micro_image_map`."""
+    h, w = smap.shape
+    rad = max(1, int(np.floor(0.35 * spacing)))
+    dil = _local_maxima(smap, rad)
+    cand = (smap >= dil) & (smap > 0.25 * float(dil.max()))
+    edge = max(1, int(np.floor(0.25 * spacing)))
+    cand[:edge] = False
+    cand[h - edge:] = False
+    cand[:, :edge] = False
+    cand[:, w - edge:] = False
+    ys, xs = np.nonzero(cand)
+    vals = smap[ys, xs]
+    xy = np.column_stack([xs, ys]).astype(float)
+    if len(xy) > 1:
+        # plateaus (ties) give several maxima per micro-image: keep the first of each cluster
+        pairs = cKDTree(xy).query_pairs(0.5 * spacing, output_type='ndarray')
+        if len(pairs):
+            i, j = pairs[:, 0], pairs[:, 1]
+            drop = np.where(vals[i] >= vals[j], j, i)
+            ok = np.ones(len(xy), bool)
+            ok[drop] = False
+            xy = xy[ok]
+    return xy
+
+
+def refine_centres(smap, xy, radius, *, iterations=8):
+    """
+    Sub-pixel peaks of a :func:`micro_image_map` near the initial positions xy (N, 2).
+
+    Each peak is the centroid of the map above its window minimum inside a window of
+    ``radius`` px centred on the current estimate itself (sub-pixel, one-pixel soft edge), so
+    the window is symmetric about a symmetric peak; re-centred up to ``iterations`` times.
+    Returns ``(centres (M, 2), kept (N,) bool)``: spots whose window leaves the image are
+    dropped.
+    """
+    smap = np.ascontiguousarray(smap, dtype=np.float32)
+    h, w = smap.shape
+    radius = float(radius)
+    hw = int(np.ceil(radius)) + 1
+    oy, ox = np.mgrid[-hw:hw + 1, -hw:hw + 1]
+    ox = ox.ravel().astype(np.float32)
+    oy = oy.ravel().astype(np.float32)
+    idx_type = np.int32 if h * w < 2 ** 31 else np.int64
+    flat_off = (oy.astype(np.int64) * w + ox.astype(np.int64)).astype(idx_type)
+    flat = smap.ravel()
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2).copy()
+    kept = ((xy[:, 0] >= hw) & (xy[:, 0] <= w - 1 - hw) & (xy[:, 1] >= hw)
+            & (xy[:, 1] <= h - 1 - hw))
+    todo = np.flatnonzero(kept)
+    r_soft = np.float32(radius + 0.5)
+    for _ in range(iterations):
+        if todo.size == 0:
+            break
+        base = np.rint(xy[todo]).astype(np.int64)
+        frac = (xy[todo] - base).astype(np.float32)
+        gather = (base[:, 1] * w + base[:, 0]).astype(idx_type)[:, None] + flat_off[None, :]
+        vals = flat[gather]                                        # (n, P)
+        dx = ox[None, :] - frac[:, 0:1]
+        dy = oy[None, :] - frac[:, 1:2]
+        win = np.clip(r_soft - np.sqrt(dx * dx + dy * dy), 0.0, 1.0)
+        lo = np.where(win > 0, vals, np.inf).min(axis=1)
+        wts = (vals - lo[:, None]) * win
+        tot = wts.sum(axis=1)
+        good = tot > 0
+        tot[~good] = 1.0
+        step = np.column_stack([(wts * dx).sum(axis=1), (wts * dy).sum(axis=1)]) / tot[:, None]
+        new = xy[todo] + step
+        ok = good & (new[:, 0] >= hw) & (new[:, 0] <= w - 1 - hw) & (new[:, 1] >= hw) \
+            & (new[:, 1] <= h - 1 - hw)
+        kept[todo[~ok]] = False
+        xy[todo[ok]] = new[ok]
+        todo = todo[ok & (np.abs(step).max(axis=1) > 1e-4)]
+    return xy[kept], kept
+
+
+def centroid_centres(image, xy, radius, *, threshold=0.25, iterations=3):
+    """
+    Intensity centroids of separated micro-images around xy (N, 2), where that is exact.
+
+    The window (``radius`` px, one-pixel soft edge) is centred on the current estimate; the
+    weights rise from ``threshold`` to ``threshold + 0.25`` of the window's contrast and are
+    flat above (a gradient across the micro-image hardly moves them). When the window holds the
+    whole micro-image with dark all round, its centroid is the centre whatever the window's
+    position, anti-aliased edges included. Spots whose window rim (its outer pixel) is not dark
+    (micro-images that touch their neighbours) keep ``xy``. Returns centres (N, 2).
+    """
+    img = as_intensity(image)
+    h, w = img.shape
+    hw = int(np.ceil(radius)) + 1
+    oy, ox = np.mgrid[-hw:hw + 1, -hw:hw + 1]
+    ox = ox.ravel().astype(np.float32)
+    oy = oy.ravel().astype(np.float32)
+    idx_type = np.int32 if h * w < 2 ** 31 else np.int64
+    flat_off = (oy.astype(np.int64) * w + ox.astype(np.int64)).astype(idx_type)
+    flat = img.ravel()
+    out = np.asarray(xy, dtype=float).reshape(-1, 2).copy()
+    todo = np.flatnonzero((out[:, 0] >= hw) & (out[:, 0] <= w - 1 - hw) & (out[:, 1] >= hw)
+                          & (out[:, 1] <= h - 1 - hw))
+    r_soft = np.float32(radius + 0.5)
+    for it in range(iterations):
+        if todo.size == 0:
+            break
+        base = np.rint(out[todo]).astype(np.int64)
+        frac = (out[todo] - base).astype(np.float32)
+        gather = (base[:, 1] * w + base[:, 0]).astype(idx_type)[:, None] + flat_off[None, :]
+        vals = flat[gather]
+        dx = ox[None, :] - frac[:, 0:1]
+        dy = oy[None, :] - frac[:, 1:2]
+        dist = np.sqrt(dx * dx + dy * dy)
+        win = np.clip(r_soft - dist, 0.0, 1.0)
+        lo = np.where(win > 0, vals, np.inf).min(axis=1)
+        hi = np.where(win > 0, vals, -np.inf).max(axis=1)
+        span = np.maximum(hi - lo, 1e-12)
+        wts = np.clip((vals - (lo + threshold * span)[:, None]) / (0.25 * span)[:, None],
+                      0.0, 1.0)
+        if it == 0:
+            rim = (dist > radius - 0.5) & (win > 0)
+            rim_level = (wts * rim).sum(axis=1) / np.maximum(rim.sum(axis=1), 1)
+            sep = rim_level < 0.05
+            todo, base, frac = todo[sep], base[sep], frac[sep]
+            wts, win, dx, dy = wts[sep], win[sep], dx[sep], dy[sep]
+        wts *= win
+        tot = wts.sum(axis=1)
+        good = tot > 0
+        step = np.column_stack([(wts * dx).sum(axis=1), (wts * dy).sum(axis=1)])
+        step = step[good] / tot[good, None]
+        todo = todo[good]
+        new = out[todo] + step
+        inb = (new[:, 0] >= hw) & (new[:, 0] <= w - 1 - hw) & (new[:, 1] >= hw) \
+            & (new[:, 1] <= h - 1 - hw)
+        out[todo[inb]] = new[inb]
+        todo = todo[inb]
+    return out
+
+
+def detect_spots(white, spacing, *, dark_fraction=0.05, window=None):
     """
     Sub-pixel centres (N, 2) of the bright micro-images of a white image.
 
-    ``spacing`` is the lattice spacing in pixels (e.g. from :func:`spectral_spacing`). Each
-    centre is the intensity centroid, in a disk of radius spacing / 2, of the image above
-    ``threshold`` of the way from the smoothed minimum to the smoothed maximum of that disk.
-    Micro-images whose disk is cut by the image border are left out. ``window`` overrides the
-    radius of that disk (half the nearest-neighbour distance is best).
+    ``spacing`` is the lattice spacing in pixels (e.g. from :func:`spectral_spacing`): the peaks
+    of :func:`micro_image_map`, refined by :func:`refine_centres` in a window of radius
+    ``window`` (default 0.3 spacing). Micro-images too close to the border are left out.
     """
-    img = as_intensity(white)
-    h, w = img.shape
-    sigma = max(0.6, spacing / 6.0)
-    smooth = cv2.GaussianBlur(img, (0, 0), sigma)
-    rad = max(1, int(np.floor(0.35 * spacing)))
-    dil = _local_maxima(smooth, rad)
-    window = 0.5 * spacing if window is None else float(window)
-    win = max(1, int(np.floor(window)))
-    # candidates: local maxima whose whole centroid window lies inside the image (a micro-image
-    # cut by the border has a biased centroid)
-    cand = smooth >= dil
-    cand[:win + 1] = False
-    cand[h - win - 1:] = False
-    cand[:, :win + 1] = False
-    cand[:, w - win - 1:] = False
-    ys, xs = np.nonzero(cand)
-    # brighter than the local mean (normalises vignetting) and than the dark level
-    f = max(1, int(round(spacing)))
-    coarse = cv2.resize(smooth, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
-    coarse = cv2.blur(coarse, (3, 3))
-    high = float(np.percentile(smooth[::4, ::4], 99.5))
-    cy_c = np.minimum(ys // f, coarse.shape[0] - 1)
-    cx_c = np.minimum(xs // f, coarse.shape[1] - 1)
-    local_mean = coarse[cy_c, cx_c]
-    keep = (smooth[ys, xs] > local_mean) & (local_mean > dark_fraction * high)
-    xs, ys = xs[keep], ys[keep]
-    if xs.size == 0:
-        return np.zeros((0, 2))
-    # sub-pixel: centroid of the part above ``threshold`` of the local contrast, in a disk
-    oy, ox = np.mgrid[-win:win + 1, -win:win + 1]
-    disk = (ox ** 2 + oy ** 2) <= window ** 2
-    ox, oy = ox[disk], oy[disk]
-    idx_type = np.int32 if h * w < 2 ** 31 else np.int64
-    flat_off = (oy * w + ox).astype(idx_type)
-    oxf, oyf = ox.astype(np.float32), oy.astype(np.float32)
-    cx, cy = xs.astype(np.int64), ys.astype(np.int64)
-    gather = (cy * w + cx).astype(idx_type)[:, None] + flat_off[None, :]      # (N, P)
-    svals = smooth.ravel()[gather]
-    lo = svals.min(axis=1)
-    span = svals.max(axis=1) - lo
-    cut = (lo + threshold * span)[:, None]
-    # weights saturate at a quarter of the contrast above the cut: flat-topped, so an intensity
-    # gradient across a micro-image (vignetting) hardly pulls the centroid
-    inv_sat = (1.0 / np.maximum(0.25 * span, 1e-12))[:, None].astype(np.float32)
-    del svals
-    flat_img = img.ravel()
-    centres = np.empty((len(cx), 2))
-    ok = np.ones(len(cx), bool)
-    todo = np.arange(len(cx))
-    for it in range(3):
-        if it > 0:
-            gather = (cy[todo] * w + cx[todo]).astype(idx_type)[:, None] + flat_off[None, :]
-        wts = np.clip((flat_img[gather] - cut[todo]) * inv_sat[todo], 0.0, 1.0)
-        tot = wts.sum(axis=1)
-        ok[todo] = tot > 0
-        tot[tot <= 0] = 1.0
-        fx = cx[todo] + (wts @ oxf) / tot
-        fy = cy[todo] + (wts @ oyf) / tot
-        centres[todo, 0] = fx
-        centres[todo, 1] = fy
-        # re-centre the window on spots whose centroid moved to another pixel
-        nx = np.clip(np.rint(fx).astype(np.int64), win, w - 1 - win)
-        ny = np.clip(np.rint(fy).astype(np.int64), win, h - 1 - win)
-        moved = (nx != cx[todo]) | (ny != cy[todo])
-        cx[todo], cy[todo] = nx, ny
-        todo = todo[moved]
-        if todo.size == 0:
-            break
-    return centres[ok]
+    smap = micro_image_map(white, float(spacing), dark_fraction=dark_fraction)
+    window = 0.3 * spacing if window is None else float(window)
+    centres, _ = refine_centres(smap, _candidates(smap, float(spacing)), max(1.0, window))
+    return centres
 
 
 def _rotation_and_type(centres, lattice):
@@ -241,6 +342,13 @@ def _rotation_and_type(centres, lattice):
         across = np.abs(np.abs(rel) - np.pi / 2) < np.pi / 12
         row_spacing = float(np.median(length[across])) if np.any(across) else pitch
     return lattice, rot, pitch, row_spacing
+
+
+def _neighbour_distance(kind, pitch, row_spacing):
+    """Distance (px) between nearest micro-image centres of a lattice."""
+    if kind == 'hex':
+        return min(pitch, float(np.hypot(0.5 * pitch, row_spacing)))
+    return min(pitch, row_spacing)
 
 
 def _lattice_basis(pitch, row_spacing, rot):
@@ -330,14 +438,19 @@ class _LatticePolynomial:
 def _grow_assignment(centres, sub_centres, dist_start, start, r, c, radius, hexagonal):
     """Lattice indices (N, 2) of all centres and the polynomial lattice map behind them."""
     poly = _LatticePolynomial.affine(start, r, c, hexagonal)
+    pitch = float(np.hypot(*r))
     while True:
         sel = dist_start <= radius
         kl = poly.assign(sub_centres[sel])
-        degree = 3 if np.count_nonzero(sel) > 60 else 1
+        # the degree grows with the region: a noisy cubic fitted over a few lenses would
+        # extrapolate wildly to the next ring, an affine map cannot follow a pitch that drifts
+        # over hundreds of lenses
+        span = radius / pitch
+        degree = 1 if span < 20 or np.count_nonzero(sel) < 60 else (2 if span < 60 else 3)
         poly = _LatticePolynomial.fit(sub_centres[sel], kl, hexagonal, degree)
         if np.all(sel):
             break
-        radius *= 3.0
+        radius *= 2.0
     kl = poly.assign(centres)
     return kl, poly
 
@@ -379,7 +492,7 @@ def _model(kl, hexagonal, p):
 
 
 def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
-                  dark_fraction=0.05, return_details=False):
+                  dark_fraction=0.05, max_spots=15000, return_details=False):
     """
     Fit the micro-image lattice to a white image.
 
@@ -395,6 +508,9 @@ def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
         Approximate spacing of micro-image rows (px); estimated from the spectrum when None.
     dark_fraction : float
         Spots whose surroundings are darker than this fraction of the bright level are ignored.
+    max_spots : int
+        At most about this many micro-images are measured (bands of lens rows spread over the
+        image, for speed); the lattice is fitted to them.
     return_details : bool
         Return a :class:`GridEstimate` instead of the LensletGrid.
 
@@ -433,16 +549,31 @@ def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
                 f'no peaks: the white image has no periodic micro-image pattern (spectral '
                 f'peak only {ratio:.1f} x the median)')
     spacing = float(spacing)
-    centres = detect_spots(img, spacing, dark_fraction=dark_fraction)
+    smap = micro_image_map(img, spacing, dark_fraction=dark_fraction)
+    cand = _candidates(smap, spacing)
+    if len(cand) < _MIN_SPOTS:
+        raise DetectionError(
+            f'no peaks: found {len(cand)} micro-image spots, need at least {_MIN_SPOTS} '
+            f'(spacing {spacing:.2f} px)')
+    # the neighbour distance from the integer peaks sizes the sub-pixel window
+    kind, rot, pitch, row_spacing = _rotation_and_type(cand, lattice)
+    if len(cand) > max_spots:
+        # five parameters need no 10^5 centres: bands of lens rows (neighbours kept), one
+        # through the image centre, spread over the image
+        band = 6.0 * spacing
+        period = band * len(cand) / max_spots
+        cand = cand[((cand[:, 1] - (h - 1) / 2.0 + band / 2.0) % period) < band]
+    nn = _neighbour_distance(kind, pitch, row_spacing)
+    centres, _ = refine_centres(smap, cand, max(1.0, 0.3 * nn))
+    # micro-images cut by the image border have biased centres: only whole ones count
+    whole = ((centres[:, 0] >= 0.5 * nn - 0.5) & (centres[:, 0] <= w - 0.5 - 0.5 * nn)
+             & (centres[:, 1] >= 0.5 * nn - 0.5) & (centres[:, 1] <= h - 0.5 - 0.5 * nn))
+    centres = centroid_centres(img, centres[whole], max(1.0, 0.5 * nn))
     if len(centres) < _MIN_SPOTS:
         raise DetectionError(
-            f'no peaks: found {len(centres)} micro-image spots, need at least {_MIN_SPOTS} '
-            f'(spacing {spacing:.2f} px)')
-    kind, rot, pitch, row_spacing = _rotation_and_type(centres, lattice)
-    nn = min(pitch, row_spacing if kind == 'rect' else pitch)
-    if np.floor(0.5 * nn) > np.floor(0.5 * spacing):
-        # a hexagonal lattice: the centroid window can grow to half the neighbour distance
-        centres = detect_spots(img, spacing, dark_fraction=dark_fraction, window=0.5 * nn)
+            f'no peaks: only {len(centres)} micro-image spots lie inside the image, need '
+            f'at least {_MIN_SPOTS} (spacing {spacing:.2f} px)')
+    kind, rot, pitch, row_spacing = _rotation_and_type(centres, kind)
     hexagonal = kind == 'hex'
     # index assignment from the spot nearest the image centre over growing radii; the map
     # from indices to centres is a polynomial there (a cubic once enough spots are assigned) so
