@@ -175,3 +175,79 @@ def test_cli_grid_and_decode_write_files(tmp_path):
     assert m.shape == (3 * rows, 5 * cols)
     assert main(['decode', str(tmp_path / 'raw.png'), '--white', str(tmp_path / 'white.png'),
                  '-o', str(tmp_path / 'out'), '--views', '4x4']) == 1, 'clear error, exit 1'
+
+
+def _rendered_lytro_views(z, views):
+    from lf_mpc_calib.lenslet.estimate import estimate_grid
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+    cam = preset('lytro', scale=0.25)
+    board = default_board(cam)
+    white = quantize(render_white(cam, samples=4), 8)
+    tvec = np.array([-(board.cols - 1) * board.square / 2, -(board.rows - 1) * board.square / 2,
+                     z])
+    raw = quantize(render_raw(cam, board, np.zeros(3), tvec, samples=4), 8)
+    grid = estimate_grid(white)
+    lf = Decoder(grid, white=white, views=views).decode(raw)
+    return lf, cam.ground_truth_model(grid=grid), board.points() + tvec
+
+
+def _corners_near(view, uv):
+    import cv2
+    img = cv2.GaussianBlur(view.astype(np.float32), (0, 0), 1.0)
+    crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_COUNT, 50, 1e-4)
+    return cv2.cornerSubPix(img, uv.astype(np.float32).reshape(-1, 1, 2).copy(), (3, 3),
+                            (-1, -1), crit).reshape(-1, 2)
+
+
+def test_decoder_rendered_raw_board_where_ground_truth_model_puts_it():
+    # board at the focus distance: views of a rendered Lytro-like raw, decoded with the grid
+    # estimated from the rendered white image, show each inner corner where the optics' exact
+    # MPC model (with that grid's origin) projects it
+    from lf_mpc_calib.simulation.optics import preset
+    z = preset('lytro').main_lens.focus_distance
+    lf, model, pts = _rendered_lytro_views(z, (5, 5))
+    for i, j in [(0, 0), (2, -1), (-1, 2)]:
+        uv = model.project(pts, np.tile([i, j], (len(pts), 1)))
+        d = np.hypot(*(_corners_near(lf.view(i, j), uv) - uv).T)
+        # anti-aliased rendering, 8-bit, views of 96 x 84 px with squares of ~7 px
+        assert d.max() < 0.3, (i, j, d)
+    # the decoder's (i, j, u, v) give rays that meet at the board point: triangulate a corner
+    # from its detections in the three views
+    ijuv = []
+    for i, j in [(0, 0), (2, -1), (-1, 2)]:
+        uv = _corners_near(lf.view(i, j), model.project(pts[:1], [[i, j]]))
+        ijuv.append([i, j, uv[0, 0], uv[0, 1]])
+    p = model.triangulate_point(model.rays(np.array(ijuv)))
+    assert np.linalg.norm(p[:2] - pts[0, :2]) < 2e-4, 'within a fraction of a 5.5 mm square'
+
+
+def test_decoder_rendered_raw_view_indices_follow_the_model():
+    # board off focus: views see it with parallax, so the decoder's view indices must be the
+    # model's (a swapped or mirrored (i, j) convention moves the corners by ~2 px)
+    lf, model, pts = _rendered_lytro_views(0.3, (7, 7))
+    for i, j in [(3, -3), (-3, 3), (0, 3)]:
+        uv = model.project(pts, np.tile([i, j], (len(pts), 1)))
+        got = _corners_near(lf.view(i, j), uv)
+        err = np.hypot(*(got - uv).T).mean()
+        wrong = model.project(pts, np.tile([j, i], (len(pts), 1)))
+        if i != j:
+            assert np.hypot(*(got - wrong).T).mean() > 3 * err
+        assert err < 0.3, (i, j, err)
+
+
+@pytest.mark.parametrize('bayer', [None, 'rggb'])
+def test_decoder_odd_sizes_and_border_lenses_give_no_index_error(bayer):
+    from lf_mpc_calib.lenslet.estimate import estimate_grid
+    # odd width and height, lenses cut by every border, the estimated grid reaching past them
+    truth = LensletGrid('hex', 9.7, 9.7 * np.sqrt(3) / 2, -0.02, [-2.1, 1.3], (30, 27),
+                        (263, 201), hex_parity=0)
+    white = white_image(truth, noise=1.0, rng=np.random.default_rng(9))
+    grid = estimate_grid(white)
+    assert grid.image_size == (263, 201)
+    raw = mosaic_bayer(np.repeat(white[..., None], 3, axis=2), bayer) if bayer else white
+    lf = Decoder(grid, white=raw, views=(9, 9), demosaic=bayer).decode(raw)
+    rows, cols = lf.view_shape
+    # every lattice position of the grid has a (possibly dark) sample; nothing is out of range
+    assert (rows, cols) == (grid.shape[1], grid.shape[0])
+    assert np.all(np.isfinite(lf.views))
