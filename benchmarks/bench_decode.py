@@ -5,7 +5,8 @@ A synthetic Lytro-like white image (3280 x 3280, 8-bit, hexagonal, pitch ~10 px,
 noise) and a raw frame (the white times a random texture) are made in the run. Printed:
 grid estimation time and centre error; decode ms/frame, MB/s and frames/s for the Decoder
 (8-bit remap; fixed-point maps; float32 remap), a plain numpy per-view reference in the same
-run (ratio), and a memory copy of the output size (the physical limit). Usage: python3 benchmarks/bench_decode.py
+run (ratio), and a memory copy of the output size (the physical limit).
+Usage: python3 benchmarks/bench_decode.py
 """
 
 import os
