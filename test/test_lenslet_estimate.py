@@ -144,8 +144,7 @@ def test_estimate_grid_rendered_white_matches_optics(name, scale):
     from lf_mpc_calib.simulation.render import render_white
     cam = preset(name, scale=scale)
     truth = cam.lenslet_grid()
-    # samples=1: the renderer's anti-aliasing pattern is not centred (its mean sub-pixel offset
-    # at samples=4 is (-0.215, +0.101) px, which shifts the whole image; see the test below)
+    # samples=1: one ray per pixel, the sharpest white image (anti-aliased: the test below)
     white = render_white(cam, samples=1)
     g = estimate_grid(white)
     assert g.lattice == 'hex'
@@ -160,14 +159,13 @@ def test_estimate_grid_rendered_white_matches_optics(name, scale):
     assert err.max() < 0.25, 'no micro-image off by a fraction of the pitch anywhere'
 
 
-def test_estimate_grid_rendered_white_sees_renderer_sampling_offset():
+def test_estimate_grid_rendered_white_antialiased_matches_optics():
     from lf_mpc_calib.simulation.optics import preset
-    from lf_mpc_calib.simulation.render import render_white, sample_pattern
+    from lf_mpc_calib.simulation.render import render_white
     cam = preset('lytro', scale=0.15)
     g = estimate_grid(render_white(cam, samples=4))
     res = _matched_error(g, cam.lenslet_grid())
-    # the rendered image is displaced by minus the mean sub-pixel offset of the sampling pattern
-    # (a property of the renderer): after removing it the centres agree as with samples=1
-    shift = -sample_pattern(4).mean(axis=0)[:2]
-    assert np.linalg.norm(res.mean(axis=0) - shift) < 0.06
+    # the anti-aliasing pattern is centred, so the image is not displaced: no mean offset (an
+    # uncentred pattern shifted it by 0.24 px) and the centres agree as with samples=1
+    assert np.linalg.norm(res.mean(axis=0)) < 0.06
     assert np.hypot(*(res - res.mean(axis=0)).T).mean() < 0.05

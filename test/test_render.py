@@ -166,11 +166,13 @@ def test_render_bayer_noise_and_quantize():
 
 
 def test_sample_pattern_is_centred():
-    p = sample_pattern(16)
-    assert p.shape == (16, 4)
-    assert np.abs(p[:, :2]).max() < 0.5 and np.hypot(p[:, 2], p[:, 3]).max() <= 1.0
-    # low discrepancy: the mean offset is close to the pixel centre
-    assert np.abs(p[:, :2].mean(axis=0)).max() < 0.05
+    for n in (2, 4, 5, 16):
+        p = sample_pattern(n)
+        assert p.shape == (n, 4)
+        assert np.abs(p[:, :2]).max() < 0.5 and np.hypot(p[:, 2], p[:, 3]).max() <= 1.0
+        # exactly centred: anti-aliasing must not displace the rendered image
+        np.testing.assert_allclose(p.mean(axis=0), 0.0, atol=1e-15)
+        assert len(np.unique(np.round(p, 12), axis=0)) == n, 'no repeated sample'
     np.testing.assert_array_equal(sample_pattern(1), np.zeros((1, 4)))
 
 

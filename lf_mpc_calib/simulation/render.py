@@ -40,20 +40,23 @@ _R4 = 1.0 / 1.1673039782614187 ** np.arange(1, 5)   # Kronecker (R_4) sequence s
 
 def sample_pattern(samples):
     """
-    Return (S, 4) samples: sub-pixel offsets (dx, dy) in [-0.5, 0.5) and unit-disk points (ex, ey).
+    Return (S, 4) samples: sub-pixel offsets (dx, dy) in (-0.5, 0.5) and unit-disk points (ex, ey).
 
-    One sample is the pixel centre and the lens centre; more follow a 4-D low-discrepancy
-    (R_4) sequence, the lens coordinates mapped to the unit disk by equal area.
+    The pattern is centred exactly (its mean is zero), so anti-aliasing does not displace the
+    image: samples come in antithetic pairs (p, -p) drawn from a 4-D low-discrepancy (R_4)
+    sequence, the lens coordinates mapped to the unit disk by equal area; an odd count adds the
+    pixel centre and lens centre.
     """
     if int(samples) != samples or samples < 1:
         raise InvalidInputError(f'samples must be a positive integer, got {samples!r}')
     samples = int(samples)
-    if samples == 1:
-        return np.zeros((1, 4))
-    u = (0.5 + np.arange(samples)[:, None] * _R4[None, :]) % 1.0
+    pairs = samples // 2
+    u = (0.5 + np.arange(1, pairs + 1)[:, None] * _R4[None, :]) % 1.0
     r = np.sqrt(u[:, 2])
     phi = 2.0 * np.pi * u[:, 3]
-    return np.column_stack([u[:, 0] - 0.5, u[:, 1] - 0.5, r * np.cos(phi), r * np.sin(phi)])
+    half = np.column_stack([u[:, 0] - 0.5, u[:, 1] - 0.5, r * np.cos(phi), r * np.sin(phi)])
+    centre = np.zeros((samples % 2, 4))
+    return np.concatenate([centre, half, -half])
 
 
 def render_white(camera, *, samples=4, progress=None):
