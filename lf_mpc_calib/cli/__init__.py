@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     'decode',
     'simulate',
     'calibrate_raw',
+    'demo',
 )
 
 
