@@ -7,7 +7,7 @@ from lf_mpc_calib.cli import main
 
 
 def test_demo_small_session_writes_calibration_and_recovers_focus(tmp_path, capsys):
-    assert main(['demo', '--scale', '0.3', '-o', str(tmp_path)]) == 0
+    assert main(['demo', '-o', str(tmp_path)]) == 0
     out = capsys.readouterr().out
     cal = load_calibration(tmp_path / 'calibration.yaml')
     # the simulated camera is focused at 0.4 m: k_3 = k_4 = -1/0.4 from its optics

@@ -1,7 +1,7 @@
 """
 ``lf-mpc-calib demo``: a whole calibration session on the simulated camera, end to end.
 
-    lf-mpc-calib demo [--poses 6] [--preset lytro --scale 0.3] [-o OUTPUT_DIR]
+    lf-mpc-calib demo [--poses 6] [--preset lytro --scale 0.5] [-o OUTPUT_DIR]
 
 Renders a white image and raw frames of a checkerboard at random poses (the optics-based
 simulator), estimates the lenslet grid, decodes every frame, finds the corners across views,
@@ -30,7 +30,7 @@ def register(subparsers):
                     'calibrate, compare with ground truth, then measure a new frame in 3-D.')
     p.add_argument('--poses', type=int, default=6, help='board poses (default: %(default)s)')
     p.add_argument('--preset', default='lytro', help='camera preset (default: %(default)s)')
-    p.add_argument('--scale', type=float, default=0.3,
+    p.add_argument('--scale', type=float, default=0.5,
                    help='sensor crop factor (default: %(default)s)')
     p.add_argument('--seed', type=int, default=1, help='random seed (default: %(default)s)')
     p.add_argument('-o', '--output', default=None, metavar='DIR',
