@@ -9,6 +9,8 @@ timed. Times are printed with their ratio to the decode stage of the same run (b
     OMP_NUM_THREADS=1 python3 benchmarks/bench_calibrate_raw.py --preset lytro --scale 1 \
         --poses 10 --noise 0 0.005 0.01
     [--true-grid: decode with the renderer's lenslet grid instead of estimating it]
+    [--views 7x7] [--samples 16: rays per raw pixel; 4 renders 4x faster but their aliased
+    edges put ~0.1 px of noise on every corner, ~0.6 % on k_i with 10 poses near focus]
 """
 
 import argparse
@@ -43,8 +45,10 @@ def main():
     ap.add_argument('--noise', type=float, nargs='*', default=[0.0])
     ap.add_argument('--board', default=None, help='COLSxROWS (default: sized to the view)')
     ap.add_argument('--square', type=float, default=None)
-    ap.add_argument('--samples', type=int, default=4)
+    ap.add_argument('--samples', type=int, default=16,
+                    help='rays per raw pixel (4 leaves ~0.1 px of aliasing in corners)')
     ap.add_argument('--true-grid', action='store_true')
+    ap.add_argument('--views', default=None, help='N_IxN_J sub-aperture views (default 9x9)')
     ap.add_argument('--seed', type=int, default=0)
     args = ap.parse_args()
     cv2.setNumThreads(1)
@@ -67,7 +71,9 @@ def main():
             grid = load_calibration(f'{tmp}/ground_truth.yaml').lenslet_grid \
                 if args.true_grid else None
             t0 = time.perf_counter()
-            run = calibrate_raw(ds, grid=grid)
+            views = None if args.views is None else \
+                tuple(int(x) for x in args.views.lower().split('x'))
+            run = calibrate_raw(ds, grid=grid, views=views)
             total = time.perf_counter() - t0
         t = run.timings
         m, truth = signed(run.result.model, run.truth), run.truth
