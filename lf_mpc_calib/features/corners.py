@@ -42,10 +42,7 @@ class CornerOptions:
     corner needs to be kept; min_contrast: least contrast (fraction of the central view's)
     for a view to be used; colour_check: match square colours with ``board.first_square``;
     subpix_upsample: views are upsampled by this factor for cornerSubPix (2 halves its
-    pixel-phase bias on small blurred views); smooth_sigma: Gaussian pre-filter (px) before
-    cornerSubPix (None: 0.08 x the smallest corner spacing, within [1, 2]: on decoded
-    Lytro views with ~25 px squares sigma 2 instead of 1 cut the corner error from 0.042 to
-    0.029 px RMS, and from 0.117 to 0.097 px on 4-sample renders; small views keep 1).
+    pixel-phase bias on small blurred views).
     """
 
     min_view_size: int = 480
@@ -56,7 +53,7 @@ class CornerOptions:
     min_contrast: float = 0.25
     colour_check: bool = True
     subpix_upsample: int = 2
-    smooth_sigma: float = None
+    smooth_sigma: float = 1.0
     max_grid_error: float = 0.15
     margin_check: bool = True
 
@@ -258,22 +255,12 @@ def _smooth(img, sigma):
     return cv2.GaussianBlur(img, (0, 0), float(sigma))
 
 
-def _min_spacing(grid):
-    spacing = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
-                              np.linalg.norm(grid[1:] - grid[:-1], axis=-1).ravel()])
-    return float(np.nanmin(spacing))
-
-
 def _window_for(grid, window):
     if window is not None:
         return int(window)
-    return int(np.clip(np.round(0.4 * _min_spacing(grid)), 2, 9))
-
-
-def _sigma_for(grid, sigma):
-    if sigma is not None:
-        return float(sigma)
-    return float(np.clip(0.08 * _min_spacing(grid), 1.0, 2.0))
+    spacing = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
+                              np.linalg.norm(grid[1:] - grid[:-1], axis=-1).ravel()])
+    return int(np.clip(np.round(0.4 * np.nanmin(spacing)), 2, 9))
 
 
 def _refine(img, uv, half, upsample=2):
@@ -380,7 +367,6 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     if grid is None:
         raise error or _not_found(central, board)
     half = _window_for(grid, opt.window)
-    sigma = _sigma_for(grid, opt.smooth_sigma)
     m = board.n_points
     seed = grid.reshape(m, 2)
 
@@ -392,7 +378,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     uv = np.full((n_j * n_i, m, 2), np.nan)
     found = np.zeros((n_j * n_i, m), bool)
 
-    central_s = _smooth(central, sigma)
+    central_s = _smooth(central, opt.smooth_sigma)
     uv_c = _refine(central_s, seed, half, opt.subpix_upsample)
     moved = np.linalg.norm(uv_c - seed, axis=1)
     keep = np.isfinite(moved) & (moved < opt.max_step)
@@ -412,7 +398,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
             coef, count = _fit_lines(ij_all, uv, found)
         flat = a * n_i + b
         pred = _predict(coef, found, uv, ij_all, flat, uv[jc * n_i + ic])
-        img = _smooth(views[a, b].astype(np.float32), sigma)
+        img = _smooth(views[a, b].astype(np.float32), opt.smooth_sigma)
         ref = _refine(img, pred, half, opt.subpix_upsample)
         step = np.linalg.norm(ref - pred, axis=1)
         ok = np.isfinite(step) & (step < opt.max_step)
@@ -454,7 +440,6 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
         'views_per_corner': per_corner.astype(int),
         'line_residual_rms_px': float(residual_rms),
         'window': half,
-        'smooth_sigma': sigma,
         'central_view': (int(i_values[ic]), int(j_values[jc])),
     })
     return Detection(obs, central_uv, central, diagnostics)
