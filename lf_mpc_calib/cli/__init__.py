@@ -17,7 +17,9 @@ SUBCOMMANDS = (
     'grid',
     'decode',
     'simulate',
+    'calibrate',
     'calibrate_raw',
+    'bench',
     'demo',
 )
 

@@ -1,0 +1,151 @@
+"""
+``lf-mpc-calib calibrate``: calibrate an observation table and write the calibration file.
+
+    lf-mpc-calib calibrate OBSERVATIONS.csv -o calibration.yaml [--no-distortion]
+        [--fix k_1,k_2] [--method exact|paper] [--report DIR]
+        [--camera-type conventional|focused] [--loss linear|soft_l1|huber]
+        [--format table|r12]
+
+``--format r12`` reads the Raytrix R12 data set's CSV (see :mod:`lf_mpc_calib.raytrix`)
+instead of an observation table; ``--save-observations`` writes the converted table.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.model import PARAMETER_NAMES
+
+LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
+
+
+def register(subparsers):
+    """Add the ``calibrate`` subcommand."""
+    p = subparsers.add_parser(
+        'calibrate', help='calibrate an observation table (CSV) into a calibration file',
+        description='Closed-form initial solution and least-squares refinement of the MPC '
+                    'model from an observation table (pose,point,X,Y,Z,i,j,u,v).')
+    p.add_argument('observations',
+                   help='observation table CSV (or the R12 CSV with --format r12)')
+    p.add_argument('-o', '--output', default='calibration.yaml',
+                   help='calibration file to write (default: %(default)s)')
+    p.add_argument('--format', choices=('table', 'r12'), default='table',
+                   help='input format: the observation table, or the Raytrix R12 data set CSV')
+    p.add_argument('--no-distortion', action='store_true',
+                   help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
+    p.add_argument('--fix', default='', metavar='NAMES',
+                   help='comma-separated parameters to hold fixed, of '
+                        + ','.join(PARAMETER_NAMES))
+    p.add_argument('--method', choices=('exact', 'paper'), default='exact',
+                   help='closed-form initial solution (default: %(default)s)')
+    p.add_argument('--camera-type', choices=('conventional', 'focused'), default=None,
+                   help='written to the file; default: focused for --format r12, else guessed '
+                        'from (i, j) (integers in a small range: conventional)')
+    p.add_argument('--loss', choices=LOSSES, default='linear',
+                   help='robust loss of the refinement (default: %(default)s)')
+    p.add_argument('--f-scale', type=float, default=1.0,
+                   help='soft margin of the robust loss in pixels (default: %(default)s)')
+    p.add_argument('--max-iterations', type=int, default=100,
+                   help='refinement iterations at most (default: %(default)s)')
+    p.add_argument('--image-size', type=int, nargs=2, metavar=('W', 'H'), default=None,
+                   help='image size written to the file (view or raw image)')
+    p.add_argument('--report', metavar='DIR', default=None,
+                   help='write a report (summary.txt and PNG plots) into DIR')
+    p.add_argument('--save-observations', metavar='CSV', default=None,
+                   help='also write the (converted) observation table')
+    p.add_argument('--quiet', action='store_true', help='do not show solver progress')
+    p.set_defaults(func=run)
+
+
+def guess_camera_type(obs):
+    """Return 'conventional' if (i, j) are integers spanning < 100 values, else 'focused'."""
+    ij = obs.ijuv[:, :2]
+    if len(ij) and np.all(ij == np.round(ij)) and np.ptp(ij, axis=0).max() < 100:
+        return 'conventional'
+    return 'focused'
+
+
+def parse_fix(text):
+    """Split ``'k_1,k_2'`` into a tuple of names, checking each is a parameter."""
+    names = tuple(n.strip() for n in text.split(',') if n.strip())
+    bad = [n for n in names if n not in PARAMETER_NAMES]
+    if bad:
+        raise InvalidInputError(f'--fix got unknown parameter(s) {bad}; expected names from '
+                                f'{",".join(PARAMETER_NAMES)}')
+    return names
+
+
+class ProgressPrinter:
+    """Print solver progress lines to stderr (the core reports through a callback)."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.start = time.perf_counter()
+
+    def __call__(self, *args, **kwargs):
+        """Print whatever the solver reports, with the elapsed time."""
+        parts = [str(a) for a in args] + [f'{k}={_fmt(v)}' for k, v in kwargs.items()]
+        elapsed = time.perf_counter() - self.start
+        print(f'  [{elapsed:7.2f} s] ' + ' '.join(parts), file=self.stream, flush=True)
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f'{v:.6g}'
+    return str(v)
+
+
+def load_input(args):
+    """Return (observations, extra) where extra holds image_size / lenslet_grid / camera_type."""
+    extra = {}
+    if args.format == 'r12':
+        from lf_mpc_calib.raytrix import read_r12
+        data = read_r12(args.observations)
+        obs = data.observations
+        extra.update(image_size=data.image_size, lenslet_grid=data.lenslet_grid,
+                     camera_type='focused')
+    else:
+        from lf_mpc_calib.observations import read_observations
+        obs = read_observations(args.observations)
+    return obs, extra
+
+
+def run(args):
+    """Run the calibration and print parameters, standard deviations and errors."""
+    from lf_mpc_calib.calibration import calibrate
+    from lf_mpc_calib.calibration_file import CalibrationFile, save_calibration
+    from lf_mpc_calib.report import summary_text
+
+    obs, extra = load_input(args)
+    fix = parse_fix(args.fix)
+    camera_type = args.camera_type or extra.get('camera_type') or guess_camera_type(obs)
+    print(f'{args.observations}: {len(obs)} rays, {len(obs.pose_ids)} poses; '
+          f'camera type {camera_type}; closed form {args.method}; '
+          f'distortion {"off" if args.no_distortion else "on"}'
+          + (f'; fixed {",".join(fix)}' if fix else ''))
+    if args.save_observations:
+        from lf_mpc_calib.observations import write_observations
+        write_observations(args.save_observations, obs)
+        print(f'wrote {args.save_observations}')
+    progress = None if args.quiet else ProgressPrinter()
+    result = calibrate(obs, method=args.method, distortion=not args.no_distortion, fix=fix,
+                       loss=args.loss, f_scale=args.f_scale,
+                       max_iterations=args.max_iterations, progress=progress)
+    print(summary_text(result), end='')
+    image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')
+    cal = CalibrationFile.from_result(result, camera_type=camera_type, image_size=image_size,
+                                      lenslet_grid=extra.get('lenslet_grid'))
+    save_calibration(args.output, cal)
+    print(f'wrote {args.output}')
+    if args.report:
+        from lf_mpc_calib.report import write_report
+        board = np.unique(obs.board, axis=0)
+        paths = write_report(result, args.report, board=board,
+                             title=f'{args.observations} ({camera_type})')
+        print(f'wrote report: {", ".join(str(p) for p in paths)}')
+    if not result.converged:
+        print(f'warning: the refinement did not converge: {result.message}', file=sys.stderr)
+        return 3
+    return 0

@@ -1,0 +1,74 @@
+"""Tests of ``lf-mpc-calib calibrate`` (observation table -> calibration file)."""
+
+import numpy as np
+
+from lf_mpc_calib.calibration_file import load_calibration
+from lf_mpc_calib.cli import main
+from lf_mpc_calib.cli.calibrate import guess_camera_type
+from lf_mpc_calib.observations import write_observations
+from lf_mpc_calib.simulation.observations import paper_scene
+
+
+def _scene_csv(tmp_path, noise_px, seed):
+    truth, rv, tr, obs = paper_scene(n_poses=3, n_views=3, noise_px=noise_px,
+                                     rng=np.random.default_rng(seed))
+    path = tmp_path / 'obs.csv'
+    write_observations(path, obs)
+    return truth, rv, tr, obs, path
+
+
+def test_cli_calibrate_noise_free_recovers_truth(tmp_path, capsys):
+    truth, rv, tr, obs, csv = _scene_csv(tmp_path, 0.0, 1)
+    out = tmp_path / 'cal.yaml'
+    rc = main(['calibrate', str(csv), '-o', str(out), '--no-distortion', '--quiet',
+               '--report', str(tmp_path / 'report')])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert 'RMS reprojection error' in printed and 'k_u' in printed
+    cal = load_calibration(out)
+    assert cal.camera_type == 'conventional'  # guessed from integer view indices
+    # noise-free data: the calibration reproduces the simulator's camera to 1e-6 relative
+    # (the CSV stores repr(float), so only solver tolerances limit it)
+    np.testing.assert_allclose(cal.model.to_vector()[:6], truth.to_vector()[:6], rtol=1e-6)
+    np.testing.assert_array_equal(cal.model.to_vector()[6:], 0.0)  # --no-distortion
+    np.testing.assert_allclose(cal.translations, tr, rtol=1e-5, atol=1e-9)
+    assert cal.errors['rms_reprojection_px'] < 1e-4
+    assert cal.views == {'i': [-1.0, 1.0], 'j': [-1.0, 1.0]}
+    assert (tmp_path / 'report' / 'summary.txt').is_file()
+    assert (tmp_path / 'report' / 'per_view_rms.png').stat().st_size > 5000
+
+
+def test_cli_calibrate_noisy_with_fix_and_method(tmp_path, capsys):
+    truth, _, _, obs, csv = _scene_csv(tmp_path, 0.3, 2)
+    out = tmp_path / 'cal.yaml'
+    rc = main(['calibrate', str(csv), '-o', str(out), '--fix', 'k_1,k_2,k_3,k_4', '--quiet',
+               '--method', 'paper', '--camera-type', 'focused', '--image-size', '320', '347'])
+    assert rc == 0
+    cal = load_calibration(out)
+    assert cal.camera_type == 'focused' and cal.image_size == (320, 347)
+    rel = np.abs(cal.model.to_vector()[:6] / truth.to_vector()[:6] - 1)
+    # sigma 0.3 px, 3 poses x 9 views: a few tenths of a percent at most (paper Fig. 9-11)
+    assert rel.max() < 0.02
+    # the residual RMS of a correct fit estimates the noise: sqrt(2) * 0.3 px in 2-D
+    assert abs(cal.errors['rms_reprojection_px'] - np.sqrt(2) * 0.3) < 0.03
+    np.testing.assert_array_equal(cal.model.to_vector()[6:], 0.0)
+
+
+def test_cli_calibrate_bad_input(tmp_path, capsys):
+    _, _, _, _, csv = _scene_csv(tmp_path, 0.0, 3)
+    rc = main(['calibrate', str(csv), '-o', str(tmp_path / 'c.yaml'), '--fix', 'k_9'])
+    assert rc == 1
+    assert "unknown parameter(s) ['k_9']" in capsys.readouterr().err
+    bad = tmp_path / 'bad.csv'
+    bad.write_text('pose,point,X\n0,0,1\n')
+    rc = main(['calibrate', str(bad), '-o', str(tmp_path / 'c.yaml')])
+    assert rc == 1
+    assert 'header must start with pose,point,X,Y,Z,i,j,u,v' in capsys.readouterr().err
+
+
+def test_guess_camera_type():
+    _, _, _, obs = paper_scene(n_poses=2, n_views=2, noise_px=0.0)
+    assert guess_camera_type(obs) == 'conventional'
+    from lf_mpc_calib.observations import Observations
+    shifted = Observations(obs.pose, obs.point, obs.board, obs.ijuv + [1500.25, 900.5, 0, 0])
+    assert guess_camera_type(shifted) == 'focused'
