@@ -1,0 +1,311 @@
+"""
+An interactive calibration session: capture raw frames one by one, calibrate, save.
+
+What the calibration node (and any other front end) drives: a white image gives the lenslet
+grid (estimated, unless one is given) and the decoder; each :meth:`CalibrationSession.capture`
+decodes one raw frame and detects the board in its views (the same decoder, usable views and
+corner detector as ``lf-mpc-calib calibrate-raw``, from :mod:`lf_mpc_calib.pipeline`); a frame
+without a board is reported and not kept, and never disturbs earlier captures.
+:meth:`~CalibrationSession.calibrate` runs the full calibration on the kept poses and
+:meth:`~CalibrationSession.save` writes the calibration file, the observation table and the
+captured frames with a ``manifest.yaml``, so ``lf-mpc-calib calibrate-raw OUTPUT_DIR``
+re-calibrates the session offline.
+
+Not thread-safe: a front end serialises the calls (the node holds a lock).
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
+    InvalidInputError
+from lf_mpc_calib.lenslet.grid import LensletGrid
+from lf_mpc_calib.observations import Observations, write_observations
+from lf_mpc_calib.pipeline import MIN_POSES, make_decoder, observations_path, usable_views
+
+MANIFEST = 'manifest.yaml'
+WHITE_FILE = 'white.png'
+MANIFEST_FORMAT = 'lf_mpc_calib-raw-dataset'
+
+
+@dataclass(frozen=True, eq=False)
+class CaptureReport:
+    """
+    The outcome of one :meth:`CalibrationSession.capture`.
+
+    accepted: the frame showed the board and was kept as pose ``pose`` (else None);
+    observations: rays kept; corners_found / corners_total: board corners seen in at least one
+    view; views_used / views_available; corners_per_view (n_j, n_i) int: corners found in each
+    decoded view (zeros for a rejected frame); reason: why a frame was rejected ('' if kept);
+    poses: kept poses after this capture.
+    """
+
+    accepted: bool
+    pose: int = None
+    observations: int = 0
+    corners_found: int = 0
+    corners_total: int = 0
+    views_used: int = 0
+    views_available: int = 0
+    corners_per_view: np.ndarray = None
+    reason: str = ''
+    poses: int = 0
+
+    def summary(self):
+        """One line for a service answer or a log."""
+        if not self.accepted:
+            return f'frame rejected: {self.reason} ({self.poses} poses kept)'
+        per = np.asarray(self.corners_per_view)
+        used = per[per > 0]
+        spread = f'{used.min()}-{used.max()} per view' if used.size else 'none per view'
+        return (f'pose {self.pose}: {self.corners_found}/{self.corners_total} corners in '
+                f'{self.views_used}/{self.views_available} views ({spread}), '
+                f'{self.observations} rays; {self.poses} poses kept')
+
+
+def as_float_image(image, name='raw'):
+    """
+    A 2-D (or (H, W, 3)) float32 image in [0, 1] from uint8, uint16 or float pixels.
+
+    uint8 is divided by 255 and uint16 by 65535 (as calibrate-raw reads PNG files); floats are
+    taken as they are.
+    """
+    arr = np.asarray(image)
+    if arr.ndim not in (2, 3) or arr.size == 0 or (arr.ndim == 3 and arr.shape[2] != 3):
+        raise InvalidInputError(f'{name} image must be (H, W) or (H, W, 3), got {arr.shape}')
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float32) / 255.0
+    if arr.dtype == np.uint16:
+        return arr.astype(np.float32) / 65535.0
+    if arr.dtype.kind == 'f':
+        return arr.astype(np.float32)
+    raise InvalidInputError(f'{name} image must be uint8, uint16 or float, got {arr.dtype}')
+
+
+class CalibrationSession:
+    """
+    Captures, calibrates and saves one light-field camera calibration.
+
+    board: a Checkerboard (``lf_mpc_calib.board`` or the simulator's); camera_type:
+    'conventional' (the only type the raw pipeline decodes); grid: a LensletGrid to decode
+    with (None: estimated from the white image); white: the white image (any layout accepted
+    by :meth:`set_white`), or None to give it later; views (n_i, n_j) decoded views;
+    min_poses: poses needed to calibrate; calibrate_options: keyword arguments of
+    :func:`lf_mpc_calib.calibration.calibrate`; corner_options: a CornerOptions;
+    strict_views: take corners only from clean views (:func:`lf_mpc_calib.pipeline.
+    usable_views`); demosaic: Bayer pattern of the raw frames or None.
+    """
+
+    def __init__(self, board, *, camera_type='conventional', grid=None, white=None,
+                 views=(9, 9), min_poses=MIN_POSES, calibrate_options=None,
+                 corner_options=None, strict_views=True, demosaic=None):
+        if camera_type != 'conventional':
+            raise InvalidInputError(
+                f"camera_type: only 'conventional' cameras are decoded from raw frames, got "
+                f'{camera_type!r}')
+        if grid is not None and not isinstance(grid, LensletGrid):
+            raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
+        views = tuple(int(v) for v in views)
+        if len(views) != 2 or any(v < 1 or v % 2 == 0 for v in views):
+            raise InvalidInputError(f'views must be two odd counts >= 1, got {views}')
+        if int(min_poses) < 2:
+            raise InvalidInputError(f'min_poses must be >= 2, got {min_poses}')
+        self.board = board
+        self.camera_type = camera_type
+        self.views = views
+        self.min_poses = int(min_poses)
+        self.calibrate_options = dict(calibrate_options or {})
+        self.corner_options = corner_options
+        self.strict_views = bool(strict_views)
+        self.demosaic = demosaic
+        self._given_grid = grid
+        self.grid = grid
+        self.white = None
+        self.decoder = None
+        self.use = None
+        self.view_size = None
+        self.frames = []          # raw frames as given, one per kept pose
+        self.detections = []      # Detection per kept pose
+        self.rejected = 0
+        self.result = None
+        if white is not None:
+            self.set_white(white)
+
+    # ---- state --------------------------------------------------------------------------
+    @property
+    def ready(self):
+        """True once a white image (and so a decoder) is set."""
+        return self.decoder is not None
+
+    @property
+    def num_poses(self):
+        """Kept poses."""
+        return len(self.frames)
+
+    @property
+    def observations(self):
+        """All kept observations (an Observations table, possibly empty)."""
+        if not self.detections:
+            return Observations(np.zeros(0, int), np.zeros(0, int), np.zeros((0, 3)),
+                                np.zeros((0, 4)))
+        return Observations.concatenate([d.observations for d in self.detections])
+
+    def set_white(self, white):
+        """
+        Set the white image: estimates the lenslet grid (unless one was given), builds the
+        decoder and the usable views. Frames captured before are detected again with the new
+        decoder (those no longer showing the board are dropped); the calibration is cleared.
+        Raises an LFCalibError when no grid can be estimated from it.
+        """
+        raw_white = np.asarray(white)
+        w = as_float_image(raw_white, 'white')
+        grid, decoder = make_decoder(w, views=self.views, demosaic=self.demosaic,
+                                     grid=self._given_grid)
+        use = usable_views(decoder, w, strict=self.strict_views)
+        self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
+        self.result = None
+        frames = self.frames
+        self.frames, self.detections = [], []
+        for raw in frames:
+            self.capture(raw)
+        return grid
+
+    def reset(self):
+        """Forget every capture and the calibration; keep the white image and grid."""
+        self.frames, self.detections = [], []
+        self.rejected = 0
+        self.result = None
+
+    # ---- capture and calibrate ----------------------------------------------------------
+    def _detect(self, raw):
+        from lf_mpc_calib.features.corners import detect_corners
+        img = as_float_image(raw, 'raw')
+        white_shape = np.shape(self.white)[:2]
+        if img.shape[:2] != white_shape:
+            raise InvalidInputError(
+                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
+                f'{white_shape[1]}x{white_shape[0]} px')
+        lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
+        det = detect_corners(lf, self.board, pose=len(self.frames),
+                             options=self.corner_options)
+        return lf, det
+
+    def capture(self, raw):
+        """
+        Decode ``raw`` (uint8/uint16/float, the white image's size) and detect the board.
+
+        Returns a :class:`CaptureReport`; a frame without the board is reported (accepted
+        False, with the reason) and not kept. Raises InvalidInputError when no white image is
+        set or the frame does not match it.
+        """
+        if not self.ready:
+            raise InvalidInputError('no white image yet: set one (white_image topic or file) '
+                                    'before capturing')
+        try:
+            lf, det = self._detect(raw)
+        except DetectionError as exc:
+            self.rejected += 1
+            return CaptureReport(False, reason=str(exc), poses=self.num_poses)
+        self.view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
+        pose = len(self.frames)
+        self.frames.append(np.asarray(raw))
+        self.detections.append(det)
+        self.result = None
+        obs = det.observations
+        n_j, n_i = lf.views.shape[:2]
+        vi = np.searchsorted(np.asarray(lf.i_values), obs.ijuv[:, 0])
+        vj = np.searchsorted(np.asarray(lf.j_values), obs.ijuv[:, 1])
+        per_view = np.zeros((n_j, n_i), dtype=int)
+        np.add.at(per_view, (np.clip(vj, 0, n_j - 1), np.clip(vi, 0, n_i - 1)), 1)
+        d = det.diagnostics
+        return CaptureReport(True, pose, len(obs), int(d['corners_found']),
+                             int(d['corners_total']), int(d['views_used']),
+                             int(d['views_available']), per_view, '', self.num_poses)
+
+    def calibrate(self):
+        """
+        Calibrate from the kept poses; returns (and keeps) the CalibrationResult.
+
+        Raises DegenerateConfigurationError with fewer than ``min_poses`` poses or when the
+        poses do not constrain the model, other LFCalibErrors from the calibration.
+        """
+        if self.num_poses < self.min_poses:
+            raise DegenerateConfigurationError(
+                f'calibration needs at least {self.min_poses} captured poses showing the '
+                f'board, got {self.num_poses} ({self.rejected} frames rejected)')
+        from lf_mpc_calib.calibration import calibrate
+        try:
+            self.result = calibrate(self.observations, **self.calibrate_options)
+        except DegenerateConfigurationError as exc:
+            raise DegenerateConfigurationError(f'{self.num_poses} poses: {exc}') from exc
+        return self.result
+
+    # ---- outputs ------------------------------------------------------------------------
+    def calibration_file(self, camera_name='camera'):
+        """The CalibrationFile of the last calibration (frame ids from ``camera_name``)."""
+        if self.result is None:
+            raise InvalidInputError('not calibrated yet: calibrate before asking for the '
+                                    'calibration file')
+        from lf_mpc_calib.calibration_file import CalibrationFile
+        return CalibrationFile.from_result(self.result, camera_type=self.camera_type,
+                                           image_size=self.view_size, lenslet_grid=self.grid,
+                                           camera=camera_name)
+
+    def save(self, output_dir, camera_name='camera'):
+        """
+        Write the session to ``output_dir``; returns the written paths.
+
+        ``<camera_name>.yaml`` (when calibrated) and ``<camera_name>_observations.csv``
+        beside it; ``white.png``, ``frame_NNN.png`` (the captured raw frames, 16-bit PNG for
+        float input) and ``manifest.yaml`` (board, white, frames, bayer), a data set for
+        ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Raises InvalidInputError when nothing was
+        captured and nothing calibrated.
+        """
+        import yaml
+        from lf_mpc_calib.calibration_file import save_calibration
+        from lf_mpc_calib.imageio import write_image
+        if not self.frames and self.result is None:
+            raise InvalidInputError('nothing to save: no frame captured yet')
+        out = Path(output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        yaml_path = out / f'{camera_name}.yaml'
+        if self.result is not None:
+            save_calibration(yaml_path, self.calibration_file(camera_name))
+            written.append(yaml_path)
+        if self.detections:
+            obs_path = observations_path(yaml_path)
+            write_observations(obs_path, self.observations)
+            written.append(obs_path)
+        if self.white is not None:
+            written.append(write_image(out / WHITE_FILE, _as_uint(self.white)))
+        names = []
+        for k, raw in enumerate(self.frames):
+            name = f'frame_{k:03d}.png'
+            written.append(write_image(out / name, _as_uint(raw)))
+            names.append(name)
+        for stale in sorted(out.glob('frame_*.png')):
+            if stale.name not in names:
+                stale.unlink()
+        manifest = {'format': MANIFEST_FORMAT, 'camera_type': self.camera_type,
+                    'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': names,
+                    'bayer': self.demosaic, 'views': list(self.views),
+                    'calibration': yaml_path.name if self.result is not None else None}
+        mpath = out / MANIFEST
+        mpath.write_text(yaml.safe_dump(manifest, sort_keys=False, default_flow_style=None))
+        written.append(mpath)
+        return written
+
+
+def _as_uint(image):
+    """uint8/uint16 kept as they are; float in [0, 1] to 16 bit."""
+    arr = np.asarray(image)
+    if arr.dtype in (np.uint8, np.uint16):
+        return arr
+    return np.round(np.clip(arr, 0.0, 1.0) * 65535.0).astype(np.uint16)
+
+
+__all__ = ['CalibrationSession', 'CaptureReport', 'as_float_image']
