@@ -19,6 +19,8 @@ Layout (format_version 1)::
     lenslet_grid: {...} | null               # LensletGrid.to_dict(), for decoding raw frames
     frames: {optical: <camera>_optical_frame, board_prefix: <camera>_board_}
     software: {name: lf_mpc_calib, version: .., date: ISO 8601}
+    lens_types: {...} | null                 # optional: per-micro-lens-type terms of a
+                                             # multi-focus camera (lf_mpc_calib.raytrix)
 
 Every number is written as a plain Python float (``yaml.safe_dump``). Reading a file of another
 format version, or one lacking a key, raises :class:`CalibrationFileError` naming the key.
@@ -61,7 +63,8 @@ class CalibrationFile:
     rms_ray_reprojection_mm}; rotation_vectors (P, 3) and translations (P, 3) in metres
     (board -> camera); views {'i': [min, max], 'j': [min, max]} or None; image_size
     (width, height) or None; lenslet_grid LensletGrid or None; frames {optical, board_prefix};
-    software {name, version, date}.
+    software {name, version, date}; lens_types optional plain mapping of per-micro-lens-type
+    terms (written as is; absent in a file = None).
     """
 
     camera_type: str
@@ -76,6 +79,7 @@ class CalibrationFile:
     frames: dict = field(default_factory=default_frames)
     software: dict = field(default_factory=_software)
     format_version: int = FORMAT_VERSION
+    lens_types: dict = None
 
     def __post_init__(self):
         if self.camera_type not in CAMERA_TYPES:
@@ -114,7 +118,7 @@ class CalibrationFile:
 
     @classmethod
     def from_result(cls, result, *, camera_type, image_size=None, lenslet_grid=None,
-                    camera='camera', views=None):
+                    camera='camera', views=None, lens_types=None):
         """
         Build from a :class:`~lf_mpc_calib.calibration.CalibrationResult`.
 
@@ -128,7 +132,7 @@ class CalibrationFile:
                            'rms_ray_reprojection_mm': result.rms_ray_reprojection_mm},
                    rotation_vectors=result.rotation_vectors, translations=result.translations,
                    views=views, image_size=image_size, lenslet_grid=lenslet_grid,
-                   frames=default_frames(camera))
+                   frames=default_frames(camera), lens_types=lens_types)
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
@@ -148,6 +152,7 @@ class CalibrationFile:
             'lenslet_grid': None if self.lenslet_grid is None else self.lenslet_grid.to_dict(),
             'frames': {k: str(v) for k, v in self.frames.items()},
             'software': {k: str(v) for k, v in self.software.items()},
+            'lens_types': self.lens_types,
         }
 
     @classmethod
@@ -183,7 +188,7 @@ class CalibrationFile:
                        errors=d['errors'], rotation_vectors=rv, translations=tr,
                        views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
                        frames=dict(d['frames']), software=dict(d['software']),
-                       format_version=d['format_version'])
+                       format_version=d['format_version'], lens_types=d.get('lens_types'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:

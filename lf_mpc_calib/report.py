@@ -129,12 +129,14 @@ def plot_per_view_rms(result, path, *, title=''):
     ids = np.asarray(result.view_ids, dtype=float).reshape(-1, 2)
     rms = np.asarray(result.per_view_rms_px, dtype=float).ravel()
     fig, ax = plt.subplots(figsize=(6, 5))
+    # colour scale to the 99th percentile: a few outlier views would otherwise flatten it
+    vmax = float(np.percentile(rms, 99)) if rms.size else None
     if _is_view_grid(ids):
         i0, j0 = ids.min(0).astype(int)
         ni, nj = (np.ptp(ids, axis=0).astype(int) + 1)
         grid = np.full((nj, ni), np.nan)
         grid[ids[:, 1].astype(int) - j0, ids[:, 0].astype(int) - i0] = rms
-        im = ax.imshow(grid, origin='upper', cmap='viridis',
+        im = ax.imshow(grid, origin='upper', cmap='viridis', vmax=vmax,
                        extent=(i0 - 0.5, i0 + ni - 0.5, j0 + nj - 0.5, j0 - 0.5))
         if ni * nj <= 225:
             for (i, j), r in zip(ids, rms):
@@ -142,12 +144,12 @@ def plot_per_view_rms(result, path, *, title=''):
         ax.set_xlabel('view i')
         ax.set_ylabel('view j')
     else:
-        im = ax.scatter(ids[:, 0], ids[:, 1], c=rms, s=6, cmap='viridis')
+        im = ax.scatter(ids[:, 0], ids[:, 1], c=rms, s=6, cmap='viridis', vmax=vmax)
         ax.invert_yaxis()
         ax.set_aspect('equal')
         ax.set_xlabel('micro-image centre x (px)')
         ax.set_ylabel('micro-image centre y (px)')
-    fig.colorbar(im, ax=ax, label='RMS reprojection error (px)')
+    fig.colorbar(im, ax=ax, label='RMS reprojection error (px)', extend='max')
     ax.set_title(title or 'RMS reprojection error per view')
     fig.tight_layout()
     fig.savefig(path, dpi=110)

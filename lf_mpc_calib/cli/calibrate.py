@@ -10,6 +10,7 @@
 instead of an observation table; ``--save-observations`` writes the converted table.
 """
 
+import dataclasses
 import sys
 import time
 
@@ -53,6 +54,9 @@ def register(subparsers):
                    help='image size written to the file (view or raw image)')
     p.add_argument('--report', metavar='DIR', default=None,
                    help='write a report (summary.txt and PNG plots) into DIR')
+    p.add_argument('--lens-type-terms', choices=('none', 'offset', 'affine'), default=None,
+                   help='--format r12 only: per-micro-lens-type offset or scale + offset of '
+                        '(u, v) (lf_mpc_calib.raytrix; default affine for r12)')
     p.add_argument('--save-observations', metavar='CSV', default=None,
                    help='also write the (converted) observation table')
     p.add_argument('--quiet', action='store_true', help='do not show solver progress')
@@ -105,7 +109,7 @@ def load_input(args):
         data = read_r12(args.observations)
         obs = data.observations
         extra.update(image_size=data.image_size, lenslet_grid=data.lenslet_grid,
-                     camera_type='focused')
+                     camera_type='focused', r12=data)
     else:
         from lf_mpc_calib.observations import read_observations
         obs = read_observations(args.observations)
@@ -130,13 +134,37 @@ def run(args):
         write_observations(args.save_observations, obs)
         print(f'wrote {args.save_observations}')
     progress = None if args.quiet else ProgressPrinter()
-    result = calibrate(obs, method=args.method, distortion=not args.no_distortion, fix=fix,
-                       loss=args.loss, f_scale=args.f_scale,
-                       max_iterations=args.max_iterations, progress=progress)
+    options = dict(method=args.method, distortion=not args.no_distortion, fix=fix,
+                   loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations)
+    lens_types = None
+    terms = args.lens_type_terms
+    if terms is not None and 'r12' not in extra:
+        raise InvalidInputError('--lens-type-terms needs --format r12 (the lens types come '
+                                'from the micro-image indices of the R12 CSV)')
+    if 'r12' in extra and (terms or 'affine') != 'none':
+        from lf_mpc_calib.raytrix import calibrate_r12
+        r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine', progress=progress,
+                            **options)
+        result = r12.result
+        lens_types = r12.lens_types_dict()
+    else:
+        result = calibrate(obs, progress=progress, **options)
+    if lens_types is not None:
+        print('MPC part (its RMS is in the lens-type-corrected (u, v); the raw-pixel RMS '
+              'follows):')
     print(summary_text(result), end='')
+    if lens_types is not None:
+        print(f'lens-type terms ({lens_types["terms"]}, {r12.rounds} alternations): scale '
+              + ', '.join(f'{x:+.5f}' for x in lens_types['scale']) + '; offset px '
+              + ', '.join(f'({x:+.4f}, {y:+.4f})' for x, y in lens_types['offset_px']))
+        print(f'RMS reprojection error in raw pixels with lens-type terms: '
+              f'{r12.rms_raw_px:.6g} px')
     image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')
     cal = CalibrationFile.from_result(result, camera_type=camera_type, image_size=image_size,
-                                      lenslet_grid=extra.get('lenslet_grid'))
+                                      lenslet_grid=extra.get('lenslet_grid'),
+                                      lens_types=lens_types)
+    if lens_types is not None:   # the file's error is the one in raw pixels
+        cal = dataclasses.replace(cal, errors=dict(cal.errors, rms_reprojection_px=r12.rms_raw_px))
     save_calibration(args.output, cal)
     print(f'wrote {args.output}')
     if args.report:
