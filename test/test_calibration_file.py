@@ -108,3 +108,15 @@ def test_calibration_file_bad_input_fails(tmp_path):
         loads('- 1\n- 2\n')
     with pytest.raises(CalibrationFileError, match='cannot read'):
         load_calibration(tmp_path / 'absent.yaml')
+
+
+def test_calibration_file_lens_types_optional():
+    cal = _example(np.random.default_rng(6))
+    d = yaml.safe_load(dumps(cal))
+    assert d['lens_types'] is None
+    del d['lens_types']  # optional key: files without it load
+    assert loads(yaml.safe_dump(d)).lens_types is None
+    import dataclasses
+    terms = {'terms': 'affine', 'scale': [-0.06, 0.05, 0.01], 'offset_px': [[0.1, 0.2]] * 3}
+    back = loads(dumps(dataclasses.replace(cal, lens_types=terms)))
+    assert back.lens_types == terms
