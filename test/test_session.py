@@ -101,7 +101,8 @@ def test_session_rejected_frame_keeps_earlier_captures(scene):
     assert not report.accepted and report.pose is None and report.reason
     assert 'rejected' in report.summary()
     assert session.num_poses == 1 and session.rejected == 1
-    with pytest.raises(DegenerateConfigurationError, match='at least 2 captured poses showing the board, got 1'):
+    with pytest.raises(DegenerateConfigurationError,
+                       match='at least 2 captured poses showing the board, got 1'):
         session.calibrate()
     with pytest.raises(InvalidInputError, match='white image is'):
         session.capture(frames[0][:100, :100])

@@ -1,0 +1,179 @@
+"""
+``lf_sim_camera``: a simulated light-field camera looking at a checkerboard held by a robot.
+
+Renders raw frames with the core's optics simulator (:mod:`lf_mpc_calib.simulation`) of the
+preset's default board at a sequence of poses and publishes them at a steady rate; each pose
+is rendered once and cached. Publishes (relative names, so it connects to the other nodes in
+its namespace):
+
+- ``image_raw`` (sensor_msgs/Image, mono8 or mono16, ``rate`` Hz, frame ``<camera>_optical_frame``)
+- ``white_image`` (latched): the white image of the same camera
+- ``~/ground_truth`` (latched std_msgs/String): the ground-truth calibration file (every
+  pose, frames of ``camera_name``)
+- ``/tf_static``: the current board pose as ``<camera>_true_board`` in the optical frame (the
+  MPC frame of the ground truth)
+
+Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
+with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
+Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or
+``num_poses`` random ones from ``seed``.
+"""
+
+import dataclasses
+import threading
+
+import numpy as np
+
+from lf_mpc_calib.ros import defaults as D
+
+try:
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    from rclpy.node import Node
+except ImportError:  # pragma: no cover - the module is importable without ROS for docs
+    Node = object
+
+
+class SimCameraNode(Node):
+    """The simulated camera node (module docstring); kwargs go to ``rclpy.node.Node``."""
+
+    def __init__(self, **kwargs):
+        super().__init__('lf_sim_camera', **kwargs)
+        try:
+            self._setup()
+        except Exception:
+            self.destroy_node()
+            raise
+
+    def _setup(self):
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+        from std_srvs.srv import Trigger
+        from tf2_msgs.msg import TFMessage
+
+        from lf_mpc_calib.calibration_file import default_frames, dumps
+        from lf_mpc_calib.ros.image_conversion import array_to_image
+        from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
+        from lf_mpc_calib.simulation.optics import default_board, preset
+        from lf_mpc_calib.simulation.render import quantize, render_white
+
+        p = D.declare_parameters(self, [
+            ('preset', D.SIM_PRESET, 'camera preset of the simulator (lytro, illum)',
+             D.one_of('lytro', 'illum')),
+            ('scale', D.SIM_SCALE, 'sensor crop factor in (0, 1]',
+             lambda v: None if 0 < v <= 1 else 'expected 0 < scale <= 1'),
+            ('seed', 0, 'seed of the random poses and the sensor noise', None),
+            ('num_poses', 12, 'random poses when no poses are given', D.at_least(1)),
+            ('poses', [0.0], 'board poses, 6 doubles each (rvec, tvec; board -> camera, m); '
+             '[0.0] or empty: random poses',
+             lambda v: None if len(v) <= 1 or len(v) % 6 == 0 else 'expected 6 N values'),
+            ('encoding', 'mono8', 'image encoding of image_raw', D.one_of('mono8', 'mono16')),
+            ('rate', 2.0, 'frames per second on image_raw', D.positive),
+            ('auto_advance_period', 0.0, 'seconds per pose when > 0 (0: only ~/next_pose)',
+             D.at_least(0.0)),
+            ('samples', 4, 'anti-aliasing rays per pixel (renderer)', D.at_least(1)),
+            ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
+             None),
+            ('camera_name', D.CAMERA_NAME, 'camera name (frame ids)', None),
+        ])
+        self.params = p
+        self.camera = preset(p['preset'], scale=p['scale'])
+        self.board = default_board(self.camera)
+        poses = np.asarray(p['poses'], dtype=float)
+        if poses.size >= 6:
+            self.rvecs, self.tvecs = poses.reshape(-1, 6)[:, :3], poses.reshape(-1, 6)[:, 3:]
+        else:
+            self.rvecs, self.tvecs = random_poses(
+                self.camera, self.board, p['num_poses'],
+                rng=np.random.default_rng(p['seed']))
+        self.frame_id = D.optical_frame(p['camera_name'])
+        self.bits = 8 if p['encoding'] == 'mono8' else 16
+        self._quantize, self._array_to_image = quantize, array_to_image
+        self._lock = threading.Lock()
+        self._cache = {}
+        self._index = 0
+        self._Image, self._TFMessage = Image, TFMessage
+
+        truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
+        self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
+        latched = D.latched_qos()
+        self.image_pub = self.create_publisher(Image, D.IMAGE_TOPIC, 2)
+        self.white_pub = self.create_publisher(Image, D.WHITE_TOPIC, latched)
+        self.truth_pub = self.create_publisher(String, '~/ground_truth', latched)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
+
+        white = quantize(render_white(self.camera, samples=p['samples']), self.bits)
+        self.white_msg = array_to_image(white, p['encoding'])
+        self.white_msg.header.frame_id = self.frame_id
+        self.white_msg.header.stamp = self.get_clock().now().to_msg()
+        self.white_pub.publish(self.white_msg)
+        self.truth_pub.publish(String(data=dumps(self.truth)))
+        self._set_pose(0)
+
+        self._render_group = MutuallyExclusiveCallbackGroup()
+        self.create_timer(1.0 / p['rate'], self._publish_frame,
+                          callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(Trigger, '~/next_pose', self._on_next_pose,
+                            callback_group=self._render_group)
+        if p['auto_advance_period'] > 0:
+            self.create_timer(p['auto_advance_period'], self._advance,
+                              callback_group=self._render_group)
+        self.get_logger().info(
+            f'{self.camera.name} x{p["scale"]} {self.camera.sensor.width}x'
+            f'{self.camera.sensor.height} px, board {self.board.cols}x{self.board.rows} x '
+            f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, '
+            f'{p["encoding"]} at {p["rate"]} Hz')
+
+    @property
+    def pose_index(self):
+        """Index of the pose now shown."""
+        return self._index
+
+    def frame(self, index):
+        """The quantized raw frame (H, W) uint8/uint16 of pose ``index``, rendered once."""
+        from lf_mpc_calib.simulation.render import render_raw
+        index = int(index) % len(self.rvecs)
+        if index not in self._cache:
+            rng = np.random.default_rng([self.params['seed'], index])
+            noise = self.params['noise'] if self.params['noise'] >= 0 else None
+            raw = render_raw(self.camera, self.board, self.rvecs[index], self.tvecs[index],
+                             samples=self.params['samples'], rng=rng, noise=noise)
+            self._cache[index] = self._quantize(raw, self.bits)
+        return self._cache[index]
+
+    def _set_pose(self, index):
+        from lf_mpc_calib.ros.messages import transform_stamped
+        index = int(index) % len(self.rvecs)
+        msg = self._array_to_image(self.frame(index), self.params['encoding'])
+        msg.header.frame_id = self.frame_id
+        with self._lock:
+            self._index, self._msg = index, msg
+        tf = transform_stamped(self.rvecs[index], self.tvecs[index], parent=self.frame_id,
+                               child=f'{self.params["camera_name"]}_true_board',
+                               stamp=self.get_clock().now().to_msg())
+        self.tf_pub.publish(self._TFMessage(transforms=[tf]))
+        return index
+
+    def _advance(self):
+        return self._set_pose(self._index + 1)
+
+    def _publish_frame(self):
+        with self._lock:
+            msg = self._msg
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.image_pub.publish(msg)
+
+    def _on_next_pose(self, request, response):
+        index = self._advance()
+        response.success = True
+        response.message = f'pose {index} of {len(self.rvecs)}'
+        return response
+
+
+def main(args=None):
+    """Run the node until shut down; returns the exit code."""
+    return D.run_node(SimCameraNode, args)
+
+
+if __name__ == '__main__':
+    import sys
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The simulated camera node over DDS: frames, white image, ground truth, poses, TF."""
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from lf_mpc_calib.calibration_file import loads  # noqa: E402
+from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
+from lf_mpc_calib.ros import defaults as D  # noqa: E402
+from lf_mpc_calib.ros.image_conversion import image_to_array  # noqa: E402
+from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion  # noqa: E402
+from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
+from ros.background import spinning  # noqa: E402
+from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, wait_for  # noqa: E402
+
+SMALL = [Parameter('scale', value=0.3), Parameter('num_poses', value=3),
+         Parameter('rate', value=10.0), Parameter('seed', value=4)]
+
+
+def test_defaults_match_the_simulated_board():
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    board = default_board(preset(D.SIM_PRESET, scale=D.SIM_SCALE))
+    assert (board.cols, board.rows) == (D.BOARD_COLS, D.BOARD_ROWS)
+    assert abs(board.square - D.SQUARE_SIZE) < 1e-12  # the calibration node's default board
+
+
+def test_sim_camera_publishes_frames_white_truth_and_advances(ros_context, ros_executor,
+                                                              ros_node):
+    sim = SimCameraNode(context=ros_context, parameter_overrides=SMALL)
+    with spinning(ros_context, sim):
+        # latched outputs reach subscribers that join after publishing
+        white = MessageCollector(ros_node, Image, 'white_image', LATCHED_QOS)
+        truth = MessageCollector(ros_node, String, '/lf_sim_camera/ground_truth', LATCHED_QOS)
+        tf = MessageCollector(ros_node, TFMessage, '/tf_static', LATCHED_QOS)
+        frames = MessageCollector(ros_node, Image, 'image_raw', 10)
+        white.wait(ros_executor)
+        truth.wait(ros_executor)
+        frames.wait(ros_executor, count=2)
+        w = image_to_array(white.last)
+        f = image_to_array(frames.last)
+        assert w.shape == f.shape == (984, 984) and f.dtype == np.uint8
+        assert frames.last.header.frame_id == 'lf_camera_optical_frame'
+        np.testing.assert_array_equal(f, sim.frame(0))  # pose 0 shown first
+        cal = loads(truth.last.data)
+        assert cal.num_poses == 3 and cal.frames['optical'] == 'lf_camera_optical_frame'
+        np.testing.assert_allclose(cal.rotation_vectors, sim.rvecs, atol=1e-12)
+
+        client = ros_node.create_client(Trigger, '/lf_sim_camera/next_pose')
+        answer = call_service(ros_executor, client)
+        assert answer.success and answer.message.startswith('pose 1 ')
+        wait_for(ros_executor, lambda: np.array_equal(image_to_array(frames.last),
+                                                      sim.frame(1)), 'a frame of pose 1')
+        assert not np.array_equal(sim.frame(0), sim.frame(1))
+        wait_for(ros_executor, lambda: any(
+            t.child_frame_id == 'lf_camera_true_board' and np.allclose(
+                [t.transform.translation.x, t.transform.translation.y,
+                 t.transform.translation.z], sim.tvecs[1])
+            for m in tf.messages for t in m.transforms), 'the pose-1 board TF')
+        t = [t for m in tf.messages for t in m.transforms][-1]
+        q = t.transform.rotation
+        np.testing.assert_allclose(rotation_vector_from_quaternion([q.x, q.y, q.z, q.w]),
+                                   sim.rvecs[1], atol=1e-9)  # TF round trip of the pose
+
+
+def test_sim_camera_rejects_bad_parameter(ros_context):
+    with pytest.raises(InvalidInputError, match="parameter 'encoding'"):
+        SimCameraNode(context=ros_context,
+                      parameter_overrides=[Parameter('encoding', value='rgb8')])
+    with pytest.raises(InvalidInputError, match="parameter 'scale'"):
+        SimCameraNode(context=ros_context, parameter_overrides=[Parameter('scale', value=2.0)])
