@@ -1,0 +1,292 @@
+"""
+``lf_calibration``: calibrate a light-field camera from its raw frames, pose by pose.
+
+A thin adapter over :class:`lf_mpc_calib.session.CalibrationSession`.
+
+Subscribes ``image_raw`` (sensor data QoS; only the latest frame is kept; mono8/16,
+bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image`` (latched; unless
+``white_image_file`` is set). Services (std_srvs/Trigger; answers carry counts and reasons):
+
+- ``~/capture``: takes the next frame arriving after the call (waits up to
+  ``capture_timeout`` s without blocking the other callbacks), decodes it and detects the
+  board; answers corners found per view or why the frame was rejected.
+- ``~/calibrate``: calibrates the captured poses (its own callback group); answers the RMS
+  errors and publishes the latched outputs.
+- ``~/save``: writes ``output_dir/<camera_name>.yaml``, the observation table, the captured
+  frames, the white image and a manifest (``lf-mpc-calib calibrate-raw output_dir``
+  re-calibrates offline).
+- ``~/reset``: forgets the captures and the calibration.
+
+Latched outputs after a calibration: ``~/camera_info`` (CameraInfo of the rectified central
+view), ``~/calibration`` (std_msgs/String, the calibration file) and ``/tf_static`` (every
+captured board pose as ``<camera_name>_board_<n>`` in ``optical_frame``, all in each message).
+Malformed images are logged and ignored. A parameter out of range stops the node at startup
+with its name.
+"""
+
+import threading
+
+import numpy as np
+
+from lf_mpc_calib.errors import LFCalibError
+from lf_mpc_calib.ros import defaults as D
+
+try:
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    from rclpy.node import Node
+except ImportError:  # pragma: no cover - importable without ROS for docs
+    Node = object
+
+
+def _views_check(value):
+    v = list(value)
+    if len(v) != 2 or any(int(x) < 1 or int(x) % 2 == 0 for x in v):
+        return 'expected two odd counts >= 1 (n_i, n_j)'
+    return None
+
+
+class CalibrationNode(Node):
+    """The calibration node (module docstring); kwargs go to ``rclpy.node.Node``."""
+
+    def __init__(self, **kwargs):
+        super().__init__('lf_calibration', **kwargs)
+        try:
+            self._setup()
+        except Exception:
+            self.destroy_node()
+            raise
+
+    # ---- setup --------------------------------------------------------------------------
+    def _setup(self):
+        from rclpy.qos import qos_profile_sensor_data
+        from sensor_msgs.msg import CameraInfo, Image
+        from std_msgs.msg import String
+        from std_srvs.srv import Trigger
+        from tf2_msgs.msg import TFMessage
+
+        from lf_mpc_calib.board import Checkerboard
+        from lf_mpc_calib.session import CalibrationSession
+
+        p = D.declare_parameters(self, [
+            ('camera_type', D.CAMERA_TYPE, 'camera type (conventional: micro-lenses focused '
+             'at infinity, decoded into sub-aperture views)', D.one_of('conventional')),
+            ('board_cols', D.BOARD_COLS, 'inner corners along the board rows', D.at_least(2)),
+            ('board_rows', D.BOARD_ROWS, 'inner corners along the board columns',
+             D.at_least(2)),
+            ('square_size', D.SQUARE_SIZE, 'board square side in metres', D.positive),
+            ('views', list(D.VIEWS), 'sub-aperture views decoded (n_i, n_j), odd',
+             _views_check),
+            ('white_image_file', '', 'white image file (PNG/TIFF); empty: the white_image '
+             'topic', None),
+            ('grid_file', '', 'lenslet grid YAML (lf-mpc-calib grid, or a calibration file); '
+             'empty: estimated from the white image', None),
+            ('min_poses', D.MIN_POSES, 'captured poses needed to calibrate', D.at_least(2)),
+            ('output_dir', D.default_output_dir(), 'where ~/save writes', None),
+            ('camera_name', D.CAMERA_NAME, 'camera name: file name and frame ids',
+             lambda v: None if v and '/' not in v else 'expected a non-empty name without /'),
+            ('optical_frame', '', 'optical frame id; empty: <camera_name>_optical_frame',
+             None),
+            ('max_image_pixels', D.MAX_IMAGE_PIXELS, 'largest accepted width * height',
+             D.at_least(1)),
+            ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
+             D.positive),
+        ])
+        self.params = p
+        self.camera_name = p['camera_name']
+        self.optical_frame = p['optical_frame'] or D.optical_frame(self.camera_name)
+        board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
+        grid = self._load_grid(p['grid_file']) if p['grid_file'] else None
+        self.session = CalibrationSession(board, camera_type=p['camera_type'], grid=grid,
+                                          views=tuple(int(v) for v in p['views']),
+                                          min_poses=p['min_poses'])
+        self._lock = threading.Lock()           # serialises the session
+        self._frame_lock = threading.Lock()
+        self._latest = None                     # latest valid frame (H, W) array
+        self._waiters = []                      # [threading.Event, slot list] per capture
+        self.frames_received = 0
+        self.bad_images = 0
+        self._String, self._TFMessage = String, TFMessage
+
+        latched = D.latched_qos()
+        self.info_pub = self.create_publisher(CameraInfo, '~/camera_info', latched)
+        self.calibration_pub = self.create_publisher(String, '~/calibration', latched)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
+
+        if p['white_image_file']:
+            from lf_mpc_calib.imageio import read_image
+            white = read_image(p['white_image_file'])
+            self.session.set_white(white if white.ndim == 2 else white.mean(axis=2))
+        else:
+            self.create_subscription(Image, D.WHITE_TOPIC, self._on_white, latched,
+                                     callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image, qos_profile_sensor_data,
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(Trigger, '~/capture', self._on_capture,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(Trigger, '~/calibrate', self._on_calibrate,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        other = MutuallyExclusiveCallbackGroup()
+        self.create_service(Trigger, '~/save', self._on_save, callback_group=other)
+        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=other)
+        self.get_logger().info(
+            f'board {board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, views '
+            f'{self.session.views}, white from '
+            f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
+
+    @staticmethod
+    def _load_grid(path):
+        import yaml
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.lenslet.grid import LensletGrid
+        try:
+            with open(path) as f:
+                doc = yaml.safe_load(f)
+            return LensletGrid.from_dict(doc.get('lenslet_grid', doc))
+        except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError) as exc:
+            raise InvalidInputError(
+                f"parameter 'grid_file' = {path!r}: expected a YAML file with a lenslet_grid "
+                f'(lf-mpc-calib grid or a calibration file): {exc}') from exc
+
+    # ---- images -------------------------------------------------------------------------
+    def _to_mono(self, msg, what):
+        from lf_mpc_calib.ros.image_conversion import image_to_array, to_mono
+        try:
+            return to_mono(image_to_array(msg, max_pixels=self.params['max_image_pixels']),
+                           msg.encoding)
+        except LFCalibError as exc:
+            self.bad_images += 1
+            self.get_logger().error(f'ignoring malformed {what} image: {exc}')
+            return None
+
+    def _on_image(self, msg):
+        pixels = self._to_mono(msg, D.IMAGE_TOPIC)
+        if pixels is None:
+            return
+        with self._frame_lock:
+            self.frames_received += 1
+            self._latest = pixels
+            waiters, self._waiters = self._waiters, []
+        for event, slot in waiters:
+            slot.append(pixels)
+            event.set()
+
+    def _on_white(self, msg):
+        pixels = self._to_mono(msg, D.WHITE_TOPIC)
+        if pixels is None:
+            return
+        with self._lock:
+            if self.session.white is not None and np.array_equal(self.session.white, pixels):
+                return
+            try:
+                grid = self.session.set_white(pixels)
+            except LFCalibError as exc:
+                self.get_logger().error(f'white image rejected: {exc}')
+                return
+        self.get_logger().info(f'white image {pixels.shape[1]}x{pixels.shape[0]}: lenslet '
+                               f'grid {grid.shape[0]}x{grid.shape[1]} lenses')
+
+    def next_frame(self, timeout):
+        """The next valid frame arriving on image_raw within ``timeout`` s, or None."""
+        event, slot = threading.Event(), []
+        with self._frame_lock:
+            self._waiters.append((event, slot))
+        if not event.wait(timeout):
+            with self._frame_lock:
+                if (event, slot) in self._waiters:
+                    self._waiters.remove((event, slot))
+        return slot[0] if slot else None
+
+    # ---- services -----------------------------------------------------------------------
+    def _on_capture(self, request, response):
+        response.success = False
+        if not self.session.ready:
+            response.message = (f'no white image yet (topic {D.WHITE_TOPIC} or parameter '
+                                'white_image_file); 0 frames captured')
+            return response
+        frame = self.next_frame(self.params['capture_timeout'])
+        if frame is None:
+            response.message = (f'no valid image on {D.IMAGE_TOPIC} within '
+                                f'{self.params["capture_timeout"]:g} s '
+                                f'({self.bad_images} malformed images ignored)')
+            return response
+        with self._lock:
+            try:
+                report = self.session.capture(frame)
+            except LFCalibError as exc:
+                response.message = f'frame rejected: {exc}'
+                return response
+        response.success = bool(report.accepted)
+        response.message = report.summary()
+        if report.accepted:
+            per = np.asarray(report.corners_per_view)
+            response.message += '; corners per view (rows j, columns i): ' + \
+                ' / '.join(' '.join(str(int(c)) for c in row) for row in per)
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_calibrate(self, request, response):
+        from lf_mpc_calib.calibration_file import dumps
+        from lf_mpc_calib.ros.messages import board_transforms, camera_info
+        response.success = False
+        with self._lock:
+            try:
+                result = self.session.calibrate()
+                cal = self.session.calibration_file(self.camera_name)
+            except LFCalibError as exc:
+                response.message = f'calibration failed: {exc}'
+                self.get_logger().error(response.message)
+                return response
+            view_size = self.session.view_size
+        stamp = self.get_clock().now().to_msg()
+        self.info_pub.publish(camera_info(result.model, view_size, frame_id=self.optical_frame,
+                                          stamp=stamp))
+        self.calibration_pub.publish(self._String(data=dumps(cal)))
+        self.tf_pub.publish(board_transforms(
+            result.rotation_vectors, result.translations, parent=self.optical_frame,
+            child_prefix=f'{self.camera_name}_board_', stamp=stamp))
+        response.success = True
+        response.message = (
+            f'calibrated {cal.num_poses} poses: RMS reprojection '
+            f'{result.rms_reprojection_px:.4f} px, ray reprojection '
+            f'{result.rms_ray_reprojection_mm:.5f} mm, '
+            f'{"converged" if result.converged else "not converged"} ({result.message})')
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_save(self, request, response):
+        response.success = False
+        with self._lock:
+            try:
+                paths = self.session.save(self.params['output_dir'], self.camera_name)
+            except (LFCalibError, OSError) as exc:
+                response.message = f'nothing saved: {exc}'
+                return response
+            calibrated = self.session.result is not None
+            poses = self.session.num_poses
+        response.success = True
+        response.message = (
+            f'saved {len(paths)} files ({poses} captured frames, '
+            f'{"calibration file" if calibrated else "no calibration yet"}) to '
+            f'{self.params["output_dir"]}')
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_reset(self, request, response):
+        with self._lock:
+            poses = self.session.num_poses
+            self.session.reset()
+        self.tf_pub.publish(self._TFMessage(transforms=[]))
+        response.success = True
+        response.message = f'reset: {poses} captured poses and the calibration dropped'
+        self.get_logger().info(response.message)
+        return response
+
+
+def main(args=None):
+    """Run the node until shut down; returns the exit code."""
+    return D.run_node(CalibrationNode, args)
+
+
+if __name__ == '__main__':
+    import sys
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The calibration node over DDS: services in every order, malformed images, latched outputs,
+/tf_static, a bad parameter, and a session against the simulated camera vs ground truth."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from rclpy.parameter import Parameter  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from lf_mpc_calib.calibration_file import loads  # noqa: E402
+from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth  # noqa: E402
+from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
+from lf_mpc_calib.ros.calibration_node import CalibrationNode  # noqa: E402
+from lf_mpc_calib.ros.image_conversion import array_to_image  # noqa: E402
+from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
+from ros.background import spinning  # noqa: E402
+from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, wait_for, \
+    wait_for_subscribers  # noqa: E402
+
+POSES = 6
+# default_board(preset('lytro', scale=0.3)): the small preset keeps the test fast
+SMALL_BOARD = [Parameter('board_cols', value=6), Parameter('board_rows', value=6),
+               Parameter('square_size', value=0.005115499090161524)]
+SMALL_SIM = [Parameter('scale', value=0.3), Parameter('num_poses', value=POSES),
+             Parameter('rate', value=5.0), Parameter('seed', value=3)]
+
+
+def _clients(node, name='/lf_calibration'):
+    return {s: node.create_client(Trigger, f'{name}/{s}')
+            for s in ('capture', 'calibrate', 'save', 'reset')}
+
+
+def test_calibration_node_rejects_bad_parameters(ros_context):
+    for name, value in (('square_size', -0.01), ('min_poses', 1), ('views', [8, 9]),
+                        ('camera_type', 'focused'), ('board_cols', 1)):
+        with pytest.raises(InvalidInputError, match=f"parameter '{name}'"):
+            CalibrationNode(context=ros_context,
+                            parameter_overrides=[Parameter(name, value=value)])
+
+
+def test_calibration_node_main_exits_nonzero_on_bad_parameter():
+    proc = subprocess.run(
+        [sys.executable, '-m', 'lf_mpc_calib.ros.calibration_node', '--ros-args', '-p',
+         'square_size:=-1.0'], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "parameter 'square_size'" in proc.stdout + proc.stderr
+
+
+def test_calibration_node_services_in_any_order_and_bad_images(ros_context, ros_executor,
+                                                               ros_node, tmp_path):
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('capture_timeout', value=1.0),
+        Parameter('output_dir', value=str(tmp_path))])
+    with spinning(ros_context, node):
+        c = _clients(ros_node)
+        answer = call_service(ros_executor, c['calibrate'])
+        assert not answer.success and 'at least 3 captured poses' in answer.message
+        answer = call_service(ros_executor, c['save'])
+        assert not answer.success and 'nothing to save' in answer.message
+        answer = call_service(ros_executor, c['capture'])
+        assert not answer.success and 'no white image yet' in answer.message
+        assert call_service(ros_executor, c['reset']).success
+
+        # malformed images on image_raw: each logged and ignored
+        pub = ros_node.create_publisher(Image, 'image_raw', 10)
+        wait_for_subscribers(ros_executor, pub)
+        good = array_to_image(np.zeros((4, 6), np.uint8), 'mono8')
+        bad = [Image(height=4, width=6, encoding='yuv422', step=12, data=bytes(48)),
+               Image(height=4, width=6, encoding='mono8', step=5, data=bytes(20)),
+               Image(height=4, width=6, encoding='mono8', step=6, data=bytes(23)),
+               Image(height=0, width=0, encoding='mono8', step=0, data=b''),
+               Image(height=200_000, width=200_000, encoding='mono8', step=200_000,
+                     data=bytes(16))]
+        for msg in bad:
+            pub.publish(msg)
+        wait_for(ros_executor, lambda: node.bad_images == len(bad), 'five rejected images')
+        pub.publish(good)
+        wait_for(ros_executor, lambda: node.frames_received >= 1, 'the valid image')
+        assert node.bad_images == len(bad)
+        # the node keeps serving
+        answer = call_service(ros_executor, c['calibrate'])
+        assert not answer.success and 'at least 3' in answer.message
+
+
+@pytest.fixture(scope='module')
+def session_run(ros_context, ros_executor, tmp_path_factory):
+    """Capture POSES poses from the simulated camera through the services and calibrate."""
+    out = tmp_path_factory.mktemp('calib')
+    helper = rclpy.create_node('session_helper', context=ros_context)
+    ros_executor.add_node(helper)
+    sim = SimCameraNode(context=ros_context, parameter_overrides=SMALL_SIM)
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(out))])
+    with spinning(ros_context, sim, node):
+        c = _clients(helper)
+        next_pose = helper.create_client(Trigger, '/lf_sim_camera/next_pose')
+        wait_for(ros_executor, lambda: node.session.ready, 'the white image', 30.0)
+        answers = []
+        for k in range(POSES):
+            if k:
+                assert call_service(ros_executor, next_pose).success
+            answers.append(call_service(ros_executor, c['capture'], timeout_sec=30.0))
+        calibrated = call_service(ros_executor, c['calibrate'], timeout_sec=60.0)
+        saved = call_service(ros_executor, c['save'])
+        # a subscriber joining after the calibration still gets the latched outputs
+        info = MessageCollector(helper, CameraInfo, '/lf_calibration/camera_info', LATCHED_QOS)
+        cal = MessageCollector(helper, String, '/lf_calibration/calibration', LATCHED_QOS)
+        tf = MessageCollector(helper, TFMessage, '/tf_static', LATCHED_QOS)
+        info.wait(ros_executor)
+        cal.wait(ros_executor)
+        wait_for(ros_executor, lambda: any(
+            t.child_frame_id == 'lf_camera_board_0' for m in tf.messages
+            for t in m.transforms), 'the board frames on /tf_static')
+        result = node.session.result
+        reset = call_service(ros_executor, c['reset'])
+        recalibrate = call_service(ros_executor, c['calibrate'])
+        yield dict(sim=sim, node=node, answers=answers, calibrated=calibrated, saved=saved,
+                   info=info.last, cal=loads(cal.last.data), tf=tf.messages, result=result,
+                   reset=reset, recalibrate=recalibrate, out=out)
+    ros_executor.remove_node(helper)
+    helper.destroy_node()
+
+
+def test_calibration_node_captures_every_pose(session_run):
+    answers = session_run['answers']
+    assert all(a.success for a in answers), [a.message for a in answers]
+    assert answers[-1].message.startswith(f'pose {POSES - 1}: 36/36 corners')
+    assert 'corners per view' in answers[0].message
+
+
+def test_calibration_node_matches_ground_truth(session_run):
+    sim, result = session_run['sim'], session_run['result']
+    assert session_run['calibrated'].success and 'RMS reprojection' in \
+        session_run['calibrated'].message
+    truth, _, _ = aligned_truth(sim.camera.ground_truth_model(session_run['node'].session.grid),
+                                result.model, _rotation_matrices(sim.rvecs), sim.tvecs)
+    assert result.rms_reprojection_px < 0.5  # rendered 8-bit frames: corners to ~0.05 px
+    # 6 poses on the 0.3 crop constrain the focal terms to a few % (test_session measures
+    # 0.1-5 %); 10 % tolerance
+    for name in ('k_i', 'k_j', 'k_u', 'k_v'):
+        est, true = getattr(result.model, name), getattr(truth, name)
+        assert abs(est - true) < 0.10 * abs(true), name
+    # board distances follow the focal terms: measured within 3.4 %, 5 % tolerance
+    dist = np.linalg.norm(result.translations, axis=1)
+    np.testing.assert_allclose(dist, np.linalg.norm(sim.tvecs, axis=1), rtol=0.05)
+
+
+def test_calibration_node_latched_outputs(session_run):
+    info, cal, result = session_run['info'], session_run['cal'], session_run['result']
+    model = result.model
+    assert info.header.frame_id == 'lf_camera_optical_frame'
+    assert (info.width, info.height) == session_run['node'].session.view_size
+    assert info.k[0] == pytest.approx(1.0 / model.k_u, rel=1e-12)
+    assert info.k[2] == pytest.approx(-model.u_0 / model.k_u, rel=1e-12)
+    np.testing.assert_allclose(cal.model.to_vector(), model.to_vector(), rtol=1e-9)
+    assert cal.num_poses == POSES
+
+
+def test_calibration_node_tf_static_holds_every_pose(session_run):
+    from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion
+    result = session_run['result']
+    full = [m for m in session_run['tf'] if m.transforms][-1]
+    names = [t.child_frame_id for t in full.transforms]
+    assert names == [f'lf_camera_board_{n}' for n in range(POSES)]  # full state per message
+    for n, t in enumerate(full.transforms):
+        assert t.header.frame_id == 'lf_camera_optical_frame'
+        tr = t.transform.translation
+        np.testing.assert_allclose([tr.x, tr.y, tr.z], result.translations[n], atol=1e-12)
+        q = t.transform.rotation
+        np.testing.assert_allclose(rotation_vector_from_quaternion([q.x, q.y, q.z, q.w]),
+                                   result.rotation_vectors[n], atol=1e-9)
+
+
+def test_calibration_node_save_and_reset(session_run):
+    out = session_run['out']
+    assert session_run['saved'].success and f'{POSES} captured frames' in \
+        session_run['saved'].message
+    assert (out / 'lf_camera.yaml').is_file() and (out / 'manifest.yaml').is_file()
+    assert (out / 'lf_camera_observations.csv').is_file()
+    assert len(list(out.glob('frame_*.png'))) == POSES
+    assert session_run['reset'].success and f'{POSES} captured poses' in \
+        session_run['reset'].message
+    assert not session_run['recalibrate'].success  # nothing left after the reset
