@@ -2,6 +2,10 @@
 ``lf-mpc-calib demo``: a whole calibration session on the simulated camera, end to end.
 
     lf-mpc-calib demo [--poses 6] [--preset lytro --scale 0.5] [-o OUTPUT_DIR]
+    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR]
+
+With ``--ros`` the same session runs through the ROS 2 nodes (simulated camera, calibration
+node, decode node) in one process: :mod:`lf_mpc_calib.ros.demo`.
 
 Renders a white image and raw frames of a checkerboard at random poses (the optics-based
 simulator), estimates the lenslet grid, decodes every frame, finds the corners across views,
@@ -33,7 +37,13 @@ def register(subparsers):
     p.add_argument('--scale', type=float, default=0.5,
                    help='sensor crop factor (default: %(default)s)')
     p.add_argument('--seed', type=int, default=1, help='random seed (default: %(default)s)')
-    p.add_argument('-o', '--output', default=None, metavar='DIR',
+    p.add_argument('--ros', action='store_true',
+                   help='run the session through the ROS 2 nodes (lf_sim_camera, '
+                        'lf_calibration, lf_decoder) and their services')
+    p.add_argument('--timeout', type=float, default=60.0,
+                   help='with --ros: seconds to wait for a service answer (default: '
+                        '%(default)s)')
+    p.add_argument('-o', '--output', '--output-dir', default=None, metavar='DIR',
                    help='where the data set, calibration file and report go '
                         '(default: a temporary folder)')
     p.set_defaults(func=run)
@@ -60,6 +70,15 @@ def _rotation_matrices(rvecs):
 
 def run(args):
     """Run the session; returns the exit code."""
+    if getattr(args, 'ros', False):
+        from lf_mpc_calib.ros import defaults, demo
+        if args.preset != defaults.SIM_PRESET:
+            print(f'lf-mpc-calib demo: --ros simulates the {defaults.SIM_PRESET} preset, '
+                  f'not {args.preset!r}', file=sys.stderr)
+            return 2
+        args.output_dir = args.output
+        args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
+        return demo.run(args)
     from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset, make_decoder, \
         read_image, write_outputs

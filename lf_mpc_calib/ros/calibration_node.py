@@ -217,11 +217,11 @@ class CalibrationNode(Node):
                 return response
         response.success = bool(report.accepted)
         response.message = report.summary()
+        self.get_logger().info(response.message)
         if report.accepted:
             per = np.asarray(report.corners_per_view)
             response.message += '; corners per view (rows j, columns i): ' + \
                 ' / '.join(' '.join(str(int(c)) for c in row) for row in per)
-        self.get_logger().info(response.message)
         return response
 
     def _on_calibrate(self, request, response):

@@ -1,0 +1,284 @@
+"""
+The ROS demo: simulated camera + calibration node + decode node in one process.
+
+    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR] [--seed 1]
+    python -m lf_mpc_calib.ros.demo [same options]
+
+What a launch file would start (the launch packages cannot be installed without ROS): the
+three nodes with default parameters in one namespace, spun by a MultiThreadedExecutor on a
+background thread. The main thread plays the user: it captures ``--poses`` board poses through
+the real services (``/lf_sim_camera/next_pose``, ``/lf_calibration/capture``), calibrates
+(``/lf_calibration/calibrate``), saves, prints the recovered parameters against the simulated
+optics' ground truth, then starts the decode node on the saved calibration file, shows it a
+new pose and prints the 3-D board corners it measures (``/lf_decoder/points``) against the
+true corner positions. Without the decode node (not installed), the corners of the new frame
+are measured with the core instead (said so in the output).
+"""
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lf_mpc_calib.model import PARAMETER_NAMES
+
+
+def add_arguments(parser):
+    """The demo's options (shared by ``lf-mpc-calib demo --ros``)."""
+    parser.add_argument('--poses', type=int, default=6,
+                        help='board poses to capture (default: %(default)s)')
+    parser.add_argument('--output-dir', default=None, metavar='DIR',
+                        help='where the calibration node saves (default: a temporary folder)')
+    parser.add_argument('--seed', type=int, default=1,
+                        help='seed of the simulated poses (default: %(default)s)')
+    parser.add_argument('--scale', type=float, default=None,
+                        help='sensor crop of the simulated camera (default: the nodes\' '
+                             'default)')
+    parser.add_argument('--timeout', type=float, default=60.0,
+                        help='seconds to wait for each service answer (default: %(default)s)')
+
+
+class _Caller:
+    """Calls services and waits for messages from the main thread (executor elsewhere)."""
+
+    def __init__(self, node, timeout):
+        self.node, self.timeout = node, timeout
+
+    def call(self, name, srv=None):
+        from std_srvs.srv import Trigger
+        client = self.node.create_client(srv or Trigger, name)
+        if not client.wait_for_service(timeout_sec=self.timeout):
+            raise RuntimeError(f'service {name} did not appear within {self.timeout} s')
+        done = threading.Event()
+        future = client.call_async((srv or Trigger).Request())
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(self.timeout):
+            raise RuntimeError(f'service {name} did not answer within {self.timeout} s')
+        self.node.destroy_client(client)
+        return future.result()
+
+    def wait(self, predicate, what):
+        deadline = time.monotonic() + self.timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'timed out after {self.timeout} s waiting for {what}')
+            time.sleep(0.02)
+
+
+def _true_corners(sim, model, index):
+    """True board corners (C, 3) of sim pose ``index`` in the calibrated camera frame."""
+    from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth
+    truth = sim.camera.ground_truth_model(sim.camera.lenslet_grid())
+    _, rot, trans = aligned_truth(truth, model, _rotation_matrices(sim.rvecs[index:index + 1]),
+                                  sim.tvecs[index:index + 1])
+    return sim.board.points() @ rot[0].T + trans[0]
+
+
+def _cloud_points(msg):
+    """(N, 3) xyz and (N,) corner ids (or None) of a PointCloud2."""
+    names = [f.name for f in msg.fields]
+    offsets = {f.name: f.offset for f in msg.fields}
+    raw = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(-1, msg.point_step)
+    endian = '>' if msg.is_bigendian else '<'
+
+    def column(name, dtype):
+        o = offsets[name]
+        size = np.dtype(dtype).itemsize
+        return raw[:, o:o + size].copy().view(np.dtype(dtype).newbyteorder(endian)).ravel()
+
+    xyz = np.column_stack([column(n, np.float32) for n in ('x', 'y', 'z')]).astype(float)
+    ids = None
+    for name in ('id', 'corner', 'point', 'corner_id', 'index'):
+        if name in names:
+            f = msg.fields[names.index(name)]
+            dtype = {1: np.int8, 2: np.uint8, 3: np.int16, 4: np.uint16, 5: np.int32,
+                     6: np.uint32, 7: np.float32, 8: np.float64}[f.datatype]
+            ids = column(name, dtype).astype(int)
+            break
+    return xyz, ids
+
+
+def parameter_table(model, truth, stddev=None):
+    """Lines comparing ``model`` with ``truth`` parameter by parameter."""
+    lines = [f'{"parameter":>10} {"estimate":>14} {"± std":>11} {"truth":>14} {"error":>10}']
+    for name in PARAMETER_NAMES:
+        est, true = getattr(model, name), getattr(truth, name)
+        std = (stddev or {}).get(name, float('nan'))
+        rel = f'{abs(est - true) / abs(true) * 100:8.3f} %' if abs(true) > 1e-12 else \
+            f'{est - true:10.2e}'
+        lines.append(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
+    return lines
+
+
+def run(args, out=None):
+    """Run the demo; prints to ``out`` (stdout); returns the exit code."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+
+    from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth
+    from lf_mpc_calib.ros.calibration_node import CalibrationNode
+    from lf_mpc_calib.ros.sim_camera_node import SimCameraNode
+
+    out = out or sys.stdout
+
+    def say(text=''):
+        print(text, file=out, flush=True)
+
+    start = time.perf_counter()
+    if args.poses < 3:
+        say('lf-mpc-calib demo: error: --poses must be at least 3')
+        return 2
+    output_dir = Path(args.output_dir or tempfile.mkdtemp(prefix='lf_ros_demo_'))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = MultiThreadedExecutor(num_threads=6, context=context)
+    nodes = []
+    thread = None
+    try:
+        sim_params = [Parameter('num_poses', value=args.poses + 1),
+                      Parameter('seed', value=args.seed)]
+        calib_params = [Parameter('output_dir', value=str(output_dir))]
+        if args.scale is not None:
+            from lf_mpc_calib.simulation.optics import default_board, preset
+            from lf_mpc_calib.ros.defaults import SIM_PRESET
+            board = default_board(preset(SIM_PRESET, scale=args.scale))
+            sim_params.append(Parameter('scale', value=float(args.scale)))
+            calib_params += [Parameter('board_cols', value=board.cols),
+                             Parameter('board_rows', value=board.rows),
+                             Parameter('square_size', value=float(board.square))]
+        sim = SimCameraNode(context=context, parameter_overrides=sim_params)
+        calib = CalibrationNode(context=context, parameter_overrides=calib_params)
+        user = rclpy.create_node('lf_demo_user', context=context)
+        nodes += [sim, calib, user]
+        for node in nodes:
+            executor.add_node(node)
+        thread = threading.Thread(target=executor.spin, daemon=True)
+        thread.start()
+        caller = _Caller(user, args.timeout)
+        cam = sim.camera
+        say(f'simulated camera {cam.name} {cam.sensor.width}x{cam.sensor.height} px, board '
+            f'{sim.board.cols}x{sim.board.rows} x {sim.board.square * 1e3:.2f} mm; nodes '
+            f'lf_sim_camera, lf_calibration up ({time.perf_counter() - start:.1f} s)')
+        caller.wait(lambda: calib.session.ready, 'the white image and lenslet grid')
+        say(f'lenslet grid from white_image: {calib.session.grid.shape[0]}x'
+            f'{calib.session.grid.shape[1]} lenses')
+
+        for k in range(args.poses):
+            if k:
+                caller.call('/lf_sim_camera/next_pose')
+            answer = caller.call('/lf_calibration/capture')
+            say(f'  capture {k}: {answer.message.split("; corners per view")[0]}')
+        answer = caller.call('/lf_calibration/calibrate')
+        say(f'calibrate: {answer.message}')
+        if not answer.success:
+            return 1
+        say(f'save: {caller.call("/lf_calibration/save").message}')
+
+        result = calib.session.result
+        captured = slice(0, args.poses)
+        truth, _, _ = aligned_truth(cam.ground_truth_model(calib.session.grid), result.model,
+                                    _rotation_matrices(sim.rvecs[captured]),
+                                    sim.tvecs[captured])
+        say('\nrecovered vs ground truth (simulated optics):')
+        for line in parameter_table(result.model, truth, result.stddev):
+            say(line)
+
+        # ---- live measurement of a new pose ----
+        new = args.poses
+        cal_file = output_dir / f'{calib.camera_name}.yaml'
+        expected = _true_corners(sim, result.model, new)
+        measured, ids, source = _measure(caller, executor, context, nodes, cal_file, sim,
+                                         result.model, new, say)
+        if ids is None:   # match by nearest true corner
+            d = np.linalg.norm(measured[:, None] - expected[None], axis=2)
+            ids = np.argmin(d, axis=1)
+        err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
+        dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
+        say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, board at '
+            f'{dist:.0f} mm')
+        say(f'{"corner":>6} {"measured (mm)":>28} {"truth (mm)":>28} {"error":>9}')
+        for k in range(min(6, len(ids))):
+            say(f'{ids[k]:6d} {_fmt(measured[k])} {_fmt(expected[ids[k]])} '
+                f'{err_mm[k]:6.2f} mm')
+        say(f'3-D error: mean {err_mm.mean():.2f} mm, max {err_mm.max():.2f} mm '
+            f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
+        say(f'\noutputs in {output_dir}; demo took {time.perf_counter() - start:.1f} s')
+        return 0
+    except RuntimeError as exc:
+        say(f'lf-mpc-calib demo: error: {exc}')
+        return 1
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        if thread is not None:
+            thread.join(timeout=5.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def _fmt(p):
+    return f'({p[0] * 1e3:8.2f} {p[1] * 1e3:8.2f} {p[2] * 1e3:8.2f})'
+
+
+def _decode_node_class():
+    try:
+        from lf_mpc_calib.ros import decode_node
+    except ImportError:
+        return None
+    for name in ('DecodeNode', 'DecoderNode', 'LFDecoderNode'):
+        if hasattr(decode_node, name):
+            return getattr(decode_node, name)
+    return None
+
+
+def _measure(caller, executor, context, nodes, cal_file, sim, model, index, say):
+    """Measured corners (N, 3), ids (N,) or None, and the source's name for pose ``index``."""
+    from rclpy.parameter import Parameter
+    cls = _decode_node_class()
+    if cls is not None:
+        from rclpy.qos import QoSProfile
+        from sensor_msgs.msg import PointCloud2
+        # show the new pose first: the decode node, started after, sees only its frames
+        caller.call('/lf_sim_camera/next_pose')
+        clouds = []
+        nodes[2].create_subscription(PointCloud2, '/lf_decoder/points', clouds.append,
+                                     QoSProfile(depth=5))
+        decoder = cls(context=context, parameter_overrides=[
+            Parameter('calibration_file', value=str(cal_file))])
+        nodes.append(decoder)
+        executor.add_node(decoder)
+        say(f'decode node lf_decoder started on {cal_file.name}; pose {index} shown')
+        caller.wait(lambda: any(m.width * m.height > 0 for m in clouds),
+                    'board corners on /lf_decoder/points')
+        clouds[:] = [m for m in clouds if m.width * m.height > 0]
+        xyz, ids = _cloud_points(clouds[-1])
+        return xyz, ids, 'lf_decoder (/lf_decoder/points)'
+    # no decode node installed: the same measurement with the core
+    import dataclasses
+    from lf_mpc_calib.features.corners import detect_corners
+    caller.call('/lf_sim_camera/next_pose')
+    session = nodes[1].session
+    raw = sim.frame(index)
+    from lf_mpc_calib.session import as_float_image
+    lf = dataclasses.replace(session.decoder.decode(as_float_image(raw)),
+                             valid=session.use.copy())
+    obs = detect_corners(lf, session.board, pose=0).observations
+    ids = np.unique(obs.point)
+    return model.triangulate(model.rays(obs.ijuv), obs.point), ids, \
+        'the core (no decode node installed)'
+
+
+def main(argv=None):
+    """``python -m lf_mpc_calib.ros.demo``."""
+    parser = argparse.ArgumentParser(prog='lf_mpc_calib.ros.demo', description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
