@@ -81,7 +81,8 @@ class CalibrationNode(Node):
             ('grid_file', '', 'lenslet grid YAML (lf-mpc-calib grid, or a calibration file); '
              'empty: estimated from the white image', None),
             ('min_poses', D.MIN_POSES, 'captured poses needed to calibrate', D.at_least(2)),
-            ('output_dir', D.default_output_dir(), 'where ~/save writes', None),
+            ('output_dir', D.default_output_dir(), "where ~/save writes; '': "
+             '$ROS_HOME/lf_mpc_calib (~/.ros/lf_mpc_calib)', None),
             ('camera_name', D.CAMERA_NAME, 'camera name: file name and frame ids',
              lambda v: None if v and '/' not in v else 'expected a non-empty name without /'),
             ('optical_frame', '', 'optical frame id; empty: <camera_name>_optical_frame',
@@ -91,6 +92,7 @@ class CalibrationNode(Node):
             ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
              D.positive),
         ])
+        p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
         self.camera_name = p['camera_name']
         self.optical_frame = p['optical_frame'] or D.optical_frame(self.camera_name)

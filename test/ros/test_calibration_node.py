@@ -189,3 +189,21 @@ def test_calibration_node_save_and_reset(session_run):
     assert session_run['reset'].success and f'{POSES} captured poses' in \
         session_run['reset'].message
     assert not session_run['recalibrate'].success  # nothing left after the reset
+
+
+@pytest.mark.parametrize('name, node_cls', [('calibration', CalibrationNode),
+                                            ('sim_camera', SimCameraNode)])
+def test_config_files_name_every_parameter(ros_context, repo_root, name, node_cls):
+    import yaml
+    doc = yaml.safe_load((repo_root / 'config' / f'{name}.yaml').read_text())
+    (node_name, section), = doc.items()
+    values = section['ros__parameters']
+    node = node_cls(context=ros_context, parameter_overrides=[
+        Parameter(k, value=v) for k, v in values.items() if k != 'scale' or v != 0.5] + (
+        [Parameter('scale', value=0.3)] if name == 'sim_camera' else []))
+    try:
+        assert node.get_name() == node_name
+        declared = set(node._parameters) - {'use_sim_time', 'start_type_description_service'}
+        assert declared == set(values)  # the config file lists every parameter, no others
+    finally:
+        node.destroy_node()
