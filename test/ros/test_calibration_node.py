@@ -89,6 +89,19 @@ def test_calibration_node_services_in_any_order_and_bad_images(ros_context, ros_
         answer = call_service(ros_executor, c['calibrate'])
         assert not answer.success and 'at least 3' in answer.message
 
+        # a white image but no frame after the capture call: a clear timeout answer
+        from lf_mpc_calib.simulation.optics import preset
+        from lf_mpc_calib.simulation.render import quantize, render_white
+        white_pub = ros_node.create_publisher(Image, 'white_image', LATCHED_QOS)
+        white_pub.publish(array_to_image(
+            quantize(render_white(preset('lytro', scale=0.3)), 8), 'mono8'))
+        wait_for(ros_executor, lambda: node.session.ready, 'the grid from the white image')
+        answer = call_service(ros_executor, c['capture'])
+        assert not answer.success and 'no valid image on image_raw within 1 s' in \
+            answer.message
+        answer = call_service(ros_executor, c['save'])  # nothing captured yet
+        assert not answer.success and 'nothing to save' in answer.message
+
 
 @pytest.fixture(scope='module')
 def session_run(ros_context, ros_executor, tmp_path_factory):
