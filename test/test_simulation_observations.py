@@ -104,3 +104,11 @@ def test_simulate_observations_bad_input():
         simulate_observations(model, np.zeros((1, 3)), [[0, 0, -0.1]], board, view_grid(2))
     with pytest.raises(InvalidInputError, match=r'views must have shape \(N, 2\)'):
         simulate_observations(model, np.zeros((1, 3)), [[0, 0, 0.1]], board, np.zeros((2, 3)))
+
+
+def test_noise_sweep_poses_per_pose_distance():
+    board = board_points()
+    rv, tr = noise_sweep_poses(board, distance=(0.06, 0.08, 0.12))
+    centres = Rotation.from_rotvec(rv).apply(np.tile(board.mean(0), (3, 1))) + tr
+    # the board centre sits on the optical axis at the requested depth (exact construction)
+    np.testing.assert_allclose(centres, [[0, 0, 0.06], [0, 0, 0.08], [0, 0, 0.12]], atol=1e-15)

@@ -37,6 +37,9 @@ def register(subparsers):
                    help='noise levels in px, comma-separated (default 0.1..1.5 step 0.1)')
     p.add_argument('--distance', type=float, default=None,
                    help='board distance in metres (default 0.08)')
+    p.add_argument('--noise-distances', default=None, metavar='Z1,Z2,Z3',
+                   help='noise sweep: one board distance per fixed pose in metres (e.g. '
+                        '0.06,0.08,0.12: depth diversity separates k_3, k_4 from k_i, k_j)')
     p.add_argument('--method', choices=('exact', 'paper'), default='exact')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--workers', type=int, default=max(1, (os.cpu_count() or 1)),
@@ -118,8 +121,14 @@ def run(args):
         sigmas = (tuple(float(s) for s in args.sigmas.split(',')) if args.sigmas
                   else paper.DEFAULT_SIGMAS)
         print(f'noise sweep: {trials} trials per level, variants {",".join(variants)}')
+        noise_distance = distance
+        if args.noise_distances:
+            noise_distance = tuple(float(z) for z in args.noise_distances.split(','))
+            if len(noise_distance) != 3:
+                raise InvalidInputError(f'--noise-distances needs 3 values, got '
+                                        f'{args.noise_distances!r}')
         noise = paper.noise_sweep(trials=trials, sigmas=sigmas, variants=variants,
-                                  seed=args.seed, distance=distance, method=args.method,
+                                  seed=args.seed, distance=noise_distance, method=args.method,
                                   workers=args.workers, progress=_Progress('noise', args.quiet))
         print(paper.format_noise(noise))
         report['noise'] = noise

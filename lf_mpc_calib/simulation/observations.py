@@ -80,8 +80,13 @@ def pose_from_euler(angles_deg, board, *, distance=PAPER_DISTANCE_M, offset=(0.0
 
 
 def noise_sweep_poses(board, *, distance=PAPER_DISTANCE_M):
-    """Return (rotation_vectors (3,3), translations (3,3)) of the paper's noise-sweep poses."""
-    poses = [pose_from_euler(a, board, distance=distance) for a in NOISE_SWEEP_ROTATIONS_DEG]
+    """
+    Return (rotation_vectors (3,3), translations (3,3)) of the paper's noise-sweep poses.
+
+    distance: one board distance in metres, or three (one per pose).
+    """
+    d = np.broadcast_to(np.asarray(distance, dtype=float), (3,))
+    poses = [pose_from_euler(a, board, distance=z) for a, z in zip(NOISE_SWEEP_ROTATIONS_DEG, d)]
     return np.array([p[0] for p in poses]), np.array([p[1] for p in poses])
 
 
