@@ -37,7 +37,8 @@ def register(subparsers):
     p.add_argument('--no-distortion', action='store_true',
                    help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
     p.add_argument('--fix', default='', metavar='NAMES',
-                   help='comma-separated parameters to hold fixed, of '
+                   help='comma-separated parameters held at their closed-form values '
+                        '(k_1, k_2: 0; k_3, k_4: the closed form\'s shear estimate), of '
                         + ','.join(PARAMETER_NAMES))
     p.add_argument('--method', choices=('exact', 'paper'), default='exact',
                    help='closed-form initial solution (default: %(default)s)')
