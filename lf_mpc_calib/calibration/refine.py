@@ -35,7 +35,7 @@ import scipy.sparse
 
 from lf_mpc_calib.calibration.closed_form import closed_form, validate_observations
 from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
-from lf_mpc_calib.errors import ConvergenceError, InvalidInputError
+from lf_mpc_calib.errors import ConvergenceError, DegenerateConfigurationError, InvalidInputError
 from lf_mpc_calib.geometry import rotation_matrix_jacobian
 from lf_mpc_calib.model import DISTORTION_NAMES, MPCModel, PARAMETER_NAMES
 
@@ -479,14 +479,35 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
         loss=loss, cost=float(cost_f), **summary)
 
 
+def _initial_solution(obs, method):
+    """
+    The closed form by ``method``; 'exact' falls back to 'paper' when its B is not determined.
+
+    The exact variant solves for more unknowns (the shear) and its B can lose positive
+    definiteness under heavy noise where the paper's B, with fewer unknowns, is still fine (seen
+    with boards at several depths from 0.8 px of noise on). A pose set that neither method can
+    use still raises the exact method's DegenerateConfigurationError.
+    """
+    try:
+        return closed_form(obs, method=method)
+    except DegenerateConfigurationError as exc:
+        if method != 'exact':
+            raise
+        try:
+            return closed_form(obs, method='paper')
+        except DegenerateConfigurationError:
+            raise exc from None
+
+
 def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_scale=1.0,
               max_iterations=100, progress=None, solver='lm', raise_on_failure=False):
     """
     Closed form then refinement: the full calibration of an observation table.
 
     obs: Observations of a planar board (Z = 0), >= 2 poses. method: closed form 'exact'
-    (default) or 'paper'. distortion=False holds k_1..k_4 at 0 (the six intrinsics only, as in
-    the paper's simulation); otherwise k_1..k_4 are refined (k_3, k_4 start from the closed
+    (default; falls back to 'paper' when its B is not positive definite, and
+    ``result.method`` says which started the refinement) or 'paper'. distortion=False holds
+    k_1..k_4 at 0 (the six intrinsics only, as in the paper's simulation); otherwise k_1..k_4 are refined (k_3, k_4 start from the closed
     form's shear estimate). fix: further names from PARAMETER_NAMES held at their closed-form
     values. loss, f_scale, max_iterations, progress, solver: see :func:`refine`.
     Returns a CalibrationResult. A refinement that stops without converging returns with
@@ -495,7 +516,8 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
     """
     free, fixed = _free_mask(fix)
     _check_options(loss, f_scale, max_iterations, solver)
-    init = closed_form(obs, method=method)
+    init = _initial_solution(obs, method)
+    method = init.method
     if not distortion:
         zero = {n: 0.0 for n in DISTORTION_NAMES}
         init = type(init)(model=init.model.replace(**zero),
