@@ -507,9 +507,10 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
     obs: Observations of a planar board (Z = 0), >= 2 poses. method: closed form 'exact'
     (default; falls back to 'paper' when its B is not positive definite, and
     ``result.method`` says which started the refinement) or 'paper'. distortion=False holds
-    k_1..k_4 at 0 (the six intrinsics only, as in the paper's simulation); otherwise k_1..k_4 are refined (k_3, k_4 start from the closed
-    form's shear estimate). fix: further names from PARAMETER_NAMES held at their closed-form
-    values. loss, f_scale, max_iterations, progress, solver: see :func:`refine`.
+    k_1..k_4 at 0 (the six intrinsics only, as in the paper's simulation); otherwise k_1..k_4
+    are refined (k_3, k_4 start from the closed form's shear estimate). fix: further names
+    from PARAMETER_NAMES held at their closed-form values. loss, f_scale, max_iterations,
+    progress, solver: see :func:`refine`.
     Returns a CalibrationResult. A refinement that stops without converging returns with
     ``converged`` False and the reason in ``message``; with ``raise_on_failure=True`` it raises
     ConvergenceError instead.
