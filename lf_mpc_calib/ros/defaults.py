@@ -9,6 +9,8 @@ relative (the nodes connect within one namespace); frame ids follow
 :func:`lf_mpc_calib.calibration_file.default_frames` for ``CAMERA_NAME``.
 """
 
+import sys
+
 SIM_PRESET = 'lytro'
 """Simulated camera preset (renders a frame in about 1 s at ``SIM_SCALE``)."""
 
@@ -63,15 +65,44 @@ def declare_parameters(node, specs):
     Declare ``specs`` on ``node`` with descriptors and check their values; returns {name: value}.
 
     specs: iterable of (name, default, description, check) where check(value) returns an
-    error text for a bad value (or None / '' when fine), or is None. A bad value raises
-    InvalidInputError naming the parameter, its value and what was expected.
+    error text for a bad value (or None / '' when fine), or is None. Checks made by
+    :func:`positive`, :func:`at_least` and :func:`between` also put their range into the
+    descriptor (integer or floating-point range, as the default's type), where ``ros2 param
+    describe`` and rqt show it. Parameters are read once at startup, so they are declared
+    read-only. A bad value (out of range, wrong type) raises InvalidInputError naming the
+    parameter, its value and what was expected.
     """
-    from rcl_interfaces.msg import ParameterDescriptor
+    from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+    from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
     from lf_mpc_calib.errors import InvalidInputError
     values = {}
     for name, default, description, check in specs:
-        value = node.declare_parameter(
-            name, default, ParameterDescriptor(description=description)).value
+        descriptor = ParameterDescriptor(description=description, read_only=True)
+        bounds = getattr(check, 'bounds', None)
+        if bounds is not None and isinstance(default, bool):
+            bounds = None
+        if bounds is not None and isinstance(default, int):
+            low, high = bounds
+            descriptor.integer_range = [IntegerRange(
+                from_value=int(low) if low is not None else -2 ** 63,
+                to_value=int(high) if high is not None else 2 ** 63 - 1, step=0)]
+        elif bounds is not None and isinstance(default, float):
+            low, high = bounds
+            descriptor.floating_point_range = [FloatingPointRange(
+                from_value=float(low) if low is not None else -sys.float_info.max,
+                to_value=float(high) if high is not None else sys.float_info.max, step=0.0)]
+        try:
+            value = node.declare_parameter(name, default, descriptor).value
+        except InvalidParameterTypeException as exc:
+            raise InvalidInputError(
+                f'parameter {name!r}: expected a {type(default).__name__} like the default '
+                f'{default!r}: {exc}') from exc
+        except InvalidParameterValueException as exc:
+            low, high = bounds if bounds is not None else (None, None)
+            low = '-inf' if low is None else low
+            high = 'inf' if high is None else high
+            raise InvalidInputError(
+                f'parameter {name!r} out of its range [{low}, {high}]: {exc}') from exc
         problem = check(value) if check is not None else None
         if problem:
             raise InvalidInputError(f'parameter {name!r} = {value!r}: {problem}')
@@ -79,14 +110,30 @@ def declare_parameters(node, specs):
     return values
 
 
+def _with_bounds(check, low, high):
+    check.bounds = (low, high)
+    return check
+
+
 def positive(value):
     """Check for :func:`declare_parameters`: a number > 0."""
     return None if value > 0 else 'expected a value > 0'
 
 
+positive.bounds = (0, None)
+
+
 def at_least(low):
     """Check for :func:`declare_parameters`: a number >= ``low``."""
-    return lambda value: None if value >= low else f'expected a value >= {low}'
+    return _with_bounds(lambda value: None if value >= low else f'expected a value >= {low}',
+                        low, None)
+
+
+def between(low, high):
+    """Check for :func:`declare_parameters`: a number in [``low``, ``high``]."""
+    return _with_bounds(
+        lambda value: None if low <= value <= high else f'expected {low} <= value <= {high}',
+        low, high)
 
 
 def one_of(*choices):

@@ -1,27 +1,28 @@
 """
-ROS messages built from calibration results: CameraInfo, TransformStamped, TFMessage.
+ROS messages built from calibration results and measurements: CameraInfo, TransformStamped,
+TFMessage, PointCloud2 (rays and points), and the inverse of the PointCloud2 packing.
 
 Only these builders import message packages; the core never does.
 """
 
+import sys
+
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.measure import central_view_intrinsics
 
+RAY_FIELDS = ('x', 'y', 'z', 'normal_x', 'normal_y', 'normal_z', 'intensity')
+"""Fields of a ray cloud: origin (x, y, z) on the view plane, unit direction, intensity."""
 
-def central_view_intrinsics(model):
-    """
-    Pinhole matrix K (3, 3) of the rectified central view of an MPCModel.
+POINT_FIELDS = ('x', 'y', 'z', 'id', 'rays', 'residual')
+"""Fields of a measured-point cloud: position, board corner index, rays used, RMS ray
+distance (m)."""
 
-    The central view (i = j = 0) has s = t = 0, so an undistorted ray x = X / Z is seen at
-    u = (x - u_0) / k_u: focal lengths 1 / k_u, 1 / k_v and principal point (-u_0 / k_u,
-    -v_0 / k_v) in pixels of the view.
-    """
-    if model.k_u == 0.0 or model.k_v == 0.0:
-        raise InvalidInputError(f'model has k_u = {model.k_u}, k_v = {model.k_v}; expected '
-                                'both non-zero')
-    cx, cy = model.principal_point
-    return np.array([[1.0 / model.k_u, 0.0, cx], [0.0, 1.0 / model.k_v, cy], [0.0, 0.0, 1.0]])
+_PF_TYPES = {np.dtype(np.int8): 1, np.dtype(np.uint8): 2, np.dtype(np.int16): 3,
+             np.dtype(np.uint16): 4, np.dtype(np.int32): 5, np.dtype(np.uint32): 6,
+             np.dtype(np.float32): 7, np.dtype(np.float64): 8}
+_PF_DTYPES = {v: k for k, v in _PF_TYPES.items()}
 
 
 def camera_info(model, view_size, *, frame_id, stamp=None):
@@ -104,3 +105,101 @@ def board_transforms(rvecs, tvecs, *, parent, child_prefix, stamp=None):
     return TFMessage(transforms=[
         transform_stamped(r, t, parent=parent, child=f'{child_prefix}{n}', stamp=stamp)
         for n, (r, t) in enumerate(zip(rvecs, tvecs))])
+
+
+def point_cloud(columns, *, frame_id, stamp=None):
+    """
+    sensor_msgs/PointCloud2 (unorganised: height 1, dense) from named columns.
+
+    columns: sequence of (name, array (N,)) with numpy dtypes among int8..uint32, float32,
+    float64 (each column keeps its dtype); packed in this machine's byte order.
+    """
+    from sensor_msgs.msg import PointCloud2, PointField
+    names = [name for name, _ in columns]
+    arrays = [np.asarray(values).ravel() for _, values in columns]
+    if not arrays:
+        raise InvalidInputError('a point cloud needs at least one field')
+    n = arrays[0].shape[0]
+    for name, a in zip(names, arrays):
+        if a.shape != (n,):
+            raise InvalidInputError(f'field {name!r} has {a.shape[0]} values, expected {n}')
+        if a.dtype not in _PF_TYPES:
+            raise InvalidInputError(f'field {name!r} has dtype {a.dtype}; expected one of '
+                                    f'{sorted(str(d) for d in _PF_TYPES)}')
+    record = np.dtype([(name, a.dtype) for name, a in zip(names, arrays)])
+    packed = np.empty(n, dtype=record)
+    for name, a in zip(names, arrays):
+        packed[name] = a
+    msg = PointCloud2()
+    msg.header.frame_id = frame_id
+    if stamp is not None:
+        msg.header.stamp = stamp
+    msg.height, msg.width = 1, int(n)
+    msg.fields = [PointField(name=name, offset=int(record.fields[name][1]),
+                             datatype=_PF_TYPES[a.dtype], count=1)
+                  for name, a in zip(names, arrays)]
+    msg.is_bigendian = sys.byteorder == 'big'
+    msg.point_step = int(record.itemsize)
+    msg.row_step = int(record.itemsize * n)
+    msg.data = packed.tobytes()
+    msg.is_dense = True
+    return msg
+
+
+def cloud_columns(msg):
+    """
+    The fields of a PointCloud2 as {name: array (N,)} (inverse of :func:`point_cloud`).
+
+    Honours offsets, point_step, row_step padding and is_bigendian; raises InvalidInputError
+    for a message whose data does not fit its layout.
+    """
+    n_rows, width, step = int(msg.height), int(msg.width), int(msg.point_step)
+    data = np.frombuffer(bytes(msg.data), dtype=np.uint8)
+    needed = (n_rows - 1) * int(msg.row_step) + width * step if n_rows else 0
+    if data.size < needed:
+        raise InvalidInputError(f'PointCloud2 data has {data.size} bytes, too few for '
+                                f'{n_rows} x {width} points of {step} bytes')
+    rows = [data[r * msg.row_step:r * msg.row_step + width * step] for r in range(n_rows)]
+    raw = np.concatenate(rows).reshape(-1, step) if rows and step else \
+        np.zeros((0, max(step, 1)), np.uint8)
+    endian = '>' if msg.is_bigendian else '<'
+    out = {}
+    for f in msg.fields:
+        dtype = _PF_DTYPES.get(int(f.datatype))
+        if dtype is None or f.offset + dtype.itemsize > step:
+            raise InvalidInputError(f'PointCloud2 field {f.name!r}: datatype {f.datatype} at '
+                                    f'offset {f.offset} does not fit point_step {step}')
+        col = np.ascontiguousarray(raw[:, f.offset:f.offset + dtype.itemsize])
+        out[f.name] = col.view(dtype.newbyteorder(endian)).ravel().astype(dtype)
+    return out
+
+
+def ray_cloud(rays, *, frame_id, stamp=None):
+    """
+    PointCloud2 of a :class:`lf_mpc_calib.measure.RaySet` (fields :data:`RAY_FIELDS`).
+
+    (x, y, z) is the ray's origin on the view plane (z = 0), (normal_x, normal_y, normal_z)
+    its unit direction (the names RViz and PCL read as a vector), intensity in [0, 1];
+    float32, metres, in ``frame_id`` (the optical frame).
+    """
+    o = np.asarray(rays.origins, dtype=np.float32)
+    d = np.asarray(rays.directions, dtype=np.float32)
+    cols = [('x', o[:, 0]), ('y', o[:, 1]), ('z', o[:, 2]), ('normal_x', d[:, 0]),
+            ('normal_y', d[:, 1]), ('normal_z', d[:, 2]),
+            ('intensity', np.asarray(rays.intensity, dtype=np.float32))]
+    return point_cloud(cols, frame_id=frame_id, stamp=stamp)
+
+
+def points_cloud(points, ids, rays_per_point, residual_m, *, frame_id, stamp=None):
+    """
+    PointCloud2 of measured points (fields :data:`POINT_FIELDS`).
+
+    points (C, 3) metres (float32 in the message), ids (C,) board corner indices (uint32),
+    rays_per_point (C,) (uint32), residual_m (C,) RMS ray distance (float32).
+    """
+    p = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+    cols = [('x', p[:, 0]), ('y', p[:, 1]), ('z', p[:, 2]),
+            ('id', np.asarray(ids, dtype=np.uint32)),
+            ('rays', np.asarray(rays_per_point, dtype=np.uint32)),
+            ('residual', np.asarray(residual_m, dtype=np.float32))]
+    return point_cloud(cols, frame_id=frame_id, stamp=stamp)

@@ -19,6 +19,7 @@ from lf_mpc_calib.calibration_file import loads  # noqa: E402
 from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth  # noqa: E402
 from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
 from lf_mpc_calib.ros.calibration_node import CalibrationNode  # noqa: E402
+from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image  # noqa: E402
 from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
 from ros.background import spinning  # noqa: E402
@@ -205,7 +206,8 @@ def test_calibration_node_save_and_reset(session_run):
 
 
 @pytest.mark.parametrize('name, node_cls', [('calibration', CalibrationNode),
-                                            ('sim_camera', SimCameraNode)])
+                                            ('sim_camera', SimCameraNode),
+                                            ('decode', DecodeNode)])
 def test_config_files_name_every_parameter(ros_context, repo_root, name, node_cls):
     import yaml
     doc = yaml.safe_load((repo_root / 'config' / f'{name}.yaml').read_text())

@@ -1,0 +1,201 @@
+"""The decode node over DDS: outputs against the optics' ground truth, calibration from a file
+or the latched topic, malformed images, frame dropping, bad parameters; PointCloud2 packing."""
+
+import dataclasses
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip('rclpy')
+
+from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
+from std_msgs.msg import Float32, String  # noqa: E402
+
+from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
+from lf_mpc_calib.measure import central_view_intrinsics  # noqa: E402
+from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
+from lf_mpc_calib.ros.image_conversion import array_to_image, image_to_array  # noqa: E402
+from lf_mpc_calib.ros.messages import cloud_columns, point_cloud, points_cloud  # noqa: E402
+from ros.background import spinning  # noqa: E402
+from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, wait_for, \
+    wait_for_subscribers  # noqa: E402
+
+SMALL_BOARD = [Parameter('board_cols', value=6), Parameter('board_rows', value=6),
+               Parameter('square_size', value=0.005115499090161524)]
+OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+
+
+@pytest.fixture(scope='module')
+def scene(tmp_path_factory):
+    """0.3-crop Lytro: white, one 8-bit frame, true corners, a ground-truth calibration file."""
+    from lf_mpc_calib.calibration_file import default_frames, dumps, save_calibration
+    from lf_mpc_calib.imageio import write_image
+    from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+    camera = preset('lytro', scale=0.3)
+    board = default_board(camera)
+    rng = np.random.default_rng(5)
+    rvecs, tvecs = random_poses(camera, board, 1, rng=rng)
+    white = quantize(render_white(camera), 8)
+    raw = quantize(render_raw(camera, board, rvecs[0], tvecs[0], rng=rng), 8)
+    truth = dataclasses.replace(ground_truth_file(camera, rvecs, tvecs),
+                                frames=default_frames('lf_camera'))
+    folder = tmp_path_factory.mktemp('decode')
+    save_calibration(folder / 'truth.yaml', truth)
+    write_image(folder / 'white.png', white)
+    corners = board.points() @ cv2.Rodrigues(rvecs[0])[0].T + tvecs[0]
+    return dict(camera=camera, board=board, white=white, raw=raw, truth=truth,
+                text=dumps(truth), folder=folder, corners=corners)
+
+
+def test_point_cloud_packing_round_trip():
+    rng = np.random.default_rng(1)
+    pts = rng.normal(size=(7, 3))
+    msg = points_cloud(pts, np.arange(7), np.full(7, 12), rng.random(7), frame_id='f')
+    cols = cloud_columns(msg)
+    assert [f.name for f in msg.fields] == ['x', 'y', 'z', 'id', 'rays', 'residual']
+    assert msg.width == 7 and msg.point_step == 24 and msg.header.frame_id == 'f'
+    # float32 in the message: 6e-8 relative
+    np.testing.assert_allclose(np.column_stack([cols['x'], cols['y'], cols['z']]), pts,
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(cols['id'], np.arange(7))
+    # byte-swapped data with the flag set decodes to the same values
+    swapped = point_cloud([('a', np.arange(3, dtype=np.float64))], frame_id='f')
+    swapped.is_bigendian = not swapped.is_bigendian
+    swapped.data = np.arange(3, dtype=np.float64).byteswap().tobytes()
+    np.testing.assert_array_equal(cloud_columns(swapped)['a'], [0.0, 1.0, 2.0])
+    with pytest.raises(InvalidInputError, match="field 'b' has 2 values, expected 3"):
+        point_cloud([('a', np.zeros(3, np.float32)), ('b', np.zeros(2, np.float32))],
+                    frame_id='f')
+    with pytest.raises(InvalidInputError, match='dtype'):
+        point_cloud([('a', np.zeros(3, np.int64))], frame_id='f')
+
+
+def test_decode_node_rejects_bad_parameters(ros_context, scene):
+    for name, value in (('ray_step', 0), ('views', [8, 9]), ('square_size', 0.0),
+                        ('calibration_file', str(scene['folder'] / 'missing.yaml'))):
+        with pytest.raises(InvalidInputError, match=f"parameter '{name}'"):
+            DecodeNode(context=ros_context, parameter_overrides=[Parameter(name, value=value)])
+
+
+def test_decode_node_main_exits_nonzero_on_bad_parameter():
+    proc = subprocess.run(
+        [sys.executable, '-m', 'lf_mpc_calib.ros.decode_node', '--ros-args', '-p',
+         'ray_step:=0'], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert "parameter 'ray_step'" in proc.stdout + proc.stderr
+
+
+def _outputs(helper):
+    return {name: MessageCollector(helper, kind, f'/lf_decoder/{name}', OUT_QOS)
+            for name, kind in (('center', Image), ('camera_info', CameraInfo),
+                               ('views', Image), ('rays', PointCloud2), ('points', PointCloud2),
+                               ('rate', Float32), ('stats', String))}
+
+
+def _check_points(msg, scene):
+    cols = cloud_columns(msg)
+    pts = np.column_stack([cols['x'], cols['y'], cols['z']]).astype(float)
+    corners = scene['corners']
+    assert msg.header.frame_id == 'lf_camera_optical_frame'
+    assert len(pts) == len(corners)  # every corner of the board is in view
+    # the 6 x 6 board is symmetric under a half turn: the labels may be rotated
+    n = len(corners)
+    err = min((np.linalg.norm(pts - corners[ids], axis=1)
+               for ids in (cols['id'], n - 1 - cols['id'])), key=np.mean)
+    # exact model, decoded-view disparity bias: ~2-3 % of the depth (test_measure); 5 %
+    assert err.mean() < 0.05 * np.linalg.norm(corners.mean(axis=0))
+    assert np.all(cols['rays'] >= 5) and np.all(cols['residual'] < 2e-4)
+
+
+def test_decode_node_from_file_publishes_everything_and_survives_bad_images(
+        ros_context, ros_executor, ros_node, scene):
+    node = DecodeNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('calibration_file', value=str(scene['folder'] / 'truth.yaml')),
+        Parameter('white_image_file', value=str(scene['folder'] / 'white.png'))])
+    assert node.measurer is not None and node.measurer.white is not None
+    out = _outputs(ros_node)
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        for name in ('rays', 'views'):  # these are computed only for subscribers
+            wait_for(ros_executor, lambda n=name: getattr(node, f'{n}_pub')
+                     .get_subscription_count() > 0, f'the {name} subscription')
+        bad = [Image(height=4, width=6, encoding='yuv422', step=12, data=bytes(48)),
+               Image(height=4, width=6, encoding='mono8', step=5, data=bytes(20)),
+               Image(height=4, width=6, encoding='mono8', step=6, data=bytes(23)),
+               Image(height=0, width=0, encoding='mono8', step=0, data=b''),
+               Image(height=200_000, width=200_000, encoding='mono8', step=200_000,
+                     data=bytes(16)),
+               array_to_image(np.zeros((4, 6), np.uint8), 'mono8')]  # wrong size for the grid
+        for msg in bad:
+            pub.publish(msg)
+            # one at a time: the node keeps only the newest frame
+            wait_for(ros_executor, lambda: node.frames_received >= bad.index(msg) + 1 and
+                     node._pending is None, 'the bad image taken')
+        wait_for(ros_executor, lambda: node.bad_images == len(bad), 'six rejected images')
+        assert node.frames_processed == 0
+        frame = array_to_image(scene['raw'], 'mono8')
+        frame.header.stamp.sec = 42
+        pub.publish(frame)
+        for c in out.values():
+            c.wait(ros_executor, timeout_sec=30.0)
+        assert node.frames_processed == 1  # the node kept serving after the bad images
+
+    _check_points(out['points'].last, scene)
+    model = scene['truth'].model
+    rows, cols = scene['truth'].lenslet_grid.shape[1], scene['truth'].lenslet_grid.shape[0]
+    center = image_to_array(out['center'].last)
+    assert center.shape == (rows, cols) and center.dtype == np.uint8
+    assert out['center'].last.header.stamp.sec == 42  # outputs carry the frame's stamp
+    info = out['camera_info'].last
+    np.testing.assert_allclose(np.reshape(info.k, (3, 3)), central_view_intrinsics(model),
+                               rtol=1e-12)
+    assert (info.width, info.height) == (cols, rows)
+    assert image_to_array(out['views'].last).shape == (9 * rows, 9 * cols)
+    rays = cloud_columns(out['rays'].last)
+    d = np.column_stack([rays['normal_x'], rays['normal_y'], rays['normal_z']])
+    np.testing.assert_allclose(np.linalg.norm(d, axis=1), 1.0, atol=1e-6)  # float32
+    assert len(d) == len(node.measurer._rays[0]) > 100
+    stats = yaml.safe_load(out['stats'].last.data)
+    assert set(stats['stages_ms']) == {'convert', 'decode', 'rectify', 'detect', 'triangulate',
+                                       'rays', 'publish'}
+    assert stats['frames']['bad'] == len(bad) and stats['points'] == 36
+
+
+def test_decode_node_follows_the_calibration_topic_and_drops_frames(
+        ros_context, ros_executor, ros_node, scene):
+    node = DecodeNode(context=ros_context, parameter_overrides=SMALL_BOARD)
+    out = _outputs(ros_node)
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    cal_pub = ros_node.create_publisher(String, '/lf_calibration/calibration', LATCHED_QOS)
+    white_pub = ros_node.create_publisher(Image, 'white_image', LATCHED_QOS)
+    frame = array_to_image(scene['raw'], 'mono8')
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        pub.publish(frame)  # before any calibration: counted, not processed
+        wait_for(ros_executor, lambda: node.frames_waiting == 1, 'the early frame')
+        cal_pub.publish(String(data=scene['text']))
+        white_pub.publish(array_to_image(scene['white'], 'mono8'))
+        wait_for(ros_executor, lambda: node.measurer is not None and
+                 node.measurer.white is not None, 'calibration and white from the topics')
+        # a burst faster than the node decodes (~0.1 s a frame): the depth-1 subscription
+        # and the one-frame slot drop the older frames; nothing queues
+        for _ in range(8):
+            pub.publish(frame)
+        out['points'].wait(ros_executor, timeout_sec=30.0)
+        wait_for(ros_executor, lambda: node._pending is None and node.frames_processed +
+                 node.frames_dropped + node.frames_waiting == node.frames_received,
+                 'the burst processed', timeout_sec=60.0)
+        out['rate'].wait(ros_executor)
+    assert 1 <= node.frames_processed < 8
+    _check_points(out['points'].last, scene)
+    rate = out['rate'].last.data
+    assert rate > 0 if node.frames_processed > 1 else rate == 0  # frames/s, 2-s window
