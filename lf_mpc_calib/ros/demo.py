@@ -11,8 +11,7 @@ the real services (``/lf_sim_camera/next_pose``, ``/lf_calibration/capture``), c
 (``/lf_calibration/calibrate``), saves, prints the recovered parameters against the simulated
 optics' ground truth, then starts the decode node on the saved calibration file, shows it a
 new pose and prints the 3-D board corners it measures (``/lf_decoder/points``) against the
-true corner positions. Without the decode node (not installed), the corners of the new frame
-are measured with the core instead (said so in the output).
+true corner positions.
 """
 
 import argparse
@@ -79,27 +78,11 @@ def _true_corners(sim, model, index):
 
 
 def _cloud_points(msg):
-    """(N, 3) xyz and (N,) corner ids (or None) of a PointCloud2."""
-    names = [f.name for f in msg.fields]
-    offsets = {f.name: f.offset for f in msg.fields}
-    raw = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(-1, msg.point_step)
-    endian = '>' if msg.is_bigendian else '<'
-
-    def column(name, dtype):
-        o = offsets[name]
-        size = np.dtype(dtype).itemsize
-        return raw[:, o:o + size].copy().view(np.dtype(dtype).newbyteorder(endian)).ravel()
-
-    xyz = np.column_stack([column(n, np.float32) for n in ('x', 'y', 'z')]).astype(float)
-    ids = None
-    for name in ('id', 'corner', 'point', 'corner_id', 'index'):
-        if name in names:
-            f = msg.fields[names.index(name)]
-            dtype = {1: np.int8, 2: np.uint8, 3: np.int16, 4: np.uint16, 5: np.int32,
-                     6: np.uint32, 7: np.float32, 8: np.float64}[f.datatype]
-            ids = column(name, dtype).astype(int)
-            break
-    return xyz, ids
+    """(N, 3) xyz and (N,) corner ids of a ~/points PointCloud2."""
+    from lf_mpc_calib.ros.messages import cloud_columns
+    cols = cloud_columns(msg)
+    xyz = np.column_stack([cols['x'], cols['y'], cols['z']]).astype(float)
+    return xyz, cols['id'].astype(int)
 
 
 def parameter_table(model, truth, stddev=None):
@@ -194,9 +177,6 @@ def run(args, out=None):
         expected = _true_corners(sim, result.model, new)
         measured, ids, source = _measure(caller, executor, context, nodes, cal_file, sim,
                                          result.model, new, say)
-        if ids is None:   # match by nearest true corner
-            d = np.linalg.norm(measured[:, None] - expected[None], axis=2)
-            ids = np.argmin(d, axis=1)
         err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
         dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
         say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, board at '
@@ -225,52 +205,33 @@ def _fmt(p):
     return f'({p[0] * 1e3:8.2f} {p[1] * 1e3:8.2f} {p[2] * 1e3:8.2f})'
 
 
-def _decode_node_class():
-    try:
-        from lf_mpc_calib.ros import decode_node
-    except ImportError:
-        return None
-    for name in ('DecodeNode', 'DecoderNode', 'LFDecoderNode'):
-        if hasattr(decode_node, name):
-            return getattr(decode_node, name)
-    return None
-
-
 def _measure(caller, executor, context, nodes, cal_file, sim, model, index, say):
-    """Measured corners (N, 3), ids (N,) or None, and the source's name for pose ``index``."""
+    """Measured corners (N, 3), ids (N,) and the source's name for sim pose ``index``."""
     from rclpy.parameter import Parameter
-    cls = _decode_node_class()
-    if cls is not None:
-        from rclpy.qos import QoSProfile
-        from sensor_msgs.msg import PointCloud2
-        # show the new pose first: the decode node, started after, sees only its frames
-        caller.call('/lf_sim_camera/next_pose')
-        clouds = []
-        nodes[2].create_subscription(PointCloud2, '/lf_decoder/points', clouds.append,
-                                     QoSProfile(depth=5))
-        decoder = cls(context=context, parameter_overrides=[
-            Parameter('calibration_file', value=str(cal_file))])
-        nodes.append(decoder)
-        executor.add_node(decoder)
-        say(f'decode node lf_decoder started on {cal_file.name}; pose {index} shown')
-        caller.wait(lambda: any(m.width * m.height > 0 for m in clouds),
-                    'board corners on /lf_decoder/points')
-        clouds[:] = [m for m in clouds if m.width * m.height > 0]
-        xyz, ids = _cloud_points(clouds[-1])
-        return xyz, ids, 'lf_decoder (/lf_decoder/points)'
-    # no decode node installed: the same measurement with the core
-    import dataclasses
-    from lf_mpc_calib.features.corners import detect_corners
+    from rclpy.qos import QoSProfile
+    from sensor_msgs.msg import PointCloud2
+
+    from lf_mpc_calib.ros.decode_node import DecodeNode
+    # show the new pose first: the decode node, started after, sees only its frames
     caller.call('/lf_sim_camera/next_pose')
-    session = nodes[1].session
-    raw = sim.frame(index)
-    from lf_mpc_calib.session import as_float_image
-    lf = dataclasses.replace(session.decoder.decode(as_float_image(raw)),
-                             valid=session.use.copy())
-    obs = detect_corners(lf, session.board, pose=0).observations
-    ids = np.unique(obs.point)
-    return model.triangulate(model.rays(obs.ijuv), obs.point), ids, \
-        'the core (no decode node installed)'
+    clouds = []
+    nodes[2].create_subscription(PointCloud2, '/lf_decoder/points', clouds.append,
+                                 QoSProfile(depth=5))
+    decoder = DecodeNode(context=context, parameter_overrides=[
+        Parameter('calibration_file', value=str(cal_file)),
+        Parameter('white_image_file', value=str(cal_file.parent / 'white.png'))])
+    nodes.append(decoder)
+    executor.add_node(decoder)
+    say(f'decode node lf_decoder started on {cal_file.name}; pose {index} shown')
+    caller.wait(lambda: any(m.width * m.height > 0 for m in clouds),
+                'board corners on /lf_decoder/points')
+    clouds[:] = [m for m in clouds if m.width * m.height > 0]
+    xyz, ids = _cloud_points(clouds[-1])
+    stats = decoder.last_stats
+    if stats:
+        stages = ', '.join(f'{k} {v:.0f}' for k, v in stats['stages_ms'].items())
+        say(f'lf_decoder: {stats["latency_ms"]:.0f} ms per frame ({stages} ms)')
+    return xyz, ids, 'lf_decoder (/lf_decoder/points)'
 
 
 def main(argv=None):
