@@ -3,8 +3,8 @@
 
 A thin adapter over :class:`lf_mpc_calib.session.CalibrationSession`.
 
-Subscribes ``image_raw`` (sensor data QoS; only the latest frame is kept; mono8/16,
-bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image`` (latched; unless
+Subscribes ``image_raw`` (sensor data QoS, or reliable with ``image_reliability``; depth 1;
+mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image`` (latched; unless
 ``white_image_file`` is set). Services (std_srvs/Trigger; answers carry counts and reasons):
 
 - ``~/capture``: takes the next frame arriving after the call (waits up to
@@ -58,7 +58,6 @@ class CalibrationNode(Node):
 
     # ---- setup --------------------------------------------------------------------------
     def _setup(self):
-        from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import CameraInfo, Image
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
@@ -91,6 +90,9 @@ class CalibrationNode(Node):
              D.at_least(1)),
             ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
              D.positive),
+            ('image_reliability', 'best_effort', 'QoS of image_raw: best_effort (sensor data, '
+             'matches any publisher) or reliable (large frames between processes: best-effort '
+             'samples lose fragments)', D.one_of('best_effort', 'reliable')),
         ])
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
@@ -121,7 +123,8 @@ class CalibrationNode(Node):
         else:
             self.create_subscription(Image, D.WHITE_TOPIC, self._on_white, latched,
                                      callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image, qos_profile_sensor_data,
+        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image,
+                                 D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/capture', self._on_capture,
                             callback_group=MutuallyExclusiveCallbackGroup())

@@ -10,7 +10,7 @@ there is used from the next frame on). White image: ``white_image_file`` or the 
 ``white_image`` topic (devignetting and the views corners are taken from; frames decode
 without it until it arrives).
 
-Subscribes ``image_raw`` (depth 1, best effort: only the newest frame waits; mono8/16,
+Subscribes ``image_raw`` (depth 1, best effort, or reliable with ``image_reliability``; mono8/16,
 bayer_*8/16, rgb8, bgr8 with any ``step`` padding). Frames are processed on a worker thread,
 newest first: a frame arriving while one is processed replaces the waiting one (counted as
 dropped), so the node keeps up with its input or drops frames and never queues without bound.
@@ -73,7 +73,7 @@ class DecodeNode(Node):
 
     # ---- setup --------------------------------------------------------------------------
     def _setup(self):
-        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import CameraInfo, Image, PointCloud2
         from std_msgs.msg import Float32, String
 
@@ -102,6 +102,9 @@ class DecodeNode(Node):
              None),
             ('max_image_pixels', D.MAX_IMAGE_PIXELS, 'largest accepted width * height',
              D.at_least(1)),
+            ('image_reliability', 'best_effort', 'QoS of image_raw: best_effort (sensor data, '
+             'matches any publisher) or reliable (large frames between processes: best-effort '
+             'samples lose fragments)', D.one_of('best_effort', 'reliable')),
         ])
         self.params = p
         self.board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
@@ -153,9 +156,8 @@ class DecodeNode(Node):
         else:
             self.create_subscription(Image, D.WHITE_TOPIC, self._on_white, latched,
                                      callback_group=group)
-        image_qos = QoSProfile(depth=1, history=HistoryPolicy.KEEP_LAST,
-                               reliability=ReliabilityPolicy.BEST_EFFORT)
-        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image, image_qos,
+        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image,
+                                 D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
         self._worker = threading.Thread(target=self._work, name='lf_decoder_worker',
                                         daemon=True)

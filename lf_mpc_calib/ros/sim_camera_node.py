@@ -154,7 +154,11 @@ class SimCameraNode(Node):
         return index
 
     def _advance(self):
-        return self._set_pose(self._index + 1)
+        index = self._set_pose(self._index + 1)
+        # the new pose's first frame goes out before ~/next_pose answers, so a depth-1
+        # subscriber holds it (not an older frame) when the caller asks for the next frame
+        self._publish_frame()
+        return index
 
     def _publish_frame(self):
         with self._lock:
