@@ -208,7 +208,7 @@ class Sensor:
     multiplies the scene by channel_gains (r, g, b)); noise: Gaussian sigma as a fraction of
     full scale added to raw frames; bit_depth 8 | 16 of the written frames; upright: raw read
     out turned by 180 degrees (see the module docstring); natural_vignetting: cos^4 falloff of
-    the angle of incidence on the sensor.
+    the chief ray's angle of incidence on the sensor (through the micro-lens centre).
     """
 
     width: int
@@ -488,7 +488,8 @@ class Camera:
         kl (N, 2) lattice indices of the micro-lens (None: the micro-image containing each
         point). Returns (origins (N, 2): where the ray crosses the main-lens plane z = 0,
         slopes (N, 2): (dx/dz, dy/dz) after the main lens, weight (N,): 1 inside both stops
-        times the cos^4 falloff, 0 when blocked), all in the physical frame.
+        times the cos^4 falloff of the chief ray through the micro-lens centre, 0 when
+        blocked), all in the physical frame.
         """
         points = np.asarray(points, dtype=float).reshape(-1, 2)
         if kl is None:
@@ -517,8 +518,9 @@ class Camera:
             at = origin + self.main_lens.barrel_distance * out
             rb = self.main_lens.barrel_radius
             weight = weight * (np.einsum('ij,ij->i', at, at) <= rb * rb)
-        if self.sensor.natural_vignetting:
-            weight = weight / (1.0 + np.einsum('ij,ij->i', incident, incident)) ** 2
+        if self.sensor.natural_vignetting:   # cos^4 of the chief ray, the same for the bundle
+            chief = (lens - sensor_xy) / b
+            weight = weight / (1.0 + np.einsum('ij,ij->i', chief, chief)) ** 2
         return origin, out, weight
 
     # ---- ground truth --------------------------------------------------------------------------

@@ -16,9 +16,13 @@ its aperture disk of radius pitch / 2, refracted by the thin micro-lens, when th
 focal length), crosses the main lens (blocked outside the aperture disk and the barrel stop),
 and meets the board plane; the pixel value is the mean over its samples of reflectance x
 transmission x cos^4 falloff (:meth:`Camera.trace` is the reference of that optics; the loop
-here is the same maths on component arrays, for speed). Defocus, the aperture disk of each
-micro-image and the vignetting of border micro-images follow from the geometry. The white image
-is the same tracing against a uniform white scene (reflectance 1).
+here is the same maths on component arrays, for speed). The falloff is the textbook cos^4 law
+of the chief ray (sample point -> micro-lens centre), one factor for the whole bundle through
+the micro-lens: weighting each ray of the bundle by its own angle would move the bundle's
+weighted mean ray off the chief ray (by ~3 % of the bundle's footprint on the board), and the
+chief ray is what the ground truth (and the MPC model) assigns to the pixel. Defocus, the
+aperture disk of each micro-image and the vignetting of border micro-images follow from the
+geometry. The white image is the same tracing against a uniform white scene (reflectance 1).
 
 Board poses (rvec, tvec) map board to the MPC (optical) camera frame, the frame of the ground
 truth (:meth:`Camera.pose_to_physical`). The optional Bayer mosaic multiplies each pixel by the
@@ -197,8 +201,9 @@ def _render_rows(camera, scene, pattern, y0, y1):
         if barrel:
             bx, by = ox + zb * dxs, oy + zb * dys
             weight *= bx * bx + by * by <= rb2
-        if natural:
-            weight /= np.square(1.0 + ix * ix + iy * iy)
+        if natural:   # cos^4 of the chief ray (sample point -> lens centre), see the docstring
+            cx, cy = (lx - sx) / b, (ly - sy) / b
+            weight /= np.square(1.0 + cx * cx + cy * cy)
         if scene is None:
             total += weight
             continue
