@@ -3,6 +3,19 @@ Reading and writing raw and view images (8/16-bit PNG or TIFF) with OpenCV.
 
 Arrays are mono (H, W) or RGB (H, W, 3) — RGB order, not OpenCV's BGR — of dtype uint8 or
 uint16. A Bayer raw frame is a mono array; demosaic it with :mod:`lf_mpc_calib.lenslet.demosaic`.
+
+Image messages (sensor_msgs/Image, or any object with its fields: rosbag2 messages read with
+``rosbags``) become arrays with :func:`image_to_array`, pure numpy on the fields: the core reads
+recorded frames with it and the ROS layer can share it. Encodings (REP 118 names):
+
+=====================================  ===========  ===============================
+encoding                               dtype        array shape
+=====================================  ===========  ===============================
+mono8, bayer_{rggb,bggr,gbrg,grbg}8    uint8        (height, width)
+mono16, bayer_{rggb,bggr,gbrg,grbg}16  uint16       (height, width), native byte order
+rgb8, bgr8                             uint8        (height, width, 3), channels as named
+rgba8, bgra8                           uint8        (height, width, 4), channels as named
+=====================================  ===========  ===============================
 """
 
 from pathlib import Path
@@ -13,6 +26,24 @@ import numpy as np
 from lf_mpc_calib.errors import InvalidInputError
 
 SUFFIXES = ('.png', '.tif', '.tiff')
+
+DEFAULT_MAX_PIXELS = 100_000_000
+"""Largest accepted height * width of an image message (a Lytro Illum raw frame is 41 Mpx)."""
+
+# encoding -> (dtype, channels)
+ENCODINGS = {
+    'mono8': (np.dtype(np.uint8), 1),
+    'mono16': (np.dtype(np.uint16), 1),
+    'rgb8': (np.dtype(np.uint8), 3),
+    'bgr8': (np.dtype(np.uint8), 3),
+    'rgba8': (np.dtype(np.uint8), 4),
+    'bgra8': (np.dtype(np.uint8), 4),
+}
+BAYER_PATTERNS = ('rggb', 'bggr', 'gbrg', 'grbg')
+for _pattern in BAYER_PATTERNS:
+    ENCODINGS[f'bayer_{_pattern}8'] = (np.dtype(np.uint8), 1)
+    ENCODINGS[f'bayer_{_pattern}16'] = (np.dtype(np.uint16), 1)
+del _pattern
 
 
 def read_image(path):
@@ -66,3 +97,68 @@ def to_uint(image, *, bits=8, top=None):
     big = 255 if bits == 8 else 65535
     out = np.clip(np.rint(a / top * big), 0, big)
     return out.astype(np.uint8 if bits == 8 else np.uint16)
+
+
+# ---- image messages -------------------------------------------------------------------------
+def encoding_info(encoding):
+    """
+    Return ``(dtype, channels)`` of a supported image encoding.
+
+    Raises InvalidInputError naming the supported encodings.
+    """
+    try:
+        return ENCODINGS[encoding]
+    except (KeyError, TypeError):
+        raise InvalidInputError(
+            f'unsupported image encoding {encoding!r}; expected one of '
+            f'{", ".join(sorted(ENCODINGS))}') from None
+
+
+def bayer_pattern(encoding):
+    """Return the Bayer pattern ('rggb', 'bggr', 'gbrg' or 'grbg') of an encoding, or None."""
+    if isinstance(encoding, str) and encoding.startswith('bayer_'):
+        pattern = encoding[len('bayer_'):].rstrip('0123456789')
+        if pattern in BAYER_PATTERNS:
+            return pattern
+    return None
+
+
+def image_to_array(msg, *, max_pixels=DEFAULT_MAX_PIXELS):
+    """
+    Return the pixels of an image message as a new ndarray.
+
+    ``msg``: any object with the fields of sensor_msgs/Image (height, width, encoding,
+    is_bigendian, step, data). Returns ``(height, width)`` or ``(height, width, channels)``
+    uint8/uint16 in native byte order (module table), owning its memory, row padding removed.
+    Raises InvalidInputError for an unsupported encoding, a zero or too large size (checked
+    before the data is touched), ``step`` smaller than a row, or a data length other than
+    ``step * height``.
+    """
+    encoding = msg.encoding
+    dtype, channels = encoding_info(encoding)
+    height, width, step = int(msg.height), int(msg.width), int(msg.step)
+    if height <= 0 or width <= 0:
+        raise InvalidInputError(f'image has zero size: height={height}, width={width}')
+    if height * width > max_pixels:
+        raise InvalidInputError(
+            f'image of {width}x{height} = {height * width} pixels exceeds the limit of '
+            f'{max_pixels} pixels')
+    row_bytes = width * channels * dtype.itemsize
+    if step < row_bytes:
+        raise InvalidInputError(
+            f'step {step} is smaller than one row of {width} {encoding} pixels '
+            f'({row_bytes} bytes)')
+    try:
+        raw = np.frombuffer(msg.data, dtype=np.uint8)
+    except (TypeError, ValueError):
+        raw = np.asarray(msg.data, dtype=np.uint8).ravel()
+    if raw.size != step * height:
+        raise InvalidInputError(
+            f'data has {raw.size} bytes, expected step * height = {step} * {height} = '
+            f'{step * height}')
+    rows = raw.reshape(height, step)[:, :row_bytes]
+    wire = dtype.newbyteorder('>' if msg.is_bigendian else '<')
+    # ascontiguousarray drops the padding (and aligns odd steps) so the bytes can be viewed as
+    # pixels; astype copies into native byte order, so the result never aliases msg.data.
+    pixels = np.ascontiguousarray(rows).view(wire).astype(dtype, copy=True)
+    return pixels.reshape((height, width) if channels == 1 else (height, width, channels))

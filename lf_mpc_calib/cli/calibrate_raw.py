@@ -2,14 +2,20 @@
 ``lf-mpc-calib calibrate-raw``: raw checkerboard frames + a white image -> calibration file.
 
     lf-mpc-calib calibrate-raw DATASET_DIR -o calibration.yaml [--report DIR]
-        [--board COLSxROWS --square M] [--white W] [--views 7x7] [--bayer RGGB]
+        [--board COLSxROWS --square M] [--white W] [--views 7x7] [--bayer RGGB] [--grid FILE]
+    lf-mpc-calib calibrate-raw BAG_DIR_OR_FILE --topic /camera/image_raw --board COLSxROWS
+        --square M [--white W_FILE_OR_TOPIC] ...
 
 A folder written by ``lf-mpc-calib simulate`` needs no options (its manifest names the board
 and the white image). Any other folder of raw PNG/TIFF frames needs the board, and the white
-image if it is not the folder's one ``white.*`` file. The observation table is written beside
-the calibration file (``<name>_observations.csv``).
+image if it is not the folder's one ``white.*`` file. A rosbag2 (folder, .db3 or .mcap; needs
+the ``rosbags`` package) gives its frames from the image topic. ``--grid`` decodes with the
+lenslet grid of a file written by ``lf-mpc-calib grid`` or of a calibration file instead of
+estimating it from the white image. The observation table is written beside the calibration
+file (``<name>_observations.csv``).
 """
 
+from pathlib import Path
 import re
 import sys
 
@@ -26,7 +32,8 @@ def register(subparsers):
                     'checkerboard corners in every view, calibrate the MPC model and write '
                     'the calibration file, the observation table and (optionally) a report.')
     p.add_argument('dataset', help='folder of raw frames (with manifest.yaml from simulate, '
-                                   'or any PNG/TIFF frames with --board/--square)')
+                                   'or any PNG/TIFF frames with --board/--square), or a '
+                                   'rosbag2 (folder, .db3 or .mcap) with --topic')
     p.add_argument('-o', '--output', default='calibration.yaml',
                    help='calibration file to write (default: %(default)s)')
     p.add_argument('--report', metavar='DIR', default=None,
@@ -38,7 +45,14 @@ def register(subparsers):
     p.add_argument('--first-square', choices=('black', 'white'), default='black',
                    help='colour of the outer square before the first inner corner '
                         '(default: %(default)s)')
-    p.add_argument('--white', default=None, metavar='FILE', help='white image')
+    p.add_argument('--white', default=None, metavar='FILE',
+                   help='white image; for a rosbag2 a file or a topic of the bag (default: '
+                        'its white_image topic, else white.* beside it)')
+    p.add_argument('--topic', default=None, metavar='TOPIC',
+                   help='rosbag2 input: the sensor_msgs/Image topic of the raw frames')
+    p.add_argument('--grid', default=None, metavar='FILE',
+                   help='decode with the lenslet grid in FILE (from `lf-mpc-calib grid` or a '
+                        'calibration file) instead of estimating it from the white image')
     p.add_argument('--views', default=None, metavar='NIxNJ',
                    help='sub-aperture views to use, e.g. 7x7 (default: the decoder\'s)')
     p.add_argument('--bayer', default=None, metavar='PATTERN',
@@ -93,7 +107,7 @@ def run(args):
     if fix:
         options['fix'] = fix
     dataset = load_raw_dataset(args.dataset, board=board_from_args(args), white=args.white,
-                               demosaic=args.bayer)
+                               demosaic=args.bayer, grid=args.grid, topic=args.topic)
     out = sys.stdout
 
     def progress(index, total, path, message):
@@ -108,10 +122,13 @@ def run(args):
 
     if not args.quiet:
         b = dataset.board
-        print(f'{len(dataset.frames)} frames, white {dataset.white.name}, board '
-              f'{b.cols}x{b.rows} x {b.square * 1000:g} mm', file=out, flush=True)
-    result_run = calibrate_raw(dataset, views=views, calibrate_options=options,
-                               min_poses=args.min_poses, progress=progress)
+        grid = '' if args.grid is None else f', lenslet grid from {args.grid}'
+        white = dataset.white.name if isinstance(dataset.white, Path) else dataset.white
+        print(f'{len(dataset.frames)} frames, white {white}, board '
+              f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
+    result_run = calibrate_raw(dataset, views=views, grid=dataset.grid,
+                               calibrate_options=options, min_poses=args.min_poses,
+                               progress=progress)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
     written = write_outputs(result_run, args.output, report_dir=args.report)
