@@ -125,7 +125,7 @@ class LiveMeasurer:
     None (gain 1, views within the micro-image); views (n_i, n_j) odd counts decoded;
     ray_step: pixel decimation of the rays (>= 1); ray_view_step: the rays come from views
     whose i and j are multiples of it; strict_views: corners only from clean views
-    (:func:`lf_mpc_calib.pipeline.usable_views`); corner_options: a CornerOptions;
+    (``Decoder.valid``, else every bright view); corner_options: a CornerOptions;
     demosaic: Bayer pattern of the raw frames or None.
 
     Decoders are built lazily for each raw dtype (8/16-bit frames are remapped in their own
@@ -153,7 +153,6 @@ class LiveMeasurer:
         self.demosaic = demosaic
         self.white = None               # float32 in [0, 1]
         self._decoders = {}             # raw dtype -> Decoder
-        self._use = None                # (n_j, n_i) views corners come from
         self._rays = None               # precomputed geometry (indices, origins, directions)
         self._rectify = None
         self._rectify_done = False
@@ -183,7 +182,7 @@ class LiveMeasurer:
             raise InvalidInputError(f'white image is {w.shape[1]}x{w.shape[0]} px but the '
                                     f'lenslet grid is {size[0]}x{size[1]} px')
         self.white = w
-        self._decoders, self._use, self._rays = {}, None, None
+        self._decoders, self._rays = {}, None
 
     def decoder(self, dtype):
         """The Decoder for raw frames of ``dtype`` (built on first use)."""
@@ -200,25 +199,14 @@ class LiveMeasurer:
         return self._decoders[dtype]
 
     def _usable(self, decoder):
-        if self._use is None:
-            from lf_mpc_calib.pipeline import clean_views, usable_views
-            if self.white is not None:
-                white = self.white if self.white.ndim == 2 else self.white.mean(axis=2)
-                self._use = usable_views(decoder, white, strict=self.strict_views)
-            else:
-                use = np.asarray(decoder.valid, bool)
-                if self.strict_views:
-                    clean = use & clean_views(self.grid, decoder.i_values, decoder.j_values)
-                    use = clean if np.count_nonzero(clean) >= 5 else use
-                self._use = use
-        return self._use
+        return decoder.valid if self.strict_views else decoder.bright
 
     def _ray_geometry(self, decoder):
         if self._rays is None:
             i_vals, j_vals = decoder.i_values, decoder.j_values
             rows, cols = decoder.view_shape
             step_v = self.ray_view_step
-            jj, ii = np.nonzero(decoder.valid & (j_vals[:, None] % step_v == 0)
+            jj, ii = np.nonzero(decoder.bright & (j_vals[:, None] % step_v == 0)
                                 & (i_vals[None, :] % step_v == 0))
             v, u = np.mgrid[0:rows:self.ray_step, 0:cols:self.ray_step]
             u, v = u.ravel(), v.ravel()

@@ -24,7 +24,7 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
     InvalidInputError
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.observations import Observations, write_observations
-from lf_mpc_calib.pipeline import MIN_POSES, make_decoder, observations_path, usable_views
+from lf_mpc_calib.pipeline import MIN_POSES, make_decoder, observations_path
 
 MANIFEST = 'manifest.yaml'
 WHITE_FILE = 'white.png'
@@ -95,8 +95,8 @@ class CalibrationSession:
     by :meth:`set_white`), or None to give it later; views (n_i, n_j) decoded views;
     min_poses: poses needed to calibrate; calibrate_options: keyword arguments of
     :func:`lf_mpc_calib.calibration.calibrate`; corner_options: a CornerOptions;
-    strict_views: take corners only from clean views (:func:`lf_mpc_calib.pipeline.
-    usable_views`); demosaic: Bayer pattern of the raw frames or None.
+    strict_views: take corners only from clean views (``Decoder.valid``, else every bright
+    view); demosaic: Bayer pattern of the raw frames or None.
     """
 
     def __init__(self, board, *, camera_type='conventional', grid=None, white=None,
@@ -164,7 +164,7 @@ class CalibrationSession:
         w = as_float_image(raw_white, 'white')
         grid, decoder = make_decoder(w, views=self.views, demosaic=self.demosaic,
                                      grid=self._given_grid)
-        use = usable_views(decoder, w, strict=self.strict_views)
+        use = decoder.valid if self.strict_views else decoder.bright
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
         self.result = None
         frames = self.frames

@@ -8,6 +8,7 @@ from lf_mpc_calib.lenslet.decode import Decoder, LightField, MicroImageIndex, mo
 from lf_mpc_calib.lenslet.demosaic import demosaic, mosaic_bayer
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.synthetic import raw_image, white_image
+from lf_mpc_calib.lenslet.views import aperture_radius, clean_views
 
 RADIUS = 5.3
 
@@ -42,7 +43,16 @@ def test_decoder_recovers_linear_scene(lattice, parity):
     assert lf.views.shape == (9, 9, 18, 20) and lf.views.dtype == np.float32
     assert list(lf.i_values) == list(range(-4, 5))
     # the corner views (offset 5.66 px) lie outside the 5.3 px disks, the others inside
-    assert not lf.valid[0, 0] and not lf.valid[-1, -1] and lf.valid[4, 0] and lf.valid[0, 1]
+    b = dec.bright
+    assert not b[0, 0] and not b[-1, -1] and b[4, 0] and b[0, 1]
+    # usable views: those whose bilinear box (offset +- 1 px) stays inside the disk; (-3, -4)
+    # at 5 px is bright but its box reaches 7.8 px
+    radius = aperture_radius(white, g)
+    assert abs(radius - RADIUS) < 0.3
+    np.testing.assert_array_equal(lf.valid, b & clean_views(g, lf.i_values, lf.j_values,
+                                                            radius=radius))
+    assert lf.valid[4, 4] and lf.valid[4, 1] and not lf.valid[0, 1]
+    assert np.array_equal(Decoder(g, white=white, views=(9, 9), strict=False).valid, b)
     vv, uu = np.mgrid[0:18, 0:20]
     scale = float(np.median(lf.views[4, 4] / _linear(uu, vv, 0, 0)))
     for jj, ii in [(4, 4), (3, 6), (7, 1), (4, 8)]:
