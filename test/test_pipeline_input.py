@@ -41,12 +41,13 @@ def test_make_decoder_bayer_white_grid_as_good_as_mono(bayer_white):
     mono_err = _grid_error(estimate_grid(mono), truth)
     grid, decoder = make_decoder(white, views=(5, 5), demosaic='rggb')
     err = _grid_error(grid, truth)
-    # Measured (Lytro 0.2 crop, 656 px): mosaic as it is 0.048 px, balanced 0.0217 px, mono
-    # white of the same optics 0.0217 px. The channel gains (0.8, 1, 0.7) put a 2 x 2 pattern on
-    # every micro-image that pulls its centre; balancing each CFA phase removes it exactly
-    # for a white of uniform colour, so the Bayer grid must match the mono one.
-    assert raw_err > 1.5 * mono_err, (raw_err, mono_err)
+    # The channel gains (0.8, 1, 0.7) put a 2 x 2 pattern on every micro-image; balancing
+    # each CFA phase removes it exactly for a white of uniform colour, so the Bayer grid must
+    # match the mono one. Measured (Lytro 0.2 crop, 656 px): balanced 0.0057 px, mono 0.0058 px;
+    # the mosaic as it is 0.003 px since estimate_grid normalises each pixel by its 3 x 3
+    # neighbourhood (it was 0.048 px with a wider normalisation), so it must stay close too.
     assert err < mono_err + 0.005, (err, mono_err)
+    assert raw_err < mono_err + 0.01, (raw_err, mono_err)
     assert err < 0.04, 'the lattice issue\'s target (< 0.1 px) with room to spare'
     assert decoder.grid is grid
 
