@@ -50,6 +50,10 @@ def main():
     ap.add_argument('--true-grid', action='store_true')
     ap.add_argument('--views', default=None, help='N_IxN_J sub-aperture views (default 9x9)')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--depth-range', type=float, nargs=2, default=(0.85, 1.15),
+                    metavar=('NEAR', 'FAR'),
+                    help='board distances as fractions of the focus distance: at the focus '
+                         'plane the views have no disparity, so k_i, k_j rest on the spread')
     args = ap.parse_args()
     cv2.setNumThreads(1)
     camera = preset(args.preset, scale=args.scale)
@@ -58,9 +62,10 @@ def main():
         cols, rows = (int(x) for x in args.board.lower().split('x'))
         board = Checkerboard(cols, rows, args.square or board.square)
     rv, tv = random_poses(camera, board, args.poses, rng=np.random.default_rng(args.seed),
-                          max_tilt_deg=35.0)
+                          max_tilt_deg=35.0, distance_range=tuple(args.depth_range))
     print(f'{args.preset} x {args.scale}: raw {camera.sensor.size}, board {board.cols}x'
-          f'{board.rows} x {board.square * 1000:.2f} mm, {args.poses} poses, one core')
+          f'{board.rows} x {board.square * 1000:.2f} mm, {args.poses} poses at '
+          f'{args.depth_range[0]:g}-{args.depth_range[1]:g} x the focus distance, one core')
     for noise in args.noise:
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
