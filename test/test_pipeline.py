@@ -12,7 +12,7 @@ from lf_mpc_calib.observations import read_observations
 from lf_mpc_calib.pipeline import (calibrate_raw, load_raw_dataset, observations_path,
                                    write_outputs)
 from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
-from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, preset
+from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, default_board, preset
 
 INTRINSICS = ('k_i', 'k_j', 'k_u', 'k_v')
 
@@ -50,27 +50,58 @@ def _signed(model, truth):
                          k_j=sy * model.k_j, k_v=sy * model.k_v, v_0=sy * model.v_0)
 
 
-def test_calibrate_raw_illum_matches_ground_truth(illum_run):
+def test_calibrate_raw_illum_crop_fits_and_stays_near_truth(illum_run):
     run, lines = illum_run
     assert run.truth is not None and not run.skipped
     r = run.result
     m = _signed(r.model, run.truth)
     t = run.truth
     rel = {n: abs(getattr(m, n) / getattr(t, n) - 1.0) for n in INTRINSICS + ('k_3', 'k_4')}
-    # Measured on this 0.2-scale render (views ~109 x 82 px, squares ~7 px, 4 rays per
-    # pixel): k errors up to 1.2 %, k_3, k_4 0.1-0.7 %, principal point ~2 px, RMS 0.16 px.
-    # The small crop limits it, not a bias: the same errors stay with 16 rays per pixel
-    # (RMS 0.058 px), with the true grid and with k_1 = k_2 = 0 held; the 0.5 % /
-    # 0.5 px targets are met at full size (benchmarks/bench_calibrate_raw.py). These bounds
-    # catch a wrong labelling, decoding convention or contaminated views (k_i, k_j ~1 %
-    # off at full size), not the last half percent here.
-    assert max(rel[n] for n in INTRINSICS) < 0.025, rel
-    assert max(rel['k_3'], rel['k_4']) < 0.05, rel
-    assert np.all(np.abs(m.principal_point - t.principal_point) < 3.0)
-    assert r.rms_reprojection_px < 0.2
+    # This 0.2 crop of the Illum (views ~109 x 82 px, a +-5 degree field, boards within 15 % of
+    # the focus distance, where the views have almost no disparity) is ill-conditioned: over
+    # seeds 2-6 of these poses k_i, k_j came out 0.05-12.6 % off, k_u, k_v 0.1-4.2 %, k_3, k_4
+    # 0.4-4.5 % and the principal point up to 53 px, all with an RMS of 0.11-0.15 px (the
+    # data are fitted; the parameters trade off). So this test checks the pipeline's
+    # mechanics and its fit; accuracy against the truth is tested at full Lytro size below
+    # and measured by benchmarks/bench_calibrate_raw.py. A wrong labelling, decoding
+    # convention or contaminated views show up as an RMS of 0.3 px or more.
+    assert max(rel[n] for n in INTRINSICS) < 0.15, rel
+    assert max(rel['k_3'], rel['k_4']) < 0.06, rel
+    assert r.rms_reprojection_px < 0.2, r.rms_reprojection_px
     assert r.converged, r.message
     # Progress: one call per frame and one before calibrating.
     assert [k for k, *_ in lines] == list(range(len(run.pose_frames) + 1))
+
+
+@pytest.fixture(scope='module')
+def lytro_full_run(tmp_path_factory):
+    # the whole Lytro sensor (3280 x 3280 px, views 330 x 381 px, +-18 degrees), 6 poses at
+    # 0.7-1.3 x the focus distance, rendered with 4 rays per pixel (~30 s)
+    root = tmp_path_factory.mktemp('lytro_full')
+    camera = preset('lytro')
+    board = default_board(camera)
+    rv, tv = random_poses(camera, board, 6, rng=np.random.default_rng(1), max_tilt_deg=35.0,
+                          distance_range=(0.7, 1.3))
+    write_dataset(root, camera, board, rv, tv, seed=1, samples=4)
+    return calibrate_raw(load_raw_dataset(root))
+
+
+def test_calibrate_raw_full_size_lytro_matches_ground_truth(lytro_full_run):
+    # the real pipeline: grid estimated from the white image (cat's eyes at the corners),
+    # corners in the clean views, k_1..k_4 free
+    run = lytro_full_run
+    r, t = run.result, run.truth
+    m = _signed(r.model, t)
+    rel = {n: abs(getattr(m, n) / getattr(t, n) - 1.0) for n in INTRINSICS + ('k_3', 'k_4')}
+    # Measured (seeds 1, 2): k_i..k_v within 0.85 %, k_3, k_4 within 0.65 %, principal point
+    # within 0.5 px, RMS 0.094-0.10 px. Four rays per pixel leave ~0.1 px of aliasing on the
+    # corners; with 16 (the benchmark, 10 poses) all meet the targets: k within
+    # 0.46 %, principal point 0.2 px, RMS 0.041 px.
+    assert max(rel[n] for n in INTRINSICS) < 0.015, rel
+    assert max(rel['k_3'], rel['k_4']) < 0.05, rel
+    assert np.all(np.abs(m.principal_point - t.principal_point) < 1.0)
+    assert r.rms_reprojection_px < 0.15, r.rms_reprojection_px
+    assert r.converged and not run.skipped
 
 
 def test_calibrate_raw_observations_carry_board_geometry(illum_run):
