@@ -27,55 +27,13 @@ import cv2
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
-
-DEFAULT_MAX_PIXELS = 100_000_000
-"""Largest accepted height * width (a Lytro Illum raw frame is 41 Mpx)."""
-
-# encoding -> (dtype, channels)
-ENCODINGS = {
-    'mono8': (np.dtype(np.uint8), 1),
-    'mono16': (np.dtype(np.uint16), 1),
-    'rgb8': (np.dtype(np.uint8), 3),
-    'bgr8': (np.dtype(np.uint8), 3),
-    'rgba8': (np.dtype(np.uint8), 4),
-    'bgra8': (np.dtype(np.uint8), 4),
-}
-BAYER_PATTERNS = ('rggb', 'bggr', 'gbrg', 'grbg')
-for _pattern in BAYER_PATTERNS:
-    ENCODINGS[f'bayer_{_pattern}8'] = (np.dtype(np.uint8), 1)
-    ENCODINGS[f'bayer_{_pattern}16'] = (np.dtype(np.uint16), 1)
-del _pattern
+# the message -> array half is pure numpy and shared with rosbag2 input (core, no ROS)
+from lf_mpc_calib.imageio import (  # noqa: F401  (re-exported)
+    BAYER_PATTERNS, DEFAULT_MAX_PIXELS, ENCODINGS, bayer_pattern, encoding_info, image_to_array)
 
 # OpenCV names Bayer codes after the 2x2 block at row 1, column 1; these map the ROS pattern
 # (block at the origin) to the matching code, as cv_bridge does.
 _CV_BAYER = {'rggb': 'BG', 'bggr': 'RG', 'gbrg': 'GR', 'grbg': 'GB'}
-
-
-def encoding_info(encoding):
-    """
-    Return ``(dtype, channels)`` of a supported encoding.
-
-    Raises
-    ------
-    InvalidInputError
-        The encoding is not supported.
-
-    """
-    try:
-        return ENCODINGS[encoding]
-    except (KeyError, TypeError):
-        raise InvalidInputError(
-            f'unsupported image encoding {encoding!r}; expected one of '
-            f'{", ".join(sorted(ENCODINGS))}') from None
-
-
-def bayer_pattern(encoding):
-    """Return the Bayer pattern ('rggb', 'bggr', 'gbrg' or 'grbg') of an encoding, or None."""
-    if isinstance(encoding, str) and encoding.startswith('bayer_'):
-        pattern = encoding[len('bayer_'):].rstrip('0123456789')
-        if pattern in BAYER_PATTERNS:
-            return pattern
-    return None
 
 
 def _check_size(height, width, max_pixels):
@@ -85,56 +43,6 @@ def _check_size(height, width, max_pixels):
         raise InvalidInputError(
             f'image of {width}x{height} = {height * width} pixels exceeds the limit of '
             f'{max_pixels} pixels')
-
-
-def image_to_array(msg, *, max_pixels=DEFAULT_MAX_PIXELS):
-    """
-    Return the pixels of a sensor_msgs/Image as a new ndarray.
-
-    Parameters
-    ----------
-    msg : sensor_msgs.msg.Image
-        Any object with the fields height, width, encoding, is_bigendian, step and data.
-    max_pixels : int
-        Largest accepted ``height * width``; checked before the data is touched.
-
-    Returns
-    -------
-    ndarray
-        ``(height, width)`` or ``(height, width, channels)``, dtype uint8 or uint16 in native
-        byte order (see the module's table); owns its memory, row padding removed.
-
-    Raises
-    ------
-    InvalidInputError
-        Unsupported encoding, zero or too large size, ``step`` smaller than a row, or a data
-        length other than ``step * height``.
-
-    """
-    encoding = msg.encoding
-    dtype, channels = encoding_info(encoding)
-    height, width, step = int(msg.height), int(msg.width), int(msg.step)
-    _check_size(height, width, max_pixels)
-    row_bytes = width * channels * dtype.itemsize
-    if step < row_bytes:
-        raise InvalidInputError(
-            f'step {step} is smaller than one row of {width} {encoding} pixels '
-            f'({row_bytes} bytes)')
-    try:
-        raw = np.frombuffer(msg.data, dtype=np.uint8)
-    except (TypeError, ValueError):
-        raw = np.asarray(msg.data, dtype=np.uint8).ravel()
-    if raw.size != step * height:
-        raise InvalidInputError(
-            f'data has {raw.size} bytes, expected step * height = {step} * {height} = '
-            f'{step * height}')
-    rows = raw.reshape(height, step)[:, :row_bytes]
-    wire = dtype.newbyteorder('>' if msg.is_bigendian else '<')
-    # ascontiguousarray drops the padding (and aligns odd steps) so the bytes can be viewed as
-    # pixels; astype copies into native byte order, so the result never aliases msg.data.
-    pixels = np.ascontiguousarray(rows).view(wire).astype(dtype, copy=True)
-    shape = (height, width) if channels == 1 else (height, width, channels)
-    return pixels.reshape(shape)
 
 
 def array_to_image(pixels, encoding, msg=None, *, header=None, is_bigendian=None,
