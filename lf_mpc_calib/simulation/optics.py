@@ -72,6 +72,7 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from lf_mpc_calib.board import Checkerboard as BoardGeometry
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.model import MPCModel
@@ -256,37 +257,26 @@ class Sensor:
 
 
 @dataclass(frozen=True, eq=False)
-class Checkerboard:
+class Checkerboard(BoardGeometry):
     """
     A checkerboard target on a uniform background (the scene of the renderer).
 
-    cols x rows inner corners ``square`` metres apart; board frame and colours as in
-    :mod:`lf_mpc_calib.board` (origin at the first inner corner, x along columns, y along rows,
-    z into the board; square (a, b), a = 0..cols, b = 0..rows, covers X in [(a-1) sq, a sq] and
-    has colour ``first_square`` when a + b is even). A light border of width ``margin`` (m;
-    None: one square) surrounds the squares; outside it the scene has level ``background``.
-    dark, light: reflectances of the black and white squares.
+    :class:`lf_mpc_calib.board.Checkerboard` (cols x rows inner corners ``square`` metres
+    apart, its board frame and colours: origin at the first inner corner, x along columns, y
+    along rows, z into the board; square (a, b), a = 0..cols, b = 0..rows, covers X in
+    [(a-1) sq, a sq] and has colour ``first_square`` when a + b is even) with what rendering
+    adds: a light border of width ``margin`` (m; None: one square) around the squares, outside
+    it the scene has level ``background``; dark, light: reflectances of the black and white
+    squares.
     """
 
-    cols: int
-    rows: int
-    square: float
-    first_square: str = 'black'
     margin: float = None
     dark: float = 0.08
     light: float = 0.85
     background: float = 0.35
 
     def __post_init__(self):
-        for name in ('cols', 'rows'):
-            v = getattr(self, name)
-            if int(v) != v or int(v) < 2:
-                raise InvalidInputError(f'{name} must be an integer >= 2 inner corners, got {v!r}')
-            object.__setattr__(self, name, int(v))
-        object.__setattr__(self, 'square', _positive('square', self.square))
-        if self.first_square not in ('black', 'white'):
-            raise InvalidInputError(
-                f"first_square must be 'black' or 'white', got {self.first_square!r}")
+        super().__post_init__()
         margin = self.square if self.margin is None else float(self.margin)
         if not (np.isfinite(margin) and margin >= 0):
             raise InvalidInputError(f'margin must be >= 0 metres, got {self.margin!r}')
@@ -296,17 +286,6 @@ class Checkerboard:
             if not 0.0 <= v <= 1.0:
                 raise InvalidInputError(f'{name} must be a level in [0, 1], got {v}')
             object.__setattr__(self, name, v)
-
-    @property
-    def n_points(self):
-        """Number of inner corners."""
-        return self.cols * self.rows
-
-    def points(self):
-        """Inner corners (cols*rows, 3) in the board frame, index row * cols + col."""
-        r, c = np.mgrid[0:self.rows, 0:self.cols]
-        return np.column_stack([c.ravel() * self.square, r.ravel() * self.square,
-                                np.zeros(self.n_points)])
 
     def extent(self):
         """Board-frame rectangle (x_min, y_min, x_max, y_max) of the board with its margin."""
