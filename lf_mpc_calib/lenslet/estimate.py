@@ -177,6 +177,45 @@ def _candidates(smap, spacing):
     return xy
 
 
+class _Windows:
+    """
+    Pixels of an image in windows around sub-pixel positions, for iterated centroids.
+
+    Each window is the square of half-side ceil(radius) + 1 px around the pixel nearest a
+    position, weighted by a disk of ``radius`` px (one-pixel soft edge) centred on the
+    position itself, so the window is symmetric about a symmetric spot.
+    """
+
+    def __init__(self, image, radius):
+        self.h, self.w = image.shape
+        self.hw = hw = int(np.ceil(float(radius))) + 1
+        oy, ox = np.mgrid[-hw:hw + 1, -hw:hw + 1]
+        self.ox = ox.ravel().astype(np.float32)
+        self.oy = oy.ravel().astype(np.float32)
+        self.idx_type = np.int32 if self.h * self.w < 2 ** 31 else np.int64
+        self.flat_off = (oy.ravel().astype(np.int64) * self.w
+                         + ox.ravel().astype(np.int64)).astype(self.idx_type)   # (P,)
+        self.flat = image.ravel()
+        self.r_soft = np.float32(float(radius) + 0.5)
+
+    def inside(self, xy):
+        """(N,) bool: the window at each position xy (N, 2) lies within the image."""
+        hw = self.hw
+        return ((xy[:, 0] >= hw) & (xy[:, 0] <= self.w - 1 - hw) & (xy[:, 1] >= hw)
+                & (xy[:, 1] <= self.h - 1 - hw))
+
+    def sample(self, xy):
+        """(values, dx, dy, distance from xy, soft-disk weight), each (N, P), at xy (N, 2)."""
+        base = np.rint(xy).astype(np.int64)
+        frac = (xy - base).astype(np.float32)
+        gather = ((base[:, 1] * self.w + base[:, 0]).astype(self.idx_type)[:, None]
+                  + self.flat_off[None, :])
+        dx = self.ox[None, :] - frac[:, 0:1]
+        dy = self.oy[None, :] - frac[:, 1:2]
+        dist = np.sqrt(dx * dx + dy * dy)
+        return self.flat[gather], dx, dy, dist, np.clip(self.r_soft - dist, 0.0, 1.0)
+
+
 def refine_centres(smap, xy, radius, *, iterations=8):
     """
     Sub-pixel peaks of a :func:`micro_image_map` near the initial positions xy (N, 2).
@@ -187,31 +226,14 @@ def refine_centres(smap, xy, radius, *, iterations=8):
     Returns ``(centres (M, 2), kept (N,) bool)``: spots whose window leaves the image are
     dropped.
     """
-    smap = np.ascontiguousarray(smap, dtype=np.float32)
-    h, w = smap.shape
-    radius = float(radius)
-    hw = int(np.ceil(radius)) + 1
-    oy, ox = np.mgrid[-hw:hw + 1, -hw:hw + 1]
-    ox = ox.ravel().astype(np.float32)
-    oy = oy.ravel().astype(np.float32)
-    idx_type = np.int32 if h * w < 2 ** 31 else np.int64
-    flat_off = (oy.astype(np.int64) * w + ox.astype(np.int64)).astype(idx_type)
-    flat = smap.ravel()
+    win_ = _Windows(np.ascontiguousarray(smap, dtype=np.float32), radius)
     xy = np.asarray(xy, dtype=float).reshape(-1, 2).copy()
-    kept = ((xy[:, 0] >= hw) & (xy[:, 0] <= w - 1 - hw) & (xy[:, 1] >= hw)
-            & (xy[:, 1] <= h - 1 - hw))
+    kept = win_.inside(xy)
     todo = np.flatnonzero(kept)
-    r_soft = np.float32(radius + 0.5)
     for _ in range(iterations):
         if todo.size == 0:
             break
-        base = np.rint(xy[todo]).astype(np.int64)
-        frac = (xy[todo] - base).astype(np.float32)
-        gather = (base[:, 1] * w + base[:, 0]).astype(idx_type)[:, None] + flat_off[None, :]
-        vals = flat[gather]                                        # (n, P)
-        dx = ox[None, :] - frac[:, 0:1]
-        dy = oy[None, :] - frac[:, 1:2]
-        win = np.clip(r_soft - np.sqrt(dx * dx + dy * dy), 0.0, 1.0)
+        vals, dx, dy, _, win = win_.sample(xy[todo])               # (n, P) each
         lo = np.where(win > 0, vals, np.inf).min(axis=1)
         wts = (vals - lo[:, None]) * win
         tot = wts.sum(axis=1)
@@ -219,8 +241,7 @@ def refine_centres(smap, xy, radius, *, iterations=8):
         tot[~good] = 1.0
         step = np.column_stack([(wts * dx).sum(axis=1), (wts * dy).sum(axis=1)]) / tot[:, None]
         new = xy[todo] + step
-        ok = good & (new[:, 0] >= hw) & (new[:, 0] <= w - 1 - hw) & (new[:, 1] >= hw) \
-            & (new[:, 1] <= h - 1 - hw)
+        ok = good & win_.inside(new)
         kept[todo[~ok]] = False
         xy[todo[ok]] = new[ok]
         todo = todo[ok & (np.abs(step).max(axis=1) > 1e-4)]
@@ -238,30 +259,13 @@ def centroid_centres(image, xy, radius, *, threshold=0.25, iterations=3):
     position, anti-aliased edges included. Spots whose window rim (its outer pixel) is not dark
     (micro-images that touch their neighbours) keep ``xy``. Returns centres (N, 2).
     """
-    img = as_intensity(image)
-    h, w = img.shape
-    hw = int(np.ceil(radius)) + 1
-    oy, ox = np.mgrid[-hw:hw + 1, -hw:hw + 1]
-    ox = ox.ravel().astype(np.float32)
-    oy = oy.ravel().astype(np.float32)
-    idx_type = np.int32 if h * w < 2 ** 31 else np.int64
-    flat_off = (oy.astype(np.int64) * w + ox.astype(np.int64)).astype(idx_type)
-    flat = img.ravel()
+    win_ = _Windows(as_intensity(image), radius)
     out = np.asarray(xy, dtype=float).reshape(-1, 2).copy()
-    todo = np.flatnonzero((out[:, 0] >= hw) & (out[:, 0] <= w - 1 - hw) & (out[:, 1] >= hw)
-                          & (out[:, 1] <= h - 1 - hw))
-    r_soft = np.float32(radius + 0.5)
+    todo = np.flatnonzero(win_.inside(out))
     for it in range(iterations):
         if todo.size == 0:
             break
-        base = np.rint(out[todo]).astype(np.int64)
-        frac = (out[todo] - base).astype(np.float32)
-        gather = (base[:, 1] * w + base[:, 0]).astype(idx_type)[:, None] + flat_off[None, :]
-        vals = flat[gather]
-        dx = ox[None, :] - frac[:, 0:1]
-        dy = oy[None, :] - frac[:, 1:2]
-        dist = np.sqrt(dx * dx + dy * dy)
-        win = np.clip(r_soft - dist, 0.0, 1.0)
+        vals, dx, dy, dist, win = win_.sample(out[todo])
         lo = np.where(win > 0, vals, np.inf).min(axis=1)
         hi = np.where(win > 0, vals, -np.inf).max(axis=1)
         span = np.maximum(hi - lo, 1e-12)
@@ -271,7 +275,7 @@ def centroid_centres(image, xy, radius, *, threshold=0.25, iterations=3):
             rim = (dist > radius - 0.5) & (win > 0)
             rim_level = (wts * rim).sum(axis=1) / np.maximum(rim.sum(axis=1), 1)
             sep = rim_level < 0.05
-            todo, base, frac = todo[sep], base[sep], frac[sep]
+            todo = todo[sep]
             wts, win, dx, dy = wts[sep], win[sep], dx[sep], dy[sep]
         wts *= win
         tot = wts.sum(axis=1)
@@ -280,8 +284,7 @@ def centroid_centres(image, xy, radius, *, threshold=0.25, iterations=3):
         step = step[good] / tot[good, None]
         todo = todo[good]
         new = out[todo] + step
-        inb = (new[:, 0] >= hw) & (new[:, 0] <= w - 1 - hw) & (new[:, 1] >= hw) \
-            & (new[:, 1] <= h - 1 - hw)
+        inb = win_.inside(new)
         out[todo[inb]] = new[inb]
         todo = todo[inb]
     return out
