@@ -23,8 +23,8 @@ os.environ.setdefault('OMP_NUM_THREADS', '1')
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lf_mpc_calib.calibration_file import load_calibration  # noqa: E402
-from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset  # noqa: E402
+from lf_mpc_calib.io.calibration_file import load_calibration  # noqa: E402
+from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset  # noqa: E402
 from lf_mpc_calib.simulation.dataset import random_poses, write_dataset  # noqa: E402
 from lf_mpc_calib.simulation.optics import Checkerboard, default_board, preset  # noqa: E402
 

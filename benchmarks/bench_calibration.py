@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lf_mpc_calib.calibration import calibrate, closed_form  # noqa: E402
 from lf_mpc_calib.calibration.closed_form import validate_observations  # noqa: E402
 from lf_mpc_calib.calibration.refine import RefinementProblem  # noqa: E402
-from lf_mpc_calib.model import MPCModel, PARAMETER_NAMES  # noqa: E402
+from lf_mpc_calib.camera.model import MPCModel, PARAMETER_NAMES  # noqa: E402
 from lf_mpc_calib.simulation.observations import (  # noqa: E402
     board_points, random_poses, simulate_observations, view_grid)
 

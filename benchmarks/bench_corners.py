@@ -19,11 +19,11 @@ os.environ.setdefault('OMP_NUM_THREADS', '1')
 import cv2  # noqa: E402
 import numpy as np  # noqa: E402
 
-from lf_mpc_calib.board import Checkerboard  # noqa: E402
+from lf_mpc_calib.camera.board import Checkerboard  # noqa: E402
 from lf_mpc_calib.errors import DetectionError  # noqa: E402
 from lf_mpc_calib.features.corners import detect_corners, find_board  # noqa: E402
 from lf_mpc_calib.features.synthetic_views import render_views, ViewStack  # noqa: E402
-from lf_mpc_calib.model import MPCModel  # noqa: E402
+from lf_mpc_calib.camera.model import MPCModel  # noqa: E402
 
 # Paper Table 3 camera (328 px views, k_u ~ 2e-3), focused at 0.3 m (k_3 = k_4 = -1/0.3).
 MODEL = MPCModel(2.4e-4, 2.5e-4, 2.0e-3, 1.9e-3, -0.32, -0.31, 0.0, 0.0, -3.3, -3.3)

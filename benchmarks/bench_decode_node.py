@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
-from lf_mpc_calib.calibration_file import default_frames, save_calibration  # noqa: E402
-from lf_mpc_calib.measure import LiveMeasurer, STAGES  # noqa: E402
+from lf_mpc_calib.io.calibration_file import default_frames, save_calibration  # noqa: E402
+from lf_mpc_calib.measurement.live import LiveMeasurer, STAGES  # noqa: E402
 from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses  # noqa: E402
 from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
 from lf_mpc_calib.simulation.render import quantize, render_raw, render_white  # noqa: E402
@@ -74,7 +74,7 @@ def main():
     folder = tempfile.mkdtemp(prefix='bench_decode_node_')
     cal_path = os.path.join(folder, 'truth.yaml')
     save_calibration(cal_path, truth)
-    from lf_mpc_calib.imageio import write_image
+    from lf_mpc_calib.io.images import write_image
     white_path = str(write_image(os.path.join(folder, 'white.png'), white))
     grid = truth.lenslet_grid
     print(f'{camera.name} x{args.scale}: raw {raw.shape[1]}x{raw.shape[0]} px, grid '

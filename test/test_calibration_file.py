@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import yaml
 
-from lf_mpc_calib.calibration_file import (
+from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, dumps, FORMAT_VERSION, load_calibration, loads, save_calibration)
 from lf_mpc_calib.errors import CalibrationFileError
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.model import MPCModel, PARAMETER_NAMES
+from lf_mpc_calib.camera.model import MPCModel, PARAMETER_NAMES
 
 
 def _example(rng, grid=None):

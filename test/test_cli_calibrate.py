@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from lf_mpc_calib.calibration_file import load_calibration
+from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.cli.calibrate import guess_camera_type
-from lf_mpc_calib.observations import write_observations
+from lf_mpc_calib.io.observation_table import write_observations
 from lf_mpc_calib.simulation.observations import paper_scene
 
 
@@ -69,6 +69,6 @@ def test_cli_calibrate_bad_input(tmp_path, capsys):
 def test_guess_camera_type():
     _, _, _, obs = paper_scene(n_poses=2, n_views=2, noise_px=0.0)
     assert guess_camera_type(obs) == 'conventional'
-    from lf_mpc_calib.observations import Observations
+    from lf_mpc_calib.camera.observations import Observations
     shifted = Observations(obs.pose, obs.point, obs.board, obs.ijuv + [1500.25, 900.5, 0, 0])
     assert guess_camera_type(shifted) == 'focused'

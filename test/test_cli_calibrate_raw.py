@@ -1,16 +1,16 @@
-"""Tests of ``lf-mpc-calib calibrate-raw`` (the command-line front of lf_mpc_calib.pipeline)."""
+"""Tests of ``lf-mpc-calib calibrate-raw`` (front of lf_mpc_calib.pipeline.offline)."""
 
 import numpy as np
 import pytest
 import yaml
 
-from lf_mpc_calib.calibration_file import load_calibration
+from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.cli.calibrate_raw import parse_fix, parse_views
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.observations import read_observations
-from lf_mpc_calib.pipeline import load_raw_dataset
+from lf_mpc_calib.io.observation_table import read_observations
+from lf_mpc_calib.pipeline.offline import load_raw_dataset
 from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 

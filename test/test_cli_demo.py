@@ -2,7 +2,7 @@
 
 import re
 
-from lf_mpc_calib.calibration_file import load_calibration
+from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.cli import main
 
 

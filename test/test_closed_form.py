@@ -5,9 +5,9 @@ import pytest
 
 from lf_mpc_calib.calibration import closed_form
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
-from lf_mpc_calib.geometry import rotation_matrix
-from lf_mpc_calib.model import PARAMETER_NAMES
-from lf_mpc_calib.observations import Observations
+from lf_mpc_calib.camera.rotations import rotation_matrix
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.simulation.observations import (
     board_points, paper_camera, pose_from_euler, random_poses, simulate_observations,
     view_grid)

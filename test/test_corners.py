@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from lf_mpc_calib.board import Checkerboard
+from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.corners import CornerOptions, detect_corners
 from lf_mpc_calib.features.interface import Detection
 from lf_mpc_calib.features.synthetic_views import project_to_views, render_views, ViewStack
-from lf_mpc_calib.model import MPCModel
+from lf_mpc_calib.camera.model import MPCModel
 
 # A Lytro-like camera at half resolution (160 px views): k_3 = k_4 = -1/0.3 m (focus shear).
 MODEL = MPCModel(2.4e-4, 2.5e-4, 4.0e-3, 3.8e-3, -0.32, -0.31, 0.0, 0.0, -3.3, -3.3)

@@ -163,7 +163,7 @@ def test_cli_grid_and_decode_write_files(tmp_path):
     import yaml
 
     from lf_mpc_calib.cli import main
-    from lf_mpc_calib.imageio import read_image, write_image
+    from lf_mpc_calib.io.images import read_image, write_image
     g = _grid()
     white = white_image(g, noise=2.0, rng=np.random.default_rng(4))
     raw = raw_image(g, _scene_for(g, _linear))

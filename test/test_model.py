@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
-from lf_mpc_calib.geometry import rotation_matrix, rotation_matrix_jacobian, rotation_vector
-from lf_mpc_calib.model import MPCModel, point_ray_distance, triangulate, triangulate_point
+from lf_mpc_calib.camera.model import MPCModel, point_ray_distance, triangulate, triangulate_point
+from lf_mpc_calib.camera.rotations import rotation_matrix, rotation_matrix_jacobian, \
+    rotation_vector
 
 
 def _camera(**changes):

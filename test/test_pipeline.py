@@ -5,12 +5,11 @@ import shutil
 import numpy as np
 import pytest
 
-from lf_mpc_calib.board import Checkerboard
-from lf_mpc_calib.calibration_file import load_calibration
+from lf_mpc_calib.camera.board import Checkerboard
+from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
-from lf_mpc_calib.observations import read_observations
-from lf_mpc_calib.pipeline import (calibrate_raw, load_raw_dataset, observations_path,
-                                   write_outputs)
+from lf_mpc_calib.io.observation_table import observations_path, read_observations
+from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
 from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
 from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, default_board, preset
 

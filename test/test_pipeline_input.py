@@ -1,4 +1,4 @@
-"""Tests of calibrate-raw's inputs in lf_mpc_calib.pipeline: grid files, Bayer whites, frames."""
+"""Tests of calibrate-raw's inputs: grid files, Bayer whites, frames (io, lenslet.white_image)."""
 
 import numpy as np
 import pytest
@@ -6,12 +6,12 @@ from scipy.spatial import cKDTree
 import yaml
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.imageio import write_image
+from lf_mpc_calib.io.images import read_float_image as read_image, write_image
+from lf_mpc_calib.io.raw_dataset import checked_grid, load_grid
 from lf_mpc_calib.lenslet.demosaic import mosaic_bayer
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.pipeline import (bayer_neutral, checked_grid, load_grid, make_decoder,
-                                   read_image)
+from lf_mpc_calib.lenslet.white_image import bayer_neutral, make_decoder
 
 ERRORS = {'rms_reprojection_px': 0.1, 'rms_ray_reprojection_mm': 0.1}
 GRID = LensletGrid('hex', 9.9, 9.9 * np.sqrt(3) / 2, 0.0021, (5.2, 4.1), (30, 34), (300, 290))
@@ -72,8 +72,8 @@ def test_bayer_neutral_round_trip():
 
 
 def test_load_grid_reads_grid_cli_calibration_and_bare_files(tmp_path):
-    from lf_mpc_calib.calibration_file import CalibrationFile, save_calibration
-    from lf_mpc_calib.model import MPCModel
+    from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
+    from lf_mpc_calib.camera.model import MPCModel
     cli = tmp_path / 'grid.yaml'
     cli.write_text(yaml.safe_dump({'lenslet_grid': GRID.to_dict(), 'fit': {'spots': 3}}))
     bare = tmp_path / 'bare.yaml'

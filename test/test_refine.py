@@ -7,8 +7,8 @@ from lf_mpc_calib.calibration import calibrate, closed_form, refine
 from lf_mpc_calib.calibration.closed_form import validate_observations
 from lf_mpc_calib.calibration.refine import RefinementProblem
 from lf_mpc_calib.errors import ConvergenceError, InvalidInputError
-from lf_mpc_calib.model import MPCModel, PARAMETER_NAMES
-from lf_mpc_calib.observations import Observations
+from lf_mpc_calib.camera.model import MPCModel, PARAMETER_NAMES
+from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.simulation.observations import (
     board_points, paper_camera, random_poses, simulate_observations, view_grid)
 
@@ -145,7 +145,7 @@ def test_solvers_and_residual_definition_agree():
     pred = np.empty((len(obs), 2))
     for k, p in enumerate(lm.pose_ids):
         m = obs.pose == p
-        from lf_mpc_calib.geometry import rotation_matrix
+        from lf_mpc_calib.camera.rotations import rotation_matrix
         cam = obs.board[m] @ rotation_matrix(lm.rotation_vectors[k]).T + lm.translations[k]
         pred[m] = lm.model.project(cam, obs.ijuv[m, :2])
     np.testing.assert_allclose(lm.residuals_px, obs.ijuv[:, 2:] - pred, rtol=0, atol=1e-9)

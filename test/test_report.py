@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lf_mpc_calib.report import summary_text, write_report
+from lf_mpc_calib.report.calibration import summary_text, write_report
 from lf_mpc_calib.simulation.observations import (
     board_points, noise_sweep_poses, paper_camera, view_grid)
 

@@ -1,12 +1,14 @@
-"""Tests of lf_mpc_calib.session: capture, calibrate, save on small rendered frames."""
+"""Tests of lf_mpc_calib.pipeline.session: capture, calibrate, save on small rendered frames."""
 
 import numpy as np
 import pytest
 import yaml
 
-from lf_mpc_calib.cli.demo import aligned_truth, _rotation_matrices
+from lf_mpc_calib.calibration.closed_form import aligned_truth
+from lf_mpc_calib.camera.rotations import rotation_matrix
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
-from lf_mpc_calib.session import CalibrationSession, as_float_image
+from lf_mpc_calib.io.images import as_float_image
+from lf_mpc_calib.pipeline.session import CalibrationSession
 
 POSES = 6
 
@@ -78,7 +80,7 @@ def test_session_calibrate_recovers_ground_truth(calibrated, scene):
     session, _ = calibrated
     result = session.result
     truth = camera.ground_truth_model(session.grid)
-    truth, _, _ = aligned_truth(truth, result.model, _rotation_matrices(rvecs), tvecs)
+    truth, _, _ = aligned_truth(truth, result.model, rotation_matrix(rvecs), tvecs)
     # rendered 8-bit frames: corners to ~0.05 px, so the reprojection RMS stays well under 1
     assert result.rms_reprojection_px < 0.5
     # 6 poses on a 0.3 crop (a narrow field of view, 6 x 6 corners) constrain the model
@@ -114,8 +116,8 @@ def test_session_rejected_frame_keeps_earlier_captures(scene):
 
 
 def test_session_save_round_trips_through_calibrate_raw(calibrated, tmp_path):
-    from lf_mpc_calib.calibration_file import load_calibration
-    from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset
+    from lf_mpc_calib.io.calibration_file import load_calibration
+    from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset
     session, _ = calibrated
     paths = session.save(tmp_path, 'lf_camera')
     names = {p.name for p in paths}

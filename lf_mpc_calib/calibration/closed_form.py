@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
-from lf_mpc_calib.geometry import rotation_vector
-from lf_mpc_calib.model import MPCModel
-from lf_mpc_calib.observations import Observations
+from lf_mpc_calib.camera.rotations import rotation_vector
+from lf_mpc_calib.camera.model import MPCModel
+from lf_mpc_calib.camera.observations import Observations
 
 METHODS = ('exact', 'paper')
 
@@ -97,7 +97,8 @@ def validate_observations(obs, *, planar=False):
     """
     if not isinstance(obs, Observations):
         raise InvalidInputError(
-            f'obs must be an lf_mpc_calib.observations.Observations, got {type(obs).__name__}')
+            f'obs must be an lf_mpc_calib.camera.observations.Observations, got '
+            f'{type(obs).__name__}')
     if len(obs) == 0:
         raise InvalidInputError('obs is empty: expected rays of >= 2 board poses')
     grouped = group_by_pose(obs)
@@ -213,6 +214,21 @@ def canonical_signs(model, rotations, translations):
     r33 = float(np.sum(rotations[:, 2, 2]))
     s2 = s1 * (1.0 if r33 >= 0 else -1.0)
     return sign_change(model, rotations, translations, (s1, s2, s3))
+
+
+def aligned_truth(truth, estimate, rotations, translations):
+    """
+    Express the ground truth in the calibrated camera frame.
+
+    A planar board leaves the camera frame's axis signs to convention
+    (:func:`sign_change`); this applies to ``truth`` and
+    its poses (rotations (P, 3, 3), translations (P, 3)) the sign change that makes k_i, k_j,
+    k_u agree in sign with ``estimate``. Returns (model, rotations, translations).
+    """
+    s1 = np.sign(estimate.k_i * truth.k_i)
+    s2 = np.sign(estimate.k_j * truth.k_j)
+    s3 = np.sign(estimate.k_u * truth.k_u) * s1
+    return sign_change(truth, rotations, translations, (s1, s2, s3))
 
 
 def _nearest_rotation(r1, r2):

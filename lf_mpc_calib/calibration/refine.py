@@ -36,8 +36,8 @@ import scipy.sparse
 from lf_mpc_calib.calibration.closed_form import closed_form, validate_observations
 from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
 from lf_mpc_calib.errors import ConvergenceError, DegenerateConfigurationError, InvalidInputError
-from lf_mpc_calib.geometry import rotation_matrix_jacobian
-from lf_mpc_calib.model import DISTORTION_NAMES, MPCModel, PARAMETER_NAMES
+from lf_mpc_calib.camera.rotations import rotation_matrix_jacobian
+from lf_mpc_calib.camera.model import DISTORTION_NAMES, MPCModel, PARAMETER_NAMES
 
 LOSSES = ('linear', 'huber', 'soft_l1', 'cauchy', 'arctan')
 SOLVERS = ('lm', 'trf')

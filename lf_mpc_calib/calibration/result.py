@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lf_mpc_calib.geometry import rotation_matrix
-from lf_mpc_calib.model import point_ray_distance
+from lf_mpc_calib.camera.rotations import rotation_matrix
+from lf_mpc_calib.camera.model import point_ray_distance
 
 
 @dataclass(frozen=True, eq=False)

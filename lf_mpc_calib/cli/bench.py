@@ -82,7 +82,7 @@ def run(args):
     """Run the selected sweeps, print the tables, write JSON and plots."""
     import numpy as np
 
-    from lf_mpc_calib.bench import paper
+    from lf_mpc_calib.simulation import paper_experiments as paper
     from lf_mpc_calib.errors import InvalidInputError
     from lf_mpc_calib.simulation.observations import PAPER_DISTANCE_M
 

@@ -6,7 +6,7 @@
         [--camera-type conventional|focused] [--loss linear|soft_l1|huber]
         [--format table|r12]
 
-``--format r12`` reads the Raytrix R12 data set's CSV (see :mod:`lf_mpc_calib.raytrix`)
+``--format r12`` reads the Raytrix R12 data set's CSV (see :mod:`lf_mpc_calib.io.raytrix_r12`)
 instead of an observation table; ``--save-observations`` writes the converted table.
 """
 
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
 
 LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
 
@@ -57,7 +57,7 @@ def register(subparsers):
                    help='write a report (summary.txt and PNG plots) into DIR')
     p.add_argument('--lens-type-terms', choices=('none', 'offset', 'affine'), default=None,
                    help='--format r12 only: per-micro-lens-type offset or scale + offset of '
-                        '(u, v) (lf_mpc_calib.raytrix; default affine for r12)')
+                        '(u, v) (lf_mpc_calib.io.raytrix_r12; default affine for r12)')
     p.add_argument('--save-observations', metavar='CSV', default=None,
                    help='also write the (converted) observation table')
     p.add_argument('--quiet', action='store_true', help='do not show solver progress')
@@ -106,13 +106,13 @@ def load_input(args):
     """Return (observations, extra) where extra holds image_size / lenslet_grid / camera_type."""
     extra = {}
     if args.format == 'r12':
-        from lf_mpc_calib.raytrix import read_r12
+        from lf_mpc_calib.io.raytrix_r12 import read_r12
         data = read_r12(args.observations)
         obs = data.observations
         extra.update(image_size=data.image_size, lenslet_grid=data.lenslet_grid,
                      camera_type='focused', r12=data)
     else:
-        from lf_mpc_calib.observations import read_observations
+        from lf_mpc_calib.io.observation_table import read_observations
         obs = read_observations(args.observations)
     return obs, extra
 
@@ -120,8 +120,8 @@ def load_input(args):
 def run(args):
     """Run the calibration and print parameters, standard deviations and errors."""
     from lf_mpc_calib.calibration import calibrate
-    from lf_mpc_calib.calibration_file import CalibrationFile, save_calibration
-    from lf_mpc_calib.report import summary_text
+    from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
+    from lf_mpc_calib.report.calibration import summary_text
 
     obs, extra = load_input(args)
     fix = parse_fix(args.fix)
@@ -131,7 +131,7 @@ def run(args):
           f'distortion {"off" if args.no_distortion else "on"}'
           + (f'; fixed {",".join(fix)}' if fix else ''))
     if args.save_observations:
-        from lf_mpc_calib.observations import write_observations
+        from lf_mpc_calib.io.observation_table import write_observations
         write_observations(args.save_observations, obs)
         print(f'wrote {args.save_observations}')
     progress = None if args.quiet else ProgressPrinter()
@@ -143,7 +143,7 @@ def run(args):
         raise InvalidInputError('--lens-type-terms needs --format r12 (the lens types come '
                                 'from the micro-image indices of the R12 CSV)')
     if 'r12' in extra and (terms or 'affine') != 'none':
-        from lf_mpc_calib.raytrix import calibrate_r12
+        from lf_mpc_calib.calibration.lens_types import calibrate_r12
         r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine', progress=progress,
                             **options)
         result = r12.result
@@ -169,7 +169,7 @@ def run(args):
     save_calibration(args.output, cal)
     print(f'wrote {args.output}')
     if args.report:
-        from lf_mpc_calib.report import write_report
+        from lf_mpc_calib.report.calibration import write_report
         board = np.unique(obs.board, axis=0)
         paths = write_report(result, args.report, board=board,
                              title=f'{args.observations} ({camera_type})')

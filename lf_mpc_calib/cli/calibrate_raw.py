@@ -19,9 +19,9 @@ from pathlib import Path
 import re
 import sys
 
-from lf_mpc_calib.board import Checkerboard
+from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
 
 
 def register(subparsers):
@@ -100,7 +100,7 @@ def board_from_args(args):
 
 def run(args):
     """Run calibrate-raw; returns the exit code."""
-    from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset, write_outputs
+    from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
     views = parse_views(args.views)
     options = {'distortion': not args.no_distortion}
     fix = parse_fix(args.fix)

@@ -7,7 +7,7 @@ import numpy as np
 import yaml
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.imageio import read_image, to_uint, write_image
+from lf_mpc_calib.io.images import read_image, to_uint, write_image
 from lf_mpc_calib.lenslet.decode import Decoder, mosaic
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.grid import LensletGrid

@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import cv2
 import numpy as np
 
-from lf_mpc_calib.calibration.closed_form import sign_change
-from lf_mpc_calib.model import PARAMETER_NAMES
+from lf_mpc_calib.calibration.closed_form import aligned_truth
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.rotations import rotation_matrix
 
 
 def register(subparsers):
@@ -49,25 +49,6 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def aligned_truth(truth, estimate, rotations, translations):
-    """
-    Express the ground truth in the calibrated camera frame.
-
-    A planar board leaves the camera frame's axis signs to convention
-    (:func:`lf_mpc_calib.calibration.closed_form.sign_change`); this applies to ``truth`` and
-    its poses (rotations (P, 3, 3), translations (P, 3)) the sign change that makes k_i, k_j,
-    k_u agree in sign with ``estimate``. Returns (model, rotations, translations).
-    """
-    s1 = np.sign(estimate.k_i * truth.k_i)
-    s2 = np.sign(estimate.k_j * truth.k_j)
-    s3 = np.sign(estimate.k_u * truth.k_u) * s1
-    return sign_change(truth, rotations, translations, (s1, s2, s3))
-
-
-def _rotation_matrices(rvecs):
-    return np.array([cv2.Rodrigues(np.asarray(r, dtype=float))[0] for r in rvecs])
-
-
 def run(args):
     """Run the session; returns the exit code."""
     if getattr(args, 'ros', False):
@@ -80,8 +61,9 @@ def run(args):
         args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
         return demo.run(args)
     from lf_mpc_calib.features.corners import detect_corners
-    from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset, make_decoder, \
-        read_image, write_outputs
+    from lf_mpc_calib.io.images import read_float_image
+    from lf_mpc_calib.lenslet.white_image import make_decoder
+    from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
     from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.render import render_raw
@@ -110,7 +92,7 @@ def run(args):
     calib = calibrate_raw(dataset, progress=detected)
     write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
     result = calib.result
-    truth, _, _ = aligned_truth(calib.truth, result.model, _rotation_matrices(rvecs[:-1]),
+    truth, _, _ = aligned_truth(calib.truth, result.model, rotation_matrix(rvecs[:-1]),
                                 tvecs[:-1])
     print(f'\ncalibrated {len(calib.pose_frames)} poses, {len(calib.observations)} rays: '
           f'RMS {result.rms_reprojection_px:.3f} px, {result.rms_ray_reprojection_mm:.4f} mm '
@@ -127,12 +109,12 @@ def run(args):
 
     # ---- live measurement of a new frame with the calibrated model ----
     raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)
-    _, decoder = make_decoder(read_image(dataset.white), grid=calib.grid)
+    _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
     detection = detect_corners(decoder.decode(raw), board, pose=0)
     obs = detection.observations
     measured = result.model.triangulate(result.model.rays(obs.ijuv), obs.point)
     ids = np.unique(obs.point)
-    _, rot, trans = aligned_truth(calib.truth, result.model, _rotation_matrices(rvecs[-1:]),
+    _, rot, trans = aligned_truth(calib.truth, result.model, rotation_matrix(rvecs[-1:]),
                                   tvecs[-1:])
     expected = board.points()[ids] @ rot[0].T + trans[0]
     err_mm = np.linalg.norm(measured - expected, axis=1) * 1e3

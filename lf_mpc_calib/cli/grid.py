@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import yaml
 
-from lf_mpc_calib.imageio import read_image
+from lf_mpc_calib.io.images import read_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 
 

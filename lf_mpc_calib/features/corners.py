@@ -26,7 +26,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.interface import Detection
-from lf_mpc_calib.observations import Observations
+from lf_mpc_calib.camera.observations import Observations
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lf_mpc_calib.observations import Observations
+from lf_mpc_calib.camera.observations import Observations
 
 try:  # Python >= 3.8
     from typing import Protocol
@@ -50,7 +50,7 @@ class FeatureDetector(Protocol):
 
     ``data`` is what the detector needs for one pose (a decoded light field for
     conventional cameras, a raw frame for focused ones); ``board`` a
-    :class:`lf_mpc_calib.board.Checkerboard`.
+    :class:`lf_mpc_calib.camera.board.Checkerboard`.
     """
 
     def detect(self, data, board, *, pose=0):  # pragma: no cover - protocol

@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.model import as_points
+from lf_mpc_calib.camera.model import as_points
 
 
 @dataclass(frozen=True, eq=False)

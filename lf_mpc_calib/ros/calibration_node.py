@@ -1,7 +1,7 @@
 """
 ``lf_calibration``: calibrate a light-field camera from its raw frames, pose by pose.
 
-A thin adapter over :class:`lf_mpc_calib.session.CalibrationSession`.
+A thin adapter over :class:`lf_mpc_calib.pipeline.session.CalibrationSession`.
 
 Subscribes ``image_raw`` (sensor data QoS, or reliable with ``image_reliability``; depth 1;
 mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image`` (latched; unless
@@ -38,13 +38,6 @@ except ImportError:  # pragma: no cover - importable without ROS for docs
     Node = object
 
 
-def _views_check(value):
-    v = list(value)
-    if len(v) != 2 or any(int(x) < 1 or int(x) % 2 == 0 for x in v):
-        return 'expected two odd counts >= 1 (n_i, n_j)'
-    return None
-
-
 class CalibrationNode(Node):
     """The calibration node (module docstring); kwargs go to ``rclpy.node.Node``."""
 
@@ -63,20 +56,12 @@ class CalibrationNode(Node):
         from std_srvs.srv import Trigger
         from tf2_msgs.msg import TFMessage
 
-        from lf_mpc_calib.board import Checkerboard
-        from lf_mpc_calib.session import CalibrationSession
+        from lf_mpc_calib.camera.board import Checkerboard
+        from lf_mpc_calib.pipeline.session import CalibrationSession
 
         p = D.declare_parameters(self, [
             ('camera_type', D.CAMERA_TYPE, 'camera type (conventional: micro-lenses focused '
              'at infinity, decoded into sub-aperture views)', D.one_of('conventional')),
-            ('board_cols', D.BOARD_COLS, 'inner corners along the board rows', D.at_least(2)),
-            ('board_rows', D.BOARD_ROWS, 'inner corners along the board columns',
-             D.at_least(2)),
-            ('square_size', D.SQUARE_SIZE, 'board square side in metres', D.positive),
-            ('views', list(D.VIEWS), 'sub-aperture views decoded (n_i, n_j), odd',
-             _views_check),
-            ('white_image_file', '', 'white image file (PNG/TIFF); empty: the white_image '
-             'topic', None),
             ('grid_file', '', 'lenslet grid YAML (lf-mpc-calib grid, or a calibration file); '
              'empty: estimated from the white image', None),
             ('min_poses', D.MIN_POSES, 'captured poses needed to calibrate', D.at_least(2)),
@@ -86,14 +71,9 @@ class CalibrationNode(Node):
              lambda v: None if v and '/' not in v else 'expected a non-empty name without /'),
             ('optical_frame', '', 'optical frame id; empty: <camera_name>_optical_frame',
              None),
-            ('max_image_pixels', D.MAX_IMAGE_PIXELS, 'largest accepted width * height',
-             D.at_least(1)),
             ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
              D.positive),
-            ('image_reliability', 'best_effort', 'QoS of image_raw: best_effort (sensor data, '
-             'matches any publisher) or reliable (large frames between processes: best-effort '
-             'samples lose fragments)', D.one_of('best_effort', 'reliable')),
-        ])
+        ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
         self.camera_name = p['camera_name']
@@ -117,7 +97,7 @@ class CalibrationNode(Node):
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
 
         if p['white_image_file']:
-            from lf_mpc_calib.imageio import read_image
+            from lf_mpc_calib.io.images import read_image
             white = read_image(p['white_image_file'])
             self.session.set_white(white if white.ndim == 2 else white.mean(axis=2))
         else:
@@ -230,7 +210,7 @@ class CalibrationNode(Node):
         return response
 
     def _on_calibrate(self, request, response):
-        from lf_mpc_calib.calibration_file import dumps
+        from lf_mpc_calib.io.calibration_file import dumps
         from lf_mpc_calib.ros.messages import board_transforms, camera_info
         response.success = False
         with self._lock:

@@ -1,7 +1,7 @@
 """
 ``lf_decoder``: decode every raw frame of a calibrated light-field camera and measure in 3-D.
 
-A thin adapter over :class:`lf_mpc_calib.measure.LiveMeasurer`.
+A thin adapter over :class:`lf_mpc_calib.measurement.live.LiveMeasurer`.
 
 Calibration: ``calibration_file`` (a calibration file with its lenslet grid), or, when that is
 empty, the latched calibration topic ``calibration_topic`` (default
@@ -51,13 +51,6 @@ except ImportError:  # pragma: no cover - importable without ROS for docs
 CALIBRATION_TOPIC = 'lf_calibration/calibration'
 
 
-def _views_check(value):
-    v = list(value)
-    if len(v) != 2 or any(int(x) < 1 or int(x) % 2 == 0 for x in v):
-        return 'expected two odd counts >= 1 (n_i, n_j)'
-    return None
-
-
 class DecodeNode(Node):
     """The decode node (module docstring); kwargs go to ``rclpy.node.Node``."""
 
@@ -77,22 +70,13 @@ class DecodeNode(Node):
         from sensor_msgs.msg import CameraInfo, Image, PointCloud2
         from std_msgs.msg import Float32, String
 
-        from lf_mpc_calib.board import Checkerboard
+        from lf_mpc_calib.camera.board import Checkerboard
 
         p = D.declare_parameters(self, [
             ('calibration_file', '', 'calibration file (YAML with lenslet_grid); empty: the '
              'latched calibration_topic', None),
             ('calibration_topic', CALIBRATION_TOPIC, 'latched std_msgs/String calibration file '
              'used when calibration_file is empty', None),
-            ('white_image_file', '', 'white image file (PNG/TIFF); empty: the white_image '
-             'topic', None),
-            ('views', list(D.VIEWS), 'sub-aperture views decoded (n_i, n_j), odd',
-             _views_check),
-            ('board_cols', D.BOARD_COLS, 'inner corners along the board rows (points)',
-             D.at_least(2)),
-            ('board_rows', D.BOARD_ROWS, 'inner corners along the board columns',
-             D.at_least(2)),
-            ('square_size', D.SQUARE_SIZE, 'board square side in metres', D.positive),
             ('measure_points', True, 'find and triangulate board corners in every frame',
              None),
             ('ray_step', 8, 'pixel decimation of ~/rays', D.between(1, 4096)),
@@ -100,12 +84,7 @@ class DecodeNode(Node):
              D.between(1, 64)),
             ('optical_frame', '', 'frame id of the outputs; empty: the calibration file\'s',
              None),
-            ('max_image_pixels', D.MAX_IMAGE_PIXELS, 'largest accepted width * height',
-             D.at_least(1)),
-            ('image_reliability', 'best_effort', 'QoS of image_raw: best_effort (sensor data, '
-             'matches any publisher) or reliable (large frames between processes: best-effort '
-             'samples lose fragments)', D.one_of('best_effort', 'reliable')),
-        ])
+        ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
         self.params = p
         self.board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
         self._Image, self._CameraInfo = Image, CameraInfo
@@ -137,7 +116,7 @@ class DecodeNode(Node):
 
         group = MutuallyExclusiveCallbackGroup()
         if p['calibration_file']:
-            from lf_mpc_calib.calibration_file import load_calibration
+            from lf_mpc_calib.io.calibration_file import load_calibration
             try:
                 cal = load_calibration(p['calibration_file'])
             except (LFCalibError, OSError) as exc:
@@ -150,7 +129,7 @@ class DecodeNode(Node):
             self.create_subscription(String, p['calibration_topic'], self._on_calibration,
                                      latched, callback_group=group)
         if p['white_image_file']:
-            from lf_mpc_calib.imageio import read_image
+            from lf_mpc_calib.io.images import read_image
             white = read_image(p['white_image_file'])
             self._set_white(white if white.ndim == 2 else white.mean(axis=2))
         else:
@@ -169,7 +148,7 @@ class DecodeNode(Node):
 
     # ---- calibration and white ----------------------------------------------------------
     def _set_calibration(self, cal, source):
-        from lf_mpc_calib.measure import LiveMeasurer
+        from lf_mpc_calib.measurement.live import LiveMeasurer
         measurer = LiveMeasurer.from_calibration(
             cal, board=self.board if self.params['measure_points'] else None,
             views=tuple(int(v) for v in self.params['views']),
@@ -192,7 +171,7 @@ class DecodeNode(Node):
             f'{self.optical_frame}')
 
     def _on_calibration(self, msg):
-        from lf_mpc_calib.calibration_file import loads
+        from lf_mpc_calib.io.calibration_file import loads
         try:
             cal = loads(msg.data)
             self._set_calibration(cal, self.params['calibration_topic'])
@@ -216,7 +195,7 @@ class DecodeNode(Node):
             measurer = self.measurer
         if measurer is None:
             return
-        from lf_mpc_calib.measure import LiveMeasurer
+        from lf_mpc_calib.measurement.live import LiveMeasurer
         fresh = LiveMeasurer(measurer.model, measurer.grid, board=measurer.board,
                              views=measurer.views, ray_step=measurer.ray_step,
                              ray_view_step=measurer.ray_view_step)

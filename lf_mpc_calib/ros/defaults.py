@@ -6,7 +6,7 @@ board of :func:`lf_mpc_calib.simulation.optics.default_board` for it; the calibr
 looks for that board (``BOARD_COLS`` x ``BOARD_ROWS`` inner corners, ``SQUARE_SIZE`` metres)
 by default. test/ros/test_defaults checks the constants against the simulator. Topics are
 relative (the nodes connect within one namespace); frame ids follow
-:func:`lf_mpc_calib.calibration_file.default_frames` for ``CAMERA_NAME``.
+:func:`lf_mpc_calib.io.calibration_file.default_frames` for ``CAMERA_NAME``.
 """
 
 import sys
@@ -184,3 +184,29 @@ def run_node(node_factory, args=None):
             node.destroy_node()
         rclpy.try_shutdown()
     return code
+
+
+def odd_views(value):
+    """Check of a (n_i, n_j) view count: two odd counts >= 1."""
+    v = list(value)
+    if len(v) != 2 or any(int(x) < 1 or int(x) % 2 == 0 for x in v):
+        return 'expected two odd counts >= 1 (n_i, n_j)'
+    return None
+
+
+BOARD_PARAMETERS = [
+    ('board_cols', BOARD_COLS, 'inner corners along the board rows', at_least(2)),
+    ('board_rows', BOARD_ROWS, 'inner corners along the board columns', at_least(2)),
+    ('square_size', SQUARE_SIZE, 'board square side in metres', positive),
+]
+"""Parameter specs (:func:`declare_parameters`) of the checkerboard, shared by the nodes."""
+
+RAW_INPUT_PARAMETERS = [
+    ('white_image_file', '', 'white image file (PNG/TIFF); empty: the white_image topic', None),
+    ('views', list(VIEWS), 'sub-aperture views decoded (n_i, n_j), odd', odd_views),
+    ('max_image_pixels', MAX_IMAGE_PIXELS, 'largest accepted width * height', at_least(1)),
+    ('image_reliability', 'best_effort', 'QoS of image_raw: best_effort (sensor data, matches '
+     'any publisher) or reliable (large frames between processes: best-effort samples lose '
+     'fragments)', one_of('best_effort', 'reliable')),
+]
+"""Parameter specs of the raw-frame input (white image, views, image QoS) of both nodes."""

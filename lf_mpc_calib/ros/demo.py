@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lf_mpc_calib.model import PARAMETER_NAMES
+from lf_mpc_calib.calibration.closed_form import aligned_truth
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.rotations import rotation_matrix
 
 
 def add_arguments(parser):
@@ -70,9 +72,8 @@ class _Caller:
 
 def _true_corners(sim, model, index):
     """True board corners (C, 3) of sim pose ``index`` in the calibrated camera frame."""
-    from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth
     truth = sim.camera.ground_truth_model(sim.camera.lenslet_grid())
-    _, rot, trans = aligned_truth(truth, model, _rotation_matrices(sim.rvecs[index:index + 1]),
+    _, rot, trans = aligned_truth(truth, model, rotation_matrix(sim.rvecs[index:index + 1]),
                                   sim.tvecs[index:index + 1])
     return sim.board.points() @ rot[0].T + trans[0]
 
@@ -103,7 +104,6 @@ def run(args, out=None):
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
 
-    from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth
     from lf_mpc_calib.ros.calibration_node import CalibrationNode
     from lf_mpc_calib.ros.sim_camera_node import SimCameraNode
 
@@ -165,7 +165,7 @@ def run(args, out=None):
         result = calib.session.result
         captured = slice(0, args.poses)
         truth, _, _ = aligned_truth(cam.ground_truth_model(calib.session.grid), result.model,
-                                    _rotation_matrices(sim.rvecs[captured]),
+                                    rotation_matrix(sim.rvecs[captured]),
                                     sim.tvecs[captured])
         say('\nrecovered vs ground truth (simulated optics):')
         for line in parameter_table(result.model, truth, result.stddev):

@@ -28,7 +28,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
 # the message -> array half is pure numpy and shared with rosbag2 input (core, no ROS)
-from lf_mpc_calib.imageio import (  # noqa: F401  (re-exported)
+from lf_mpc_calib.io.images import (  # noqa: F401  (re-exported)
     BAYER_PATTERNS, DEFAULT_MAX_PIXELS, ENCODINGS, bayer_pattern, encoding_info, image_to_array)
 
 # OpenCV names Bayer codes after the 2x2 block at row 1, column 1; these map the ROS pattern

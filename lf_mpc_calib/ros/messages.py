@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.measure import central_view_intrinsics
+from lf_mpc_calib.measurement.live import central_view_intrinsics
 
 RAY_FIELDS = ('x', 'y', 'z', 'normal_x', 'normal_y', 'normal_z', 'intensity')
 """Fields of a ray cloud: origin (x, y, z) on the view plane, unit direction, intensity."""
@@ -176,7 +176,7 @@ def cloud_columns(msg):
 
 def ray_cloud(rays, *, frame_id, stamp=None):
     """
-    PointCloud2 of a :class:`lf_mpc_calib.measure.RaySet` (fields :data:`RAY_FIELDS`).
+    PointCloud2 of a :class:`lf_mpc_calib.measurement.live.RaySet` (fields :data:`RAY_FIELDS`).
 
     (x, y, z) is the ray's origin on the view plane (z = 0), (normal_x, normal_y, normal_z)
     its unit direction (the names RViz and PCL read as a vector), intensity in [0, 1];

@@ -50,7 +50,7 @@ class SimCameraNode(Node):
         from std_srvs.srv import Trigger
         from tf2_msgs.msg import TFMessage
 
-        from lf_mpc_calib.calibration_file import default_frames, dumps
+        from lf_mpc_calib.io.calibration_file import default_frames, dumps
         from lf_mpc_calib.ros.image_conversion import array_to_image
         from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
         from lf_mpc_calib.simulation.optics import default_board, preset

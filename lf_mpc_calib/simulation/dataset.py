@@ -18,7 +18,7 @@ Layout of a dataset folder::
                        white, frames [file names], ground_truth
     white.png          the white image (no noise), same bit depth and mosaic as the frames
     frame_000.png ...  raw frames (PNG, 8 or 16 bit, one channel; Bayer mosaic if any)
-    ground_truth.yaml  calibration-file format (lf_mpc_calib.calibration_file): the exact MPC
+    ground_truth.yaml  calibration-file format (lf_mpc_calib.io.calibration_file): the exact MPC
                        model of the optics, the board poses in the MPC (optical) frame, the
                        view range, the view / raw size and the ground-truth lenslet grid
 
@@ -34,7 +34,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import yaml
 
-from lf_mpc_calib.calibration_file import (
+from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard

@@ -5,8 +5,8 @@ A planar checkerboard seen at several poses by a conventional light-field camera
 corner is projected into every sub-aperture view with the MPC model (Eq. 1 and the inverse of
 Eq. 18), Gaussian pixel noise is added, and the result is an :class:`Observations` table.
 
-The projection here is written independently of :mod:`lf_mpc_calib.model` on purpose: it is the
-ground truth the calibration is checked against.
+The projection here is written independently of :mod:`lf_mpc_calib.camera.model` on purpose: it is
+the ground truth the calibration is checked against.
 
 Pose convention (DESIGN.md "Frames"): a pose is a Rodrigues rotation vector and a translation
 (metres) mapping board to camera coordinates, X_cam = R X_board + t. Board frame: origin at the
@@ -17,8 +17,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.model import as_points, MPCModel
-from lf_mpc_calib.observations import Observations
+from lf_mpc_calib.camera.model import as_points, MPCModel
+from lf_mpc_calib.camera.observations import Observations
 
 #: The three board rotations (degrees, about x, y, z) of the paper's noise sweep (Fig. 11).
 NOISE_SWEEP_ROTATIONS_DEG = ((6.0, 28.0, -8.0), (12.0, -10.0, 15.0), (-5.0, 5.0, -27.0))

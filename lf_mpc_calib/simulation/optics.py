@@ -72,10 +72,10 @@ import math
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from lf_mpc_calib.board import Checkerboard as BoardGeometry
+from lf_mpc_calib.camera.board import Checkerboard as BoardGeometry
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.model import MPCModel
+from lf_mpc_calib.camera.model import MPCModel
 
 CAMERA_TYPES = ('conventional', 'focused')
 BAYER_PATTERNS = ('rggb', 'bggr', 'grbg', 'gbrg')
@@ -261,7 +261,7 @@ class Checkerboard(BoardGeometry):
     """
     A checkerboard target on a uniform background (the scene of the renderer).
 
-    :class:`lf_mpc_calib.board.Checkerboard` (cols x rows inner corners ``square`` metres
+    :class:`lf_mpc_calib.camera.board.Checkerboard` (cols x rows inner corners ``square`` metres
     apart, its board frame and colours: origin at the first inner corner, x along columns, y
     along rows, z into the board; square (a, b), a = 0..cols, b = 0..rows, covers X in
     [(a-1) sq, a sq] and has colour ``first_square`` when a + b is even) with what rendering

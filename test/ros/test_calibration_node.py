@@ -15,8 +15,9 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from lf_mpc_calib.calibration_file import loads  # noqa: E402
-from lf_mpc_calib.cli.demo import _rotation_matrices, aligned_truth  # noqa: E402
+from lf_mpc_calib.io.calibration_file import loads  # noqa: E402
+from lf_mpc_calib.calibration.closed_form import aligned_truth  # noqa: E402
+from lf_mpc_calib.camera.rotations import rotation_matrix  # noqa: E402
 from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
 from lf_mpc_calib.ros.calibration_node import CalibrationNode  # noqa: E402
 from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
@@ -155,7 +156,7 @@ def test_calibration_node_matches_ground_truth(session_run):
     assert session_run['calibrated'].success and 'RMS reprojection' in \
         session_run['calibrated'].message
     truth, _, _ = aligned_truth(sim.camera.ground_truth_model(session_run['node'].session.grid),
-                                result.model, _rotation_matrices(sim.rvecs), sim.tvecs)
+                                result.model, rotation_matrix(sim.rvecs), sim.tvecs)
     assert result.rms_reprojection_px < 0.5  # rendered 8-bit frames: corners to ~0.05 px
     # 6 poses on the 0.3 crop constrain the focal terms to a few % (test_session measures
     # 0.1-5 %); 10 % tolerance

@@ -18,7 +18,7 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from std_msgs.msg import Float32, String  # noqa: E402
 
 from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
-from lf_mpc_calib.measure import central_view_intrinsics  # noqa: E402
+from lf_mpc_calib.measurement.live import central_view_intrinsics  # noqa: E402
 from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image, image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns, point_cloud, points_cloud  # noqa: E402
@@ -34,8 +34,8 @@ OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 @pytest.fixture(scope='module')
 def scene(tmp_path_factory):
     """0.3-crop Lytro: white, one 8-bit frame, true corners, a ground-truth calibration file."""
-    from lf_mpc_calib.calibration_file import default_frames, dumps, save_calibration
-    from lf_mpc_calib.imageio import write_image
+    from lf_mpc_calib.io.calibration_file import default_frames, dumps, save_calibration
+    from lf_mpc_calib.io.images import write_image
     from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
     from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.render import quantize, render_raw, render_white

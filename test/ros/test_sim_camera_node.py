@@ -11,7 +11,7 @@ from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
-from lf_mpc_calib.calibration_file import loads  # noqa: E402
+from lf_mpc_calib.io.calibration_file import loads  # noqa: E402
 from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
 from lf_mpc_calib.ros import defaults as D  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import image_to_array  # noqa: E402

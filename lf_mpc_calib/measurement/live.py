@@ -28,7 +28,7 @@ import numpy as np
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
     InvalidInputError
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.model import MPCModel
+from lf_mpc_calib.camera.model import MPCModel
 
 STAGES = ('decode', 'rectify', 'detect', 'triangulate', 'rays')
 _FULL_SCALE = {np.dtype(np.uint8): 255.0, np.dtype(np.uint16): 65535.0}
@@ -161,7 +161,7 @@ class LiveMeasurer:
 
     @classmethod
     def from_calibration(cls, cal, **options):
-        """A measurer for a :class:`~lf_mpc_calib.calibration_file.CalibrationFile`."""
+        """A measurer for a :class:`~lf_mpc_calib.io.calibration_file.CalibrationFile`."""
         if cal.camera_type != 'conventional':
             raise InvalidInputError(f"live decoding needs a 'conventional' camera, the "
                                     f'calibration file has {cal.camera_type!r}')
@@ -173,7 +173,7 @@ class LiveMeasurer:
     # ---- set-up -------------------------------------------------------------------------
     def set_white(self, white):
         """Use ``white`` (uint8/uint16/float, (H, W)) from now on; decoders are rebuilt."""
-        from lf_mpc_calib.session import as_float_image
+        from lf_mpc_calib.io.images import as_float_image
         w = as_float_image(white, 'white')
         if w.ndim != 2 and self.demosaic is None:
             w = w.mean(axis=2)

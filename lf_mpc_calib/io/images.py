@@ -99,6 +99,45 @@ def to_uint(image, *, bits=8, top=None):
     return out.astype(np.uint8 if bits == 8 else np.uint16)
 
 
+def as_float_image(image, name='raw'):
+    """
+    A 2-D (or (H, W, 3)) float32 image in [0, 1] from uint8, uint16 or float pixels.
+
+    uint8 is divided by 255 and uint16 by 65535 (as calibrate-raw reads PNG files); floats are
+    taken as they are.
+    """
+    arr = np.asarray(image)
+    if arr.ndim not in (2, 3) or arr.size == 0 or (arr.ndim == 3 and arr.shape[2] != 3):
+        raise InvalidInputError(f'{name} image must be (H, W) or (H, W, 3), got {arr.shape}')
+    if arr.dtype == np.uint8:
+        return arr.astype(np.float32) / 255.0
+    if arr.dtype == np.uint16:
+        return arr.astype(np.float32) / 65535.0
+    if arr.dtype.kind == 'f':
+        return arr.astype(np.float32)
+    raise InvalidInputError(f'{name} image must be uint8, uint16 or float, got {arr.dtype}')
+
+
+def read_float_image(path):
+    """
+    Read an 8/16-bit PNG/TIFF (mono or Bayer raw) as a 2-D float array in [0, 1].
+
+    ``path`` may also be an in-memory frame (an object with ``load()`` returning the pixels,
+    e.g. a rosbag2 message): its pixels go through the same conversion as a file's.
+    """
+    if hasattr(path, 'load'):
+        img = np.asarray(path.load())
+    else:
+        img = np.asarray(read_image(path))
+    if img.ndim == 3:
+        img = img[..., :3].mean(axis=2) if img.shape[2] >= 3 else img[..., 0]
+    if img.dtype == np.uint8:
+        return img.astype(np.float32) / 255.0
+    if img.dtype == np.uint16:
+        return img.astype(np.float32) / 65535.0
+    return img.astype(np.float32)
+
+
 # ---- image messages -------------------------------------------------------------------------
 def encoding_info(encoding):
     """

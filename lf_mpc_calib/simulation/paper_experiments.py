@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from lf_mpc_calib.errors import LFCalibError
-from lf_mpc_calib.model import DISTORTION_NAMES, INTRINSIC_NAMES, PARAMETER_NAMES
+from lf_mpc_calib.camera.model import DISTORTION_NAMES, INTRINSIC_NAMES, PARAMETER_NAMES
 from lf_mpc_calib.simulation.observations import (
     board_points, noise_sweep_poses, paper_camera, PAPER_DISTANCE_M, random_poses,
     simulate_observations, view_grid)

@@ -20,7 +20,7 @@ Layout (format_version 1)::
     frames: {optical: <camera>_optical_frame, board_prefix: <camera>_board_}
     software: {name: lf_mpc_calib, version: .., date: ISO 8601}
     lens_types: {...} | null                 # optional: per-micro-lens-type terms of a
-                                             # multi-focus camera (lf_mpc_calib.raytrix)
+                                             # multi-focus camera (lf_mpc_calib.io.raytrix_r12)
 
 Every number is written as a plain Python float (``yaml.safe_dump``). Reading a file of another
 format version, or one lacking a key, raises :class:`CalibrationFileError` naming the key.
@@ -35,7 +35,7 @@ import yaml
 from lf_mpc_calib import __version__
 from lf_mpc_calib.errors import CalibrationFileError, LFCalibError
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.model import DISTORTION_NAMES, INTRINSIC_NAMES, MPCModel, PARAMETER_NAMES
+from lf_mpc_calib.camera.model import DISTORTION_NAMES, INTRINSIC_NAMES, MPCModel, PARAMETER_NAMES
 
 FORMAT_VERSION = 1
 CAMERA_TYPES = ('conventional', 'focused')

@@ -7,7 +7,7 @@ Raw frames from a rosbag2 (sqlite3 or mcap) for calibrate-raw.
 
 Every message on the topic is one frame, a :class:`BagFrame`: it reads its message when the
 pipeline asks for its pixels (so a bag of large frames is not held in memory) and goes through
-:func:`lf_mpc_calib.pipeline.read_image` like a file. A message that is not a
+:func:`lf_mpc_calib.io.images.read_float_image` like a file. A message that is not a
 sensor_msgs/Image, or an Image that cannot be read (unsupported encoding, wrong data size),
 raises InvalidInputError naming the message when read: calibrate_raw skips that frame and lists
 it with the reason, as it does a frame without the board.
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.imageio import bayer_pattern, image_to_array
+from lf_mpc_calib.io.images import bayer_pattern, image_to_array
+from lf_mpc_calib.io.raw_dataset import checked_grid, IMAGE_SUFFIXES, RawDataset
 
 BAG_SUFFIXES = ('.db3', '.mcap')
 IMAGE_TYPE = 'sensor_msgs/msg/Image'
@@ -128,7 +129,7 @@ class BagFrame:
 
     def load(self):
         """
-        The image's pixels: (H, W) or (H, W, 3|4) uint8/uint16 (see lf_mpc_calib.imageio).
+        The image's pixels: (H, W) or (H, W, 3|4) uint8/uint16 (see lf_mpc_calib.io.images).
 
         Raises InvalidInputError naming the message when it is not a sensor_msgs/Image or
         its pixels cannot be read.
@@ -200,7 +201,6 @@ def _bag_dir(bag):
 
 def _find_white(bag, topics, topic):
     """The white image of a bag: the last message of its white topic, or white.* beside it."""
-    from lf_mpc_calib.pipeline import IMAGE_SUFFIXES
     candidates = sorted(t for t, m in topics.items() if t != topic and m == IMAGE_TYPE
                         and t.rstrip('/').rsplit('/', 1)[-1] in WHITE_TOPIC_NAMES)
     if len(candidates) == 1:
@@ -217,16 +217,15 @@ def _find_white(bag, topics, topic):
 
 def load_bag_dataset(bag, *, topic, board, white=None, demosaic=None, grid=None):
     """
-    A :class:`lf_mpc_calib.pipeline.RawDataset` of the image messages on ``topic``.
+    A :class:`lf_mpc_calib.io.raw_dataset.RawDataset` of the image messages on ``topic``.
 
     bag: a rosbag2 folder, or its .db3/.mcap file; board: a Checkerboard (required: a bag
     has no manifest); white: an image file, a topic of the bag (its last message, e.g. the
     simulated camera's latched ``white_image``), or None: the bag's one topic named
     ``white_image``/``white``, else the one ``white.*`` file beside the bag; demosaic: Bayer
     pattern, None: taken from the first image message's encoding (bayer_*); grid: as for
-    :func:`lf_mpc_calib.pipeline.load_raw_dataset`.
+    :func:`lf_mpc_calib.io.raw_dataset.load_raw_folder`.
     """
-    from lf_mpc_calib.pipeline import checked_grid, RawDataset
     bag = Path(bag)
     if topic is None:
         raise InvalidInputError(f'{bag} is a rosbag2: give the image topic (--topic '

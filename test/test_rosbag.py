@@ -1,16 +1,17 @@
-"""Tests of lf_mpc_calib.rosbag_input: calibrate-raw from rosbag2 frames (sqlite3 and mcap)."""
+"""Tests of lf_mpc_calib.io.rosbag: calibrate-raw from rosbag2 frames (sqlite3 and mcap)."""
 
 import builtins
 
 import numpy as np
 import pytest
 
-from lf_mpc_calib.calibration_file import load_calibration
+from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.imageio import read_image as read_file
-from lf_mpc_calib.pipeline import calibrate_raw, load_raw_dataset, read_image
-from lf_mpc_calib.rosbag_input import BagFrame, is_bag, load_bag_dataset
+from lf_mpc_calib.io.images import read_image as read_file
+from lf_mpc_calib.io.images import read_float_image as read_image
+from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset
+from lf_mpc_calib.io.rosbag import BagFrame, is_bag, load_bag_dataset
 
 rosbags = pytest.importorskip('rosbags', reason='rosbag2 input needs the rosbags package')
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.raytrix import lens_type, read_r12
+from lf_mpc_calib.io.raytrix_r12 import lens_type, read_r12
 
 DATA = Path(__file__).resolve().parents[1].parent / 'shared' / 'data' / 'raytrix-r12a'
 CSV = DATA / 'r12a_observations.csv'
@@ -38,7 +38,7 @@ def test_read_r12_convention():
     np.testing.assert_array_equal(obs.pose_ids, [0, 1, 2, 3] + list(range(5, 16)))
     # (u, v) relative to the centre: inside a micro-image of pitch 23.3 px (radius < 11.7 px)
     assert np.abs(obs.ijuv[:, 2:]).max() < 11.7
-    # absolute corner = centre + offset, exactly (the convention of lf_mpc_calib.model)
+    # absolute corner = centre + offset, exactly (the convention of lf_mpc_calib.camera.model)
     np.testing.assert_allclose(obs.ijuv[:, :2] + obs.ijuv[:, 2:], d.corner_px, atol=1e-9)
     # corner_id = row*9 + col, 10 mm squares
     np.testing.assert_allclose(obs.board[:, 0], (obs.point % 9) * 0.01, atol=1e-9)
@@ -58,8 +58,9 @@ def test_read_r12_grid_matches_detected_centres():
 def test_calibrate_r12_recovers_simulated_lens_type_terms():
     # simulate -> estimate -> compare: a conventional scene whose (u, v) are seen through a
     # per-type scale and offset, with types assigned from (i, j) like a lens pattern
-    from lf_mpc_calib.raytrix import calibrate_r12, R12Dataset
-    from lf_mpc_calib.observations import Observations
+    from lf_mpc_calib.calibration.lens_types import calibrate_r12
+    from lf_mpc_calib.io.raytrix_r12 import R12Dataset
+    from lf_mpc_calib.camera.observations import Observations
     from lf_mpc_calib.simulation.observations import paper_scene
     truth, _, _, obs = paper_scene(n_poses=4, n_views=5, noise_px=0.0,
                                    rng=np.random.default_rng(7))
@@ -90,7 +91,7 @@ def test_calibrate_r12_recovers_simulated_lens_type_terms():
 
 @needs_data
 def test_r12_calibration_rms_in_raw_pixels():
-    from lf_mpc_calib.raytrix import calibrate_r12
+    from lf_mpc_calib.calibration.lens_types import calibrate_r12
     d = read_r12(CSV)
     plain = calibrate_r12(d, lens_type_terms='none')
     # measured 1.0209 px (the prototype: 1.02 px; COMPOTE 1.078 px)
@@ -105,7 +106,7 @@ def test_r12_calibration_rms_in_raw_pixels():
 
 @needs_data
 def test_r12_cli_writes_raw_pixel_error(tmp_path, capsys):
-    from lf_mpc_calib.calibration_file import load_calibration
+    from lf_mpc_calib.io.calibration_file import load_calibration
     from lf_mpc_calib.cli import main
     out = tmp_path / 'r12.yaml'
     rc = main(['calibrate', '--format', 'r12', str(CSV), '-o', str(out), '--quiet'])

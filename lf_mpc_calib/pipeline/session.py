@@ -4,7 +4,7 @@ An interactive calibration session: capture raw frames one by one, calibrate, sa
 What the calibration node (and any other front end) drives: a white image gives the lenslet
 grid (estimated, unless one is given) and the decoder; each :meth:`CalibrationSession.capture`
 decodes one raw frame and detects the board in its views (the same decoder, usable views and
-corner detector as ``lf-mpc-calib calibrate-raw``, from :mod:`lf_mpc_calib.pipeline`); a frame
+corner detector as ``lf-mpc-calib calibrate-raw``, :mod:`lf_mpc_calib.pipeline.offline`); a frame
 without a board is reported and not kept, and never disturbs earlier captures.
 :meth:`~CalibrationSession.calibrate` runs the full calibration on the kept poses and
 :meth:`~CalibrationSession.save` writes the calibration file, the observation table and the
@@ -20,15 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
+from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
     InvalidInputError
+from lf_mpc_calib.io.images import as_float_image
+from lf_mpc_calib.io.observation_table import observations_path, write_observations
+from lf_mpc_calib.io.raw_dataset import MANIFEST, MANIFEST_FORMAT, WHITE_FILE
 from lf_mpc_calib.lenslet.grid import LensletGrid
-from lf_mpc_calib.observations import Observations, write_observations
-from lf_mpc_calib.pipeline import MIN_POSES, make_decoder, observations_path
-
-MANIFEST = 'manifest.yaml'
-WHITE_FILE = 'white.png'
-MANIFEST_FORMAT = 'lf_mpc_calib-raw-dataset'
+from lf_mpc_calib.lenslet.white_image import make_decoder
+from lf_mpc_calib.pipeline.offline import MIN_POSES
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,30 +66,11 @@ class CaptureReport:
                 f'{self.observations} rays; {self.poses} poses kept')
 
 
-def as_float_image(image, name='raw'):
-    """
-    A 2-D (or (H, W, 3)) float32 image in [0, 1] from uint8, uint16 or float pixels.
-
-    uint8 is divided by 255 and uint16 by 65535 (as calibrate-raw reads PNG files); floats are
-    taken as they are.
-    """
-    arr = np.asarray(image)
-    if arr.ndim not in (2, 3) or arr.size == 0 or (arr.ndim == 3 and arr.shape[2] != 3):
-        raise InvalidInputError(f'{name} image must be (H, W) or (H, W, 3), got {arr.shape}')
-    if arr.dtype == np.uint8:
-        return arr.astype(np.float32) / 255.0
-    if arr.dtype == np.uint16:
-        return arr.astype(np.float32) / 65535.0
-    if arr.dtype.kind == 'f':
-        return arr.astype(np.float32)
-    raise InvalidInputError(f'{name} image must be uint8, uint16 or float, got {arr.dtype}')
-
-
 class CalibrationSession:
     """
     Captures, calibrates and saves one light-field camera calibration.
 
-    board: a Checkerboard (``lf_mpc_calib.board`` or the simulator's); camera_type:
+    board: a Checkerboard (``lf_mpc_calib.camera.board`` or the simulator's); camera_type:
     'conventional' (the only type the raw pipeline decodes); grid: a LensletGrid to decode
     with (None: estimated from the white image); white: the white image (any layout accepted
     by :meth:`set_white`), or None to give it later; views (n_i, n_j) decoded views;
@@ -249,7 +230,7 @@ class CalibrationSession:
         if self.result is None:
             raise InvalidInputError('not calibrated yet: calibrate before asking for the '
                                     'calibration file')
-        from lf_mpc_calib.calibration_file import CalibrationFile
+        from lf_mpc_calib.io.calibration_file import CalibrationFile
         return CalibrationFile.from_result(self.result, camera_type=self.camera_type,
                                            image_size=self.view_size, lenslet_grid=self.grid,
                                            camera=camera_name)
@@ -265,8 +246,8 @@ class CalibrationSession:
         captured and nothing calibrated.
         """
         import yaml
-        from lf_mpc_calib.calibration_file import save_calibration
-        from lf_mpc_calib.imageio import write_image
+        from lf_mpc_calib.io.calibration_file import save_calibration
+        from lf_mpc_calib.io.images import write_image
         if not self.frames and self.result is None:
             raise InvalidInputError('nothing to save: no frame captured yet')
         out = Path(output_dir)
@@ -308,4 +289,4 @@ def _as_uint(image):
     return np.round(np.clip(arr, 0.0, 1.0) * 65535.0).astype(np.uint16)
 
 
-__all__ = ['CalibrationSession', 'CaptureReport', 'as_float_image']
+__all__ = ['CalibrationSession', 'CaptureReport']

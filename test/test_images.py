@@ -1,10 +1,10 @@
-"""Tests for lf_mpc_calib.imageio (8/16-bit PNG/TIFF, mono and RGB)."""
+"""Tests for lf_mpc_calib.io.images (8/16-bit PNG/TIFF, mono and RGB)."""
 
 import numpy as np
 import pytest
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.imageio import read_image, to_uint, write_image
+from lf_mpc_calib.io.images import read_image, to_uint, write_image
 
 
 @pytest.mark.parametrize('suffix', ['.png', '.tif'])
@@ -25,7 +25,7 @@ def test_to_uint_scales_and_clips():
     assert to_uint(a, bits=16, top=100.0)[0, 3] == 65535
 
 
-def test_imageio_bad_input(tmp_path):
+def test_images_bad_input(tmp_path):
     with pytest.raises(InvalidInputError, match='does not exist'):
         read_image(tmp_path / 'missing.png')
     (tmp_path / 'junk.png').write_bytes(b'not an image')

@@ -22,14 +22,8 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from lf_mpc_calib.model import PARAMETER_NAMES
-
-
-def _pyplot():
-    import matplotlib
-    matplotlib.use('Agg', force=False)
-    import matplotlib.pyplot as plt
-    return plt
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.report.figures import pyplot
 
 
 def summary_text(result, *, truth=None, title=''):
@@ -81,7 +75,7 @@ def _is_view_grid(view_ids):
 
 def plot_poses(result, path, *, board=None, title=''):
     """Plot the board (or each pose's origin and axes, without ``board``) in the camera frame."""
-    plt = _pyplot()
+    plt = pyplot()
     fig = plt.figure(figsize=(6, 5))
     ax = fig.add_subplot(projection='3d')
     rv = np.asarray(result.rotation_vectors, dtype=float).reshape(-1, 3)
@@ -125,7 +119,7 @@ def plot_poses(result, path, *, board=None, title=''):
 
 def plot_per_view_rms(result, path, *, title=''):
     """Plot per-view RMS: a heatmap over the (i, j) view grid, or a micro-image scatter."""
-    plt = _pyplot()
+    plt = pyplot()
     ids = np.asarray(result.view_ids, dtype=float).reshape(-1, 2)
     rms = np.asarray(result.per_view_rms_px, dtype=float).ravel()
     fig, ax = plt.subplots(figsize=(6, 5))
@@ -159,7 +153,7 @@ def plot_per_view_rms(result, path, *, title=''):
 
 def plot_residuals(result, path, *, title=''):
     """Plot the residuals (N, 2) as a scatter and the histogram of their lengths."""
-    plt = _pyplot()
+    plt = pyplot()
     res = np.asarray(result.residuals_px, dtype=float).reshape(-1, 2)
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4.5))
     sample = res if len(res) <= 50000 else res[np.linspace(0, len(res) - 1, 50000).astype(int)]

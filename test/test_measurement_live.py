@@ -1,11 +1,11 @@
-"""Tests of lf_mpc_calib.measure: decode, rectify, detect, triangulate and rays of a frame."""
+"""Tests of lf_mpc_calib.measurement.live: decode, rectify, detect, triangulate, rays."""
 
 import cv2
 import numpy as np
 import pytest
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.measure import LiveMeasurer, central_view_intrinsics, rectify_maps
+from lf_mpc_calib.measurement.live import LiveMeasurer, central_view_intrinsics, rectify_maps
 
 
 @pytest.fixture(scope='module')
@@ -131,7 +131,7 @@ def test_measure_uint16_and_float_frames_agree_with_uint8(measured, scene):
 
 
 def test_measure_rejects_bad_input(scene):
-    from lf_mpc_calib.calibration_file import CalibrationFile
+    from lf_mpc_calib.io.calibration_file import CalibrationFile
     with pytest.raises(InvalidInputError, match='model must be an MPCModel'):
         LiveMeasurer('model', scene['grid'])
     with pytest.raises(InvalidInputError, match='ray_step'):

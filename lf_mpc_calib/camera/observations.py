@@ -1,21 +1,19 @@
 """
-The observation table: one row per ray, the interchange format between feature detection and
-calibration.
+The observation table in memory: one row per ray, the interchange format between feature
+detection and calibration (read and written as CSV by :mod:`lf_mpc_calib.io.observation_table`).
 
-CSV columns (header required, extra columns after these are kept only if asked for):
-``pose,point,X,Y,Z,i,j,u,v`` — pose index, board point index, the board point in the board
+Columns ``pose,point,X,Y,Z,i,j,u,v`` — pose index, board point index, the board point in the board
 frame in metres (Z = 0 for a planar board) and the indexed pixel (i, j, u, v) in the
-convention of :mod:`lf_mpc_calib.model` (conventional: view index from the central view and
-pixel in that view; focused: absolute micro-image centre and raw pixel relative to it).
+convention of :mod:`lf_mpc_calib.camera.model` (conventional: view index from the central
+view and pixel in that view; focused: absolute micro-image centre and raw pixel relative to it).
 """
 
-import csv
 from dataclasses import dataclass
 
 import numpy as np
 
+from lf_mpc_calib.camera.model import as_points
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.model import as_points
 
 COLUMNS = ('pose', 'point', 'X', 'Y', 'Z', 'i', 'j', 'u', 'v')
 
@@ -76,41 +74,3 @@ class Observations:
                    np.concatenate([p.point for p in parts]),
                    np.concatenate([p.board for p in parts]),
                    np.concatenate([p.ijuv for p in parts]))
-
-
-def write_observations(path, obs):
-    """Write ``obs`` as CSV with the header ``pose,point,X,Y,Z,i,j,u,v``."""
-    with open(path, 'w', newline='') as f:
-        w = csv.writer(f)
-        w.writerow(COLUMNS)
-        for k in range(len(obs)):
-            w.writerow([int(obs.pose[k]), int(obs.point[k])]
-                       + [repr(float(x)) for x in obs.board[k]]
-                       + [repr(float(x)) for x in obs.ijuv[k]])
-
-
-def read_observations(path):
-    """Read a CSV written by :func:`write_observations` (or any tool using its columns)."""
-    with open(path, newline='') as f:
-        reader = csv.reader(f)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise InvalidInputError(f'{path}: empty file, expected a header {COLUMNS}') from None
-        if tuple(header[:len(COLUMNS)]) != COLUMNS:
-            raise InvalidInputError(
-                f'{path}: header must start with {",".join(COLUMNS)}, got {",".join(header)}')
-        rows = []
-        for line_no, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            try:
-                rows.append([float(x) for x in row[:len(COLUMNS)]])
-            except ValueError:
-                raise InvalidInputError(
-                    f'{path}:{line_no}: expected {len(COLUMNS)} numbers, got {row}') from None
-            if len(rows[-1]) != len(COLUMNS):
-                raise InvalidInputError(
-                    f'{path}:{line_no}: expected {len(COLUMNS)} columns, got {len(row)}')
-    a = np.array(rows, dtype=float).reshape(-1, len(COLUMNS))
-    return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9])

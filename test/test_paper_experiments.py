@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from lf_mpc_calib.bench import paper
+from lf_mpc_calib.simulation import paper_experiments as paper
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.simulation.observations import paper_camera
 

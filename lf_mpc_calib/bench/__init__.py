@@ -1,1 +1,0 @@
-"""Reproductions of the paper's experiments (``lf-mpc-calib bench``)."""

@@ -1,0 +1,175 @@
+"""
+The offline pipeline: a folder of raw checkerboard frames + a white image -> a calibration.
+
+    dataset = load_raw_dataset(folder)            # manifest.yaml (from `simulate`) or options
+    run = calibrate_raw(dataset, progress=...)    # decode, detect, calibrate
+    write_outputs(run, 'calibration.yaml', report_dir='report')
+
+Each frame is decoded into sub-aperture views with the lenslet grid estimated from the white
+image, the board's corners are found across views (:mod:`lf_mpc_calib.features.corners`), and
+the observation table of all poses is calibrated. A frame whose board is not found is skipped
+and listed in ``run.skipped`` with the reason; the run fails only when fewer than
+``min_poses`` frames remain. Pose indices in the observation table and the result count the
+frames that were kept, in dataset order (``run.pose_frames`` names them).
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+import time
+
+import numpy as np
+
+from lf_mpc_calib.calibration import calibrate
+from lf_mpc_calib.camera.board import Checkerboard
+from lf_mpc_calib.camera.observations import Observations
+from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LFCalibError
+from lf_mpc_calib.features.corners import detect_corners
+from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
+from lf_mpc_calib.io.images import read_float_image
+from lf_mpc_calib.io.observation_table import observations_path, write_observations
+from lf_mpc_calib.io.raw_dataset import load_raw_folder
+from lf_mpc_calib.io.rosbag import is_bag, load_bag_dataset
+from lf_mpc_calib.lenslet.white_image import make_decoder
+
+MIN_POSES = 3
+
+
+@dataclass(frozen=True, eq=False)
+class RawCalibration:
+    """
+    The outcome of :func:`calibrate_raw`.
+
+    result: CalibrationResult; observations: the table of all kept poses; pose_frames: frame
+    Path per pose index; detections: list of (Path, Detection) of kept poses; skipped: list
+    of (Path, reason); grid: the LensletGrid; view_size (width, height); board; truth (or
+    None); timings: seconds per stage {'grid', 'decode', 'detect', 'calibrate'};
+    usable_views: (n_j, n_i) bool views the corners were taken from (``Decoder.valid``).
+    """
+
+    result: object
+    observations: Observations
+    pose_frames: list
+    detections: list
+    skipped: list
+    grid: object
+    view_size: tuple
+    board: Checkerboard
+    truth: object = None
+    timings: dict = field(default_factory=dict)
+    name: str = ''
+    usable_views: np.ndarray = None
+
+
+# ---- input ----------------------------------------------------------------------------------
+def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None, topic=None):
+    """
+    The :class:`~lf_mpc_calib.io.raw_dataset.RawDataset` in ``folder``.
+
+    A rosbag2 (its folder, or its .db3/.mcap file) or a ``topic`` given reads the frames from
+    the bag (:func:`lf_mpc_calib.io.rosbag.load_bag_dataset`); anything else is a folder of
+    image files (:func:`lf_mpc_calib.io.raw_dataset.load_raw_folder`). The keyword arguments
+    are theirs.
+    """
+    if topic is not None or is_bag(folder):
+        return load_bag_dataset(folder, topic=topic, board=board, white=white,
+                                demosaic=demosaic, grid=grid)
+    return load_raw_folder(folder, board=board, white=white, demosaic=demosaic, grid=grid)
+
+
+# ---- calibration ----------------------------------------------------------------------------
+def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
+                  calibrate_options=None, min_poses=MIN_POSES, strict_views=True,
+                  progress=None):
+    """
+    Decode every frame, detect the board, calibrate.
+
+    views (n_i, n_j) sub-aperture views to decode (None: the decoder's default); corners are
+    taken from the decoder's usable views (``Decoder.valid``: clean views only;
+    ``strict_views`` False: every bright view, ``Decoder.bright``); grid: a LensletGrid to
+    decode with (None: estimated from the white image); calibrate_options: keyword
+    arguments of ``lf_mpc_calib.calibration.calibrate``;
+    progress(index, total, frame_path, message) is called after each frame (message
+    starts with 'skipped: ' for a skipped frame) and with frame_path None before
+    calibrating. Raises DetectionError when fewer than ``min_poses`` frames show the board.
+    """
+    timings = {'grid': 0.0, 'decode': 0.0, 'detect': 0.0, 'calibrate': 0.0}
+    t0 = time.perf_counter()
+    white = read_float_image(dataset.white)
+    try:
+        grid, decoder = make_decoder(white, views=views, demosaic=dataset.demosaic, grid=grid)
+    except LFCalibError as exc:
+        raise DetectionError(f'white image {dataset.white}: {exc}') from exc
+    use = decoder.valid if strict_views else decoder.bright
+    timings['grid'] = time.perf_counter() - t0
+    parts, detections, skipped, pose_frames = [], [], [], []
+    view_size = None
+    total = len(dataset.frames)
+    for k, path in enumerate(dataset.frames):
+        try:
+            t0 = time.perf_counter()
+            raw = read_float_image(path)
+            lf = dataclasses.replace(decoder.decode(raw), valid=use.copy())
+            t1 = time.perf_counter()
+            timings['decode'] += t1 - t0
+            det = detect_corners(lf, dataset.board, pose=len(pose_frames),
+                                 options=corner_options)
+            timings['detect'] += time.perf_counter() - t1
+        except LFCalibError as exc:
+            skipped.append((Path(path), str(exc)))
+            if progress:
+                progress(k, total, Path(path), f'skipped: {exc}')
+            continue
+        view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
+        pose_frames.append(Path(path))
+        parts.append(det.observations)
+        detections.append((Path(path), det))
+        if progress:
+            d = det.diagnostics
+            progress(k, total, Path(path),
+                     f'{len(det.observations)} observations, {d["corners_found"]}/'
+                     f'{d["corners_total"]} corners in {d["views_used"]}/'
+                     f'{d["views_available"]} views, line residual '
+                     f'{d["line_residual_rms_px"]:.3f} px')
+    if len(pose_frames) < min_poses:
+        reasons = '; '.join(f'{p.name}: {r}' for p, r in skipped) or 'none'
+        raise DetectionError(
+            f'the board was found in {len(pose_frames)} of {total} frames, at least '
+            f'{min_poses} are needed (skipped: {reasons})')
+    obs = Observations.concatenate(parts)
+    if progress:
+        progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
+    t0 = time.perf_counter()
+    try:
+        result = calibrate(obs, **(calibrate_options or {}))
+    except DegenerateConfigurationError as exc:
+        raise DegenerateConfigurationError(
+            f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
+            f'{exc}') from exc
+    timings['calibrate'] = time.perf_counter() - t0
+    return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
+                          dataset.board, dataset.truth_for(grid), timings, dataset.name,
+                          use)
+
+
+# ---- outputs --------------------------------------------------------------------------------
+def write_outputs(run, output, *, report_dir=None, camera='camera'):
+    """
+    Write the calibration file, the observation table beside it and (optionally) the report.
+
+    Returns a list of written paths.
+    """
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    cal = CalibrationFile.from_result(run.result, camera_type='conventional',
+                                      image_size=run.view_size, lenslet_grid=run.grid,
+                                      camera=camera)
+    save_calibration(output, cal)
+    written = [output]
+    obs_path = observations_path(output)
+    write_observations(obs_path, run.observations)
+    written.append(obs_path)
+    if report_dir is not None:
+        from lf_mpc_calib.report.raw_calibration import write_raw_report
+        written += write_raw_report(run, report_dir)
+    return written

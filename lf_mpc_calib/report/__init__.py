@@ -1,0 +1,1 @@
+"""Reports of a calibration: text summaries and PNG plots (matplotlib, Agg backend)."""

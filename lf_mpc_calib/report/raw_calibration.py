@@ -1,0 +1,75 @@
+"""
+The report of a raw-image calibration (``calibrate-raw``): the calibration report
+(:mod:`lf_mpc_calib.report.calibration`) plus what the front end found in each frame.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from lf_mpc_calib.report.calibration import write_report
+from lf_mpc_calib.report.figures import pyplot
+
+
+def detection_summary(run):
+    """Multi-line text: per frame, kept (pose index, counts) or skipped (reason)."""
+    lines = [f'Frames: {len(run.pose_frames)} kept, {len(run.skipped)} skipped']
+    for k, (path, det) in enumerate(run.detections):
+        d = det.diagnostics
+        lines.append(f'  pose {k}: {path.name}: {len(det.observations)} observations, '
+                     f'{d["corners_found"]}/{d["corners_total"]} corners, '
+                     f'{d["views_used"]}/{d["views_available"]} views, line residual RMS '
+                     f'{d["line_residual_rms_px"]:.3f} px, dropped {d["off_line"]} off-line, '
+                     f'{d["low_contrast"]} low-contrast, {d["moved_too_far"]} unstable')
+    for path, reason in run.skipped:
+        lines.append(f'  skipped {path.name}: {reason}')
+    t = run.timings
+    lines.append('Timings: ' + ', '.join(f'{k} {v:.2f} s' for k, v in t.items()))
+    return '\n'.join(lines) + '\n'
+
+
+def plot_detections(image, central_uv, board, path, *, title=''):
+    """Save the central view with the detected corners, corner 0 and the board axes marked."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 6 * image.shape[0] / image.shape[1]))
+    ax.imshow(image, cmap='gray')
+    uv = np.asarray(central_uv)
+    ok = np.isfinite(uv[:, 0])
+    ax.plot(uv[ok, 0], uv[ok, 1], 'o', ms=4, mfc='none', mec='lime')
+    if ok[0]:
+        ax.plot(uv[0, 0], uv[0, 1], 'o', ms=8, mfc='none', mec='red')
+        for other, colour, name in ((1, 'red', 'x'), (board.cols, 'cyan', 'y')):
+            if ok[other]:
+                d = uv[other] - uv[0]
+                ax.annotate('', xy=uv[0] + 2 * d, xytext=uv[0],
+                            arrowprops={'arrowstyle': '->', 'color': colour})
+                ax.text(*(uv[0] + 2.3 * d), name, color=colour)
+    ax.set_title(title or f'{int(ok.sum())}/{len(uv)} corners')
+    ax.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return Path(path)
+
+
+def write_raw_report(run, report_dir):
+    """The calibration report plus detection overlays (one PNG per pose) and detections.txt."""
+    out = Path(report_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    title = run.name or 'calibrate-raw'
+    paths = list(write_report(run.result, out, board=run.board.points(), title=title,
+                              truth=run.truth))
+    text = detection_summary(run)
+    det_txt = out / 'detections.txt'
+    det_txt.write_text(text)
+    paths.append(det_txt)
+    summary = out / 'summary.txt'
+    if summary.is_file():
+        summary.write_text(summary.read_text() + '\n' + text)
+    for k, (path, det) in enumerate(run.detections):
+        if det.reference_image is None:
+            continue
+        paths.append(plot_detections(det.reference_image, det.central_uv, run.board,
+                                     out / f'detections_{k:03d}_{path.stem}.png',
+                                     title=f'pose {k}: {path.name}'))
+    return paths
