@@ -1,0 +1,197 @@
+"""
+Capture guidance: what the poses captured so far determine, and which pose to add next.
+
+The counterpart of the X / Y / size / skew bars of ROS ``camera_calibration``, for the MPC
+model. The view-plane parameters k_i, k_j rest on parallax across views, which vanishes for a
+board at the focus distance (1 + k₃ Z ≈ 0, NOTES §3): they need boards on both sides of the
+focus distance. The intrinsics need tilts about both axes (a planar board facing the camera
+leaves focal length and distance confounded). So the guidance reports
+
+- the standard deviation of k_i, k_j (and the worst other intrinsic) in % of the value,
+- the depth span of the board centres relative to the focus distance (from k₃ = −1/Z_f,
+  NOTES §3, when the data determine k₃; otherwise in metres),
+- the spread of board tilts about the camera's x and y axes,
+
+and turns the shortfalls into advice ("add a board nearer than 0.30 m").
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lf_mpc_calib.camera.rotations import rotation_matrix
+
+MIN_POSES = 3
+NEAR_FRACTION = 0.8
+"""A well-conditioned set has a board nearer than this fraction of the focus distance ..."""
+FAR_FRACTION = 1.25
+"""... and one farther than this fraction."""
+MIN_TILT_SPREAD_DEG = 20.0
+"""Spread of board tilts wanted about each of the camera's x and y axes."""
+TARGET_SIGMA_PCT = 0.5
+"""Relative standard deviation of k_i, k_j, k_u, k_v aimed at."""
+TARGET_SIGMA_PP_PX = 0.5
+"""Standard deviation of the principal point aimed at, in view pixels."""
+UNDETERMINED_SIGMA_PCT = 5.0
+"""Above this relative sigma the estimated poses cannot be trusted for the depth/tilt figures."""
+SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
+
+
+@dataclass(frozen=True, eq=False)
+class CaptureGuidance:
+    """
+    What a pose set determines and what to add.
+
+    poses: poses used; sigma_pct: {k_i, k_j, k_u, k_v: standard deviation in % of the value} (empty
+    before a calibration is possible); focus_distance_m: from k₃ (None when k₃ is not
+    determined); sigma_principal_point_px: (u, v) standard deviation of the principal point
+    in view pixels; depth_m (P,): board-centre depth of each pose along the optical axis;
+    tilt_x_deg, tilt_y_deg (P,): board tilt about the camera's x and y axes; advice: list
+    of what to capture next (empty when the set is good); sufficient: True when nothing is
+    advised.
+    """
+
+    poses: int
+    sigma_pct: dict = field(default_factory=dict)
+    sigma_principal_point_px: tuple = None
+    focus_distance_m: float = None
+    depth_m: np.ndarray = None
+    tilt_x_deg: np.ndarray = None
+    tilt_y_deg: np.ndarray = None
+    advice: tuple = ()
+
+    @property
+    def sufficient(self):
+        """True when the pose set meets every target (nothing advised)."""
+        return not self.advice
+
+    def depth_span(self):
+        """(nearest, farthest) board depth as a fraction of the focus distance, or None."""
+        if self.focus_distance_m is None or self.depth_m is None or not len(self.depth_m):
+            return None
+        return (float(self.depth_m.min() / self.focus_distance_m),
+                float(self.depth_m.max() / self.focus_distance_m))
+
+    def summary(self):
+        """One line: the figures and the first advice."""
+        parts = [f'{self.poses} poses']
+        if self.sigma_pct:
+            parts.append('sigma k_i {:.2f} %, k_j {:.2f} %'.format(
+                self.sigma_pct.get('k_i', float('nan')), self.sigma_pct.get('k_j', float('nan'))))
+        span = self.depth_span()
+        if span is not None:
+            parts.append(f'depths {span[0]:.2f}-{span[1]:.2f} x focus '
+                         f'({self.focus_distance_m:.3f} m)')
+        elif self.depth_m is not None and len(self.depth_m):
+            parts.append(f'depths {self.depth_m.min():.3f}-{self.depth_m.max():.3f} m')
+        if self.tilt_x_deg is not None and len(self.tilt_x_deg):
+            parts.append(f'tilt spread x {np.ptp(self.tilt_x_deg):.0f} deg, '
+                         f'y {np.ptp(self.tilt_y_deg):.0f} deg')
+        parts.append('pose set complete' if self.sufficient else f'next: {self.advice[0]}')
+        return '; '.join(parts)
+
+    def to_dict(self):
+        """Plain types, for a status message or a YAML file."""
+        span = self.depth_span()
+        return {
+            'poses': int(self.poses),
+            'sigma_pct': {k: float(v) for k, v in self.sigma_pct.items()},
+            'sigma_principal_point_px': None if self.sigma_principal_point_px is None
+            else [float(v) for v in self.sigma_principal_point_px],
+            'focus_distance_m': None if self.focus_distance_m is None
+            else float(self.focus_distance_m),
+            'depth_m': [] if self.depth_m is None else [float(z) for z in self.depth_m],
+            'depth_span_of_focus': None if span is None else [span[0], span[1]],
+            'tilt_x_deg': [] if self.tilt_x_deg is None else [float(a) for a in self.tilt_x_deg],
+            'tilt_y_deg': [] if self.tilt_y_deg is None else [float(a) for a in self.tilt_y_deg],
+            'sufficient': bool(self.sufficient),
+            'advice': list(self.advice),
+        }
+
+
+def _focus_distance(result):
+    """Z_f = 1/|k₃| when the data determine k₃ (|k₃| > 5 sigma), else None."""
+    k3 = float(result.model.k_3)
+    sigma = float(result.stddev.get('k_3', float('nan')))
+    if k3 == 0.0 or not np.isfinite(sigma) or abs(k3) < 5.0 * sigma:
+        return None
+    return 1.0 / abs(k3)
+
+
+def _pose_geometry(result, board_points):
+    """Board-centre depths (P,) and tilts about the camera x, y axes in degrees (P,), (P,)."""
+    rot = rotation_matrix(np.atleast_2d(result.rotation_vectors))
+    centre = (np.zeros(3) if board_points is None
+              else np.asarray(board_points, dtype=float).reshape(-1, 3).mean(axis=0))
+    depth = rot[:, 2, :] @ centre + np.asarray(result.translations)[:, 2]
+    normal = rot[:, :, 2]
+    normal = normal * np.where(normal[:, 2:3] < 0, -1.0, 1.0)   # facing the camera either way
+    tilt_x = np.degrees(np.arctan2(normal[:, 1], normal[:, 2]))
+    tilt_y = np.degrees(np.arctan2(normal[:, 0], normal[:, 2]))
+    return depth, tilt_x, tilt_y
+
+
+def capture_guidance(result=None, *, poses=None, board_points=None, focus_distance=None,
+                     min_poses=MIN_POSES):
+    """
+    Guidance for the next capture.
+
+    result: the CalibrationResult of the poses so far (None when too few poses to calibrate);
+    poses: number of poses captured (default: those in ``result``); board_points (M, 3): the
+    board's points in its frame (board centre depth; default the board origin);
+    focus_distance: metres, when known from elsewhere (default: from k₃ when determined).
+    Returns a :class:`CaptureGuidance`.
+    """
+    if result is None:
+        n = int(poses or 0)
+        more = max(min_poses - n, 1)
+        return CaptureGuidance(n, advice=(
+            f'capture {more} more pose{"s" if more > 1 else ""} showing the whole board '
+            f'(at least {min_poses} are needed to calibrate)',))
+    n = int(poses if poses is not None else len(result.rotation_vectors))
+    sigma = {}
+    for name in SCALES:
+        value = float(getattr(result.model, name))
+        s = float(result.stddev.get(name, float('nan')))
+        if value != 0.0 and np.isfinite(s):
+            sigma[name] = 100.0 * s / abs(value)
+    m = result.model
+    pp = tuple(float(result.stddev.get(a, np.nan)) / abs(float(k))
+               for a, k in (('u_0', m.k_u), ('v_0', m.k_v)))
+    zf = float(focus_distance) if focus_distance else _focus_distance(result)
+    depth, tilt_x, tilt_y = _pose_geometry(result, board_points)
+    worst = max(sigma.items(), key=lambda kv: kv[1], default=(None, 0.0))
+    if worst[1] > UNDETERMINED_SIGMA_PCT:
+        # the estimated poses are as uncertain as the intrinsics: give the generic advice
+        advice = (f'the poses do not determine the camera (sigma of {worst[0]} '
+                  f'{worst[1]:.1f} %): add poses',
+                  'tilt the board about the camera x axis (top edge towards / away from the '
+                  'camera) by 15-30 deg',
+                  'tilt the board about the camera y axis (left edge towards / away from the '
+                  'camera) by 15-30 deg',
+                  'place boards in front of and behind the focus distance')
+        return CaptureGuidance(n, sigma, pp, None, depth, tilt_x, tilt_y, advice)
+    advice = []
+    if zf is not None:
+        near, far = NEAR_FRACTION * zf, FAR_FRACTION * zf
+        if depth.min() > near:
+            advice.append(f'add a board nearer than {near:.2f} m (nearest so far '
+                          f'{depth.min():.2f} m, focus distance {zf:.2f} m)')
+        if depth.max() < far:
+            advice.append(f'add a board farther than {far:.2f} m (farthest so far '
+                          f'{depth.max():.2f} m, focus distance {zf:.2f} m)')
+    elif np.ptp(depth) < 0.3 * float(np.mean(depth)):
+        advice.append(f'vary the board distance more (depths {depth.min():.2f}-'
+                      f'{depth.max():.2f} m): boards in front of and behind the focus distance')
+    for axis, tilt, how in (('x', tilt_x, 'top edge towards / away from the camera'),
+                            ('y', tilt_y, 'left edge towards / away from the camera')):
+        if np.ptp(tilt) < MIN_TILT_SPREAD_DEG:
+            advice.append(f'tilt the board about the camera {axis} axis ({how}): spread '
+                          f'{np.ptp(tilt):.0f} deg so far, {MIN_TILT_SPREAD_DEG:.0f} deg wanted')
+    if not advice and worst[1] > TARGET_SIGMA_PCT:
+        advice.append(f'add poses: sigma of {worst[0]} is {worst[1]:.2f} % (target '
+                      f'{TARGET_SIGMA_PCT} %)')
+    if not advice and max(pp) > TARGET_SIGMA_PP_PX:
+        advice.append(f'add tilted poses near the image corners: principal point sigma '
+                      f'({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px)')
+    return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice))
