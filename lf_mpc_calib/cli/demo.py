@@ -63,6 +63,7 @@ def run(args):
     from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.io.images import read_float_image
     from lf_mpc_calib.lenslet.white_image import make_decoder
+    from lf_mpc_calib.measurement.accuracy import corner_accuracy
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
     from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
@@ -111,20 +112,20 @@ def run(args):
     raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)
     _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
     detection = detect_corners(decoder.decode(raw), board, pose=0)
-    obs = detection.observations
-    measured = result.model.triangulate(result.model.rays(obs.ijuv), obs.point)
-    ids = np.unique(obs.point)
-    _, rot, trans = aligned_truth(calib.truth, result.model, rotation_matrix(rvecs[-1:]),
-                                  tvecs[-1:])
-    expected = board.points()[ids] @ rot[0].T + trans[0]
-    err_mm = np.linalg.norm(measured - expected, axis=1) * 1e3
-    print(f'\nnew frame: {len(ids)} corners measured in 3-D from {len(obs)} rays, '
-          f'board at {np.linalg.norm(trans[0]) * 1e3:.0f} mm')
-    for k in range(min(4, len(ids))):
-        print(f'  corner {ids[k]:3d}: measured {np.round(measured[k] * 1e3, 2)} mm, '
-              f'truth {np.round(expected[k] * 1e3, 2)} mm, error {err_mm[k]:.3f} mm')
-    print(f'3-D error: mean {err_mm.mean():.3f} mm, max {err_mm.max():.3f} mm '
-          f'({err_mm.mean() / np.linalg.norm(trans[0]) / 10:.3f} % of the distance)')
+    truth_new, rot, trans = aligned_truth(calib.truth, result.model,
+                                          rotation_matrix(rvecs[-1:]), tvecs[-1:])
+    acc = corner_accuracy(detection.observations, result.model, truth_new,
+                          board.points() @ rot[0].T + trans[0])
+    expected = board.points()[acc.ids] @ rot[0].T + trans[0]
+    print(f'\nnew frame: {len(acc.ids)} corners measured in 3-D from '
+          f'{len(detection.observations)} rays, board at {acc.distance_m * 1e3:.0f} mm')
+    for k in range(min(4, len(acc.ids))):
+        print(f'  corner {acc.ids[k]:3d}: measured {np.round(acc.measured[k] * 1e3, 2)} mm, '
+              f'truth {np.round(expected[k] * 1e3, 2)} mm, error {acc.error_mm[k]:.3f} mm')
+    print(f'3-D error: mean {acc.error_mm.mean():.3f} mm, max {acc.error_mm.max():.3f} mm '
+          f'({acc.error_mm.mean() / acc.distance_m / 10:.3f} % of the distance)')
+    print(f'floor (true model, same detections): mean {acc.floor_mm.mean():.3f} mm, max '
+          f'{acc.floor_mm.max():.3f} mm; calibrated / floor = {acc.ratio:.2f}')
     print(f'\ncalibration file {out / "calibration.yaml"}, report {out / "report"}; '
           f'{time.perf_counter() - start:.1f} s in all')
     sys.stdout.flush()

@@ -78,6 +78,21 @@ def _true_corners(sim, model, index):
     return sim.board.points() @ rot[0].T + trans[0]
 
 
+def _floor(session, sim, model, index):
+    """Corner accuracy of sim pose ``index`` with ``model`` and with the true model."""
+    import dataclasses
+    from lf_mpc_calib.features.corners import detect_corners
+    from lf_mpc_calib.io.images import as_float_image
+    from lf_mpc_calib.measurement.accuracy import corner_accuracy
+    lf = dataclasses.replace(session.decoder.decode(as_float_image(sim.frame(index))),
+                             valid=session.use.copy())
+    obs = detect_corners(lf, session.board, pose=0).observations
+    truth = sim.camera.ground_truth_model(session.grid)
+    truth, rot, trans = aligned_truth(truth, model, rotation_matrix(sim.rvecs[index:index + 1]),
+                                      sim.tvecs[index:index + 1])
+    return corner_accuracy(obs, model, truth, sim.board.points() @ rot[0].T + trans[0])
+
+
 def _cloud_points(msg):
     """(N, 3) xyz and (N,) corner ids of a ~/points PointCloud2."""
     from lf_mpc_calib.ros.messages import cloud_columns
@@ -187,6 +202,8 @@ def run(args, out=None):
                 f'{err_mm[k]:6.2f} mm')
         say(f'3-D error: mean {err_mm.mean():.2f} mm, max {err_mm.max():.2f} mm '
             f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
+        acc = _floor(calib.session, sim, result.model, new)
+        say(f'floor: the same frame decoded and detected here, {acc.summary()}')
         say(f'\noutputs in {output_dir}; demo took {time.perf_counter() - start:.1f} s')
         return 0
     except RuntimeError as exc:
