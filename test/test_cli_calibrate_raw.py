@@ -1,5 +1,7 @@
 """Tests of ``lf-mpc-calib calibrate-raw`` (front of lf_mpc_calib.pipeline.offline)."""
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -39,6 +41,8 @@ def test_cli_calibrate_raw_writes_file_table_and_report(dataset, tmp_path, capsy
     skipped = captured.err.count('warning: skipped')
     assert skipped <= 1, captured.err
     assert 'RMS reprojection' in captured.out
+    # what the 4 poses determine, and the next pose to add (capture guidance)
+    assert re.search(r'pose set: \d poses; sigma k_i [0-9.]+ %, k_j [0-9.]+ %', captured.out)
     cal = load_calibration(out)
     assert cal.camera_type == 'conventional' and cal.num_poses == 4 - skipped
     # 7x7 views: view indices -3..3.

@@ -100,6 +100,7 @@ def board_from_args(args):
 
 def run(args):
     """Run calibrate-raw; returns the exit code."""
+    from lf_mpc_calib.calibration.guidance import capture_guidance
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
     views = parse_views(args.views)
     options = {'distortion': not args.no_distortion}
@@ -139,6 +140,10 @@ def run(args):
           f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.intrinsics_dict().items()), file=out)
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.distortion_dict().items()), file=out)
+    guidance = capture_guidance(r, board_points=result_run.board.points())
+    print(f'pose set: {guidance.summary()}', file=out)
+    for advice in guidance.advice[1:]:
+        print(f'  also: {advice}', file=out)
     for p in written[:2]:
         print(f'wrote {p}', file=out)
     if args.report:
