@@ -140,6 +140,8 @@ def run(args):
           f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.intrinsics_dict().items()), file=out)
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.distortion_dict().items()), file=out)
+    print(f'model fit: RMS {r.rms_reprojection_px:.3f} px = {result_run.fit_ratio:.2f} x the '
+          f'corner noise {result_run.corner_noise_px:.3f} px measured across views', file=out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.calibration import calibrate
+from lf_mpc_calib.calibration.fit_check import check_model_fit, corner_noise_px
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LFCalibError
@@ -44,7 +45,10 @@ class RawCalibration:
     Path per pose index; detections: list of (Path, Detection) of kept poses; skipped: list
     of (Path, reason); grid: the LensletGrid; view_size (width, height); board; truth (or
     None); timings: seconds per stage {'grid', 'decode', 'detect', 'calibrate'};
-    usable_views: (n_j, n_i) bool views the corners were taken from (``Decoder.valid``).
+    usable_views: (n_j, n_i) bool views the corners were taken from (``Decoder.valid``);
+    corner_noise_px: the detector's own corner noise (line residuals across views);
+    fit_ratio: RMS reprojection / corner noise (checked by
+    :mod:`~lf_mpc_calib.calibration.fit_check`).
     """
 
     result: object
@@ -59,6 +63,8 @@ class RawCalibration:
     timings: dict = field(default_factory=dict)
     name: str = ''
     usable_views: np.ndarray = None
+    corner_noise_px: float = float('nan')
+    fit_ratio: float = float('nan')
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -91,7 +97,9 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     arguments of ``lf_mpc_calib.calibration.calibrate``;
     progress(index, total, frame_path, message) is called after each frame (message
     starts with 'skipped: ' for a skipped frame) and with frame_path None before
-    calibrating. Raises DetectionError when fewer than ``min_poses`` frames show the board.
+    calibrating. Raises DetectionError when fewer than ``min_poses`` frames show the board,
+    or when the calibrated model does not explain the detections (RMS reprojection far above
+    the corner noise the detector measured, :mod:`lf_mpc_calib.calibration.fit_check`).
     """
     timings = {'grid': 0.0, 'decode': 0.0, 'detect': 0.0, 'calibrate': 0.0}
     t0 = time.perf_counter()
@@ -147,9 +155,12 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
             f'{exc}') from exc
     timings['calibrate'] = time.perf_counter() - t0
+    noise = corner_noise_px([d.diagnostics['line_residual_rms_px'] for _, d in detections],
+                            [len(d.observations) for _, d in detections])
+    ratio = check_model_fit(result.rms_reprojection_px, noise)
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
-                          use)
+                          use, noise, ratio)
 
 
 # ---- outputs --------------------------------------------------------------------------------
