@@ -21,6 +21,8 @@ SUBCOMMANDS = (
     'calibrate_raw',
     'bench',
     'demo',
+    'depth',
+    'refocus',
 )
 
 

@@ -3,12 +3,16 @@
 
     lf-mpc-calib simulate --preset lytro --poses 5 --seed 0 -o DIR [--scale 0.2]
         [--noise SIGMA] [--poses-file POSES.yaml] [--board 8x6 --square 0.02]
-        [--samples 4] [--bayer rggb] [--bit-depth 16] [--upright]
+        [--samples 4] [--bayer rggb] [--bit-depth 16] [--upright] [--scene planes]
 
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
 --poses-file (a list of {rotation_vector, translation_m}, board -> MPC camera frame, or a
 calibration file) or are drawn at random (tilts up to --max-tilt degrees, board in view).
+``--scene planes`` (conventional presets) renders instead textured planes at 0.55-1.9 x the focus
+distance, one slanted, with the board among them, and writes beside each frame_NNN.png its
+ground-truth depth of the central view depth_NNN.npy (float32 metres, NaN where no surface;
+see :mod:`lf_mpc_calib.simulation.scene_dataset`); --poses is then the number of frames.
 """
 
 import re
@@ -57,6 +61,9 @@ def register(subparsers):
                    help="PNG bit depth (default: the preset's)")
     p.add_argument('--upright', action='store_true',
                    help='read the sensor out turned by 180 degrees (upright raw image)')
+    p.add_argument('--scene', choices=('board', 'planes'), default='board',
+                   help='board: the checkerboard at --poses poses; planes: textured planes and '
+                        'the board with depth truth per frame (default: %(default)s)')
     p.add_argument('--quiet', action='store_true', help='no progress lines')
     p.set_defaults(func=run)
 
@@ -89,6 +96,8 @@ def run(args):
         overrides['sensor__upright'] = True
     camera = preset(args.preset, scale=args.scale, **overrides)
     board = _board(args, camera)
+    if args.scene == 'planes':
+        return _run_planes(args, camera, board)
     if args.poses_file:
         rvecs, tvecs = load_poses(args.poses_file)
     else:
@@ -113,4 +122,26 @@ def run(args):
                          samples=args.samples, progress=progress)
     print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
           f'{path.parent / "ground_truth.yaml"})')
+    return 0
+
+
+def _run_planes(args, camera, board):
+    from lf_mpc_calib.simulation.scene_dataset import write_planes_dataset
+    if args.poses_file:
+        raise InvalidInputError('--poses-file does not apply to --scene planes (the scenes are '
+                                'drawn from --seed)')
+    if camera.camera_type != 'conventional':
+        raise InvalidInputError(f'--scene planes needs a conventional preset (depth of the '
+                                f'central view), got {args.preset!r}')
+    start = time.perf_counter()
+
+    def progress(done, total):
+        if not args.quiet:
+            what = 'white image' if done == 0 else f'frame {done}/{total}'
+            print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr)
+
+    path = write_planes_dataset(args.output, camera, board, args.poses, seed=args.seed,
+                                samples=args.samples, progress=progress)
+    print(f'wrote {path.parent} ({args.poses} frames of textured planes with depth_NNN.npy, '
+          f'ground truth in {path.parent / "ground_truth.yaml"})')
     return 0

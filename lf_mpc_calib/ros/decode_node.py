@@ -25,9 +25,18 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   ``ray_view_step`` (only while someone subscribes);
 - ``~/points`` (PointCloud2: x y z, id, rays, residual): the board corners found,
   triangulated from all the views (Eq. 2-5), in the optical frame (empty when no board);
+- ``~/depth`` (sensor_msgs/Image 32FC1, metres along the optical axis, NaN where unknown,
+  REP 118) with ``~/depth/camera_info`` (the rectified central view's, whose pixels the depth
+  has), ``~/cloud`` (PointCloud2 x y z intensity confidence in the optical frame, every
+  ``cloud_step``-th pixel) and ``~/refocus`` (Image as ``~/center``, refocused at
+  ``refocus_distance`` m): computed only while someone subscribes
+  (:mod:`lf_mpc_calib.measurement.depth`; range ``depth_near``..``depth_far``, 0: 0.5-2 x
+  the distance where the views agree). A depth set-up the calibration cannot serve (empty
+  range, range behind the camera, too little disparity) is logged once per cause and the
+  other outputs go on;
 - ``~/rate`` (std_msgs/Float32): frames processed per second (last 2 s or 10 frames);
 - ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (decode,
-  rectify, detect, triangulate, rays, publish), frame counters.
+  rectify, detect, triangulate, rays, depth, refocus, publish), frame counters.
 
 Malformed images are logged and ignored; a parameter out of range or an unreadable calibration
 file stops the node at startup with its name.
@@ -49,6 +58,19 @@ except ImportError:  # pragma: no cover - importable without ROS for docs
     Node = object
 
 CALIBRATION_TOPIC = 'lf_calibration/calibration'
+DEPTH_PARAMETERS = [
+    ('depth_near', 0.0, 'nearest depth of ~/depth and ~/cloud (m); 0 with depth_far 0: 0.5 x '
+     'the distance where the views agree', D.at_least(0.0)),
+    ('depth_far', 0.0, 'farthest depth (m); 0 with depth_near 0: 2 x that distance',
+     D.at_least(0.0)),
+    ('depth_view_step', 1, 'depth uses the usable views whose i, j are multiples of this',
+     D.between(1, 64)),
+    ('depth_window', 5, 'odd size (px) of the depth cost window', D.between(1, 31)),
+    ('depth_min_confidence', 0.3, 'depth below this confidence is NaN', D.between(0.0, 0.99)),
+    ('cloud_step', 2, 'pixel decimation of ~/cloud', D.between(1, 64)),
+    ('refocus_distance', 0.0, 'distance (m) in focus on ~/refocus; 0: where the views agree',
+     D.at_least(0.0)),
+]
 
 
 class DecodeNode(Node):
@@ -84,7 +106,7 @@ class DecodeNode(Node):
              D.between(1, 64)),
             ('optical_frame', '', 'frame id of the outputs; empty: the calibration file\'s',
              None),
-        ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
+        ] + DEPTH_PARAMETERS + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
         self.params = p
         self.board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
         self._Image, self._CameraInfo = Image, CameraInfo
@@ -113,6 +135,12 @@ class DecodeNode(Node):
         self.points_pub = self.create_publisher(PointCloud2, '~/points', out)
         self.rate_pub = self.create_publisher(Float32, '~/rate', out)
         self.stats_pub = self.create_publisher(String, '~/stats', out)
+        self.depth_pub = self.create_publisher(Image, '~/depth', out)
+        self.depth_info_pub = self.create_publisher(CameraInfo, '~/depth/camera_info', out)
+        self.cloud_pub = self.create_publisher(PointCloud2, '~/cloud', out)
+        self.refocus_pub = self.create_publisher(Image, '~/refocus', out)
+        self._depth = (None, None)             # (measurer, DepthEstimator | error text)
+        self._depth_errors = set()             # causes logged once
 
         group = MutuallyExclusiveCallbackGroup()
         if p['calibration_file']:
@@ -263,6 +291,7 @@ class DecodeNode(Node):
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
         meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays)
+        meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
         t2 = time.perf_counter()
 
         header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
@@ -307,6 +336,80 @@ class DecodeNode(Node):
         self.rate_pub.publish(self._Float32(data=float(rate)))
         import yaml
         self.stats_pub.publish(self._String(data=yaml.safe_dump(stats, sort_keys=False)))
+
+    # ---- depth, cloud and refocus ---------------------------------------------------------
+    def _log_depth_error_once(self, text):
+        if text not in self._depth_errors:
+            self._depth_errors.add(text)
+            self.get_logger().error(f'no depth: {text}')
+
+    def _estimator(self, measurer, dtype):
+        """The DepthEstimator of this measurer (built once), or None after logging why."""
+        owner, est = self._depth
+        if owner is not measurer:
+            from lf_mpc_calib.measurement.depth import DepthEstimator
+            p = self.params
+            rng = None if p['depth_near'] == 0.0 and p['depth_far'] == 0.0 else \
+                (p['depth_near'], p['depth_far'])
+            try:
+                est = DepthEstimator.for_decoder(
+                    measurer.model, measurer.decoder(dtype), depth_range=rng,
+                    view_step=p['depth_view_step'], window=p['depth_window'],
+                    min_confidence=p['depth_min_confidence'])
+            except LFCalibError as exc:
+                est = str(exc)
+            self._depth = (measurer, est)
+        if isinstance(est, str):
+            self._log_depth_error_once(est)
+            return None
+        return est
+
+    def _depth_outputs(self, msg, pixels, measurer, meas):
+        """Publish ~/depth, ~/cloud, ~/refocus when subscribed; returns their stage times."""
+        from std_msgs.msg import Header
+
+        from lf_mpc_calib.ros.messages import camera_info, depth_cloud, depth_image
+        timings = {}
+        want_depth = self.depth_pub.get_subscription_count() > 0
+        want_cloud = self.cloud_pub.get_subscription_count() > 0
+        header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
+        if want_depth or want_cloud:
+            t0 = time.perf_counter()
+            est = self._estimator(measurer, pixels.dtype)
+            if est is not None:
+                dm = est.estimate(meas.lightfield)
+                if want_depth:
+                    self.depth_pub.publish(depth_image(dm.depth, header=header))
+                    self.depth_info_pub.publish(camera_info(
+                        measurer.model, measurer.view_size, frame_id=self.optical_frame,
+                        stamp=msg.header.stamp))
+                if want_cloud:
+                    pts, uv = dm.points(step=self.params['cloud_step'])
+                    top = 255.0 if pixels.dtype == np.uint8 else 65535.0
+                    self.cloud_pub.publish(depth_cloud(
+                        pts, meas.center[uv[:, 1], uv[:, 0]] / top,
+                        dm.confidence[uv[:, 1], uv[:, 0]], frame_id=self.optical_frame,
+                        stamp=msg.header.stamp))
+                timings['depth'] = time.perf_counter() - t0
+        if self.refocus_pub.get_subscription_count() > 0:
+            t0 = time.perf_counter()
+            from lf_mpc_calib.measurement.depth import default_depth_range, refocus
+            distance = self.params['refocus_distance']
+            try:
+                if distance == 0.0:
+                    distance = 2.0 * default_depth_range(measurer.model)[0]
+                image = refocus(meas.lightfield, measurer.model, distance)
+            except LFCalibError as exc:
+                self._log_depth_error_once(f'refocus: {exc}')
+            else:
+                from lf_mpc_calib.ros.image_conversion import array_to_image
+                encoding, top = ('mono8', 255) if pixels.dtype == np.uint8 else \
+                    ('mono16', 65535)
+                self.refocus_pub.publish(array_to_image(
+                    np.clip(np.rint(image), 0, top).astype(pixels.dtype), encoding,
+                    header=header))
+            timings['refocus'] = time.perf_counter() - t0
+        return timings
 
     def destroy_node(self):
         """Stop the worker thread, then destroy the node."""

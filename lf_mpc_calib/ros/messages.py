@@ -203,3 +203,29 @@ def points_cloud(points, ids, rays_per_point, residual_m, *, frame_id, stamp=Non
             ('rays', np.asarray(rays_per_point, dtype=np.uint32)),
             ('residual', np.asarray(residual_m, dtype=np.float32))]
     return point_cloud(cols, frame_id=frame_id, stamp=stamp)
+
+
+def depth_image(depth, *, header):
+    """
+    sensor_msgs/Image 32FC1 of a depth map (rows, cols) in metres, NaN where unknown (REP 118).
+
+    Packed in this machine's byte order (is_bigendian set accordingly), step = 4 * cols.
+    """
+    from sensor_msgs.msg import Image
+    d = np.ascontiguousarray(depth, dtype=np.float32)
+    if d.ndim != 2:
+        raise InvalidInputError(f'depth must be (rows, cols), got shape {d.shape}')
+    msg = Image(header=header, height=int(d.shape[0]), width=int(d.shape[1]),
+                encoding='32FC1', is_bigendian=int(sys.byteorder == 'big'),
+                step=int(4 * d.shape[1]))
+    msg.data = d.tobytes()
+    return msg
+
+
+def depth_cloud(points, intensity, confidence, *, frame_id, stamp=None):
+    """PointCloud2 of depth points (P, 3) m with intensity and confidence (P,) (float32)."""
+    p = np.asarray(points, dtype=np.float32).reshape(-1, 3)
+    return point_cloud([('x', p[:, 0]), ('y', p[:, 1]), ('z', p[:, 2]),
+                        ('intensity', np.asarray(intensity, dtype=np.float32)),
+                        ('confidence', np.asarray(confidence, dtype=np.float32))],
+                       frame_id=frame_id, stamp=stamp)

@@ -6,6 +6,8 @@ Public API::
     render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None,
                progress=None) -> (H, W) float64 in [0, 1]
     render_white(camera, *, samples=4, progress=None) -> (H, W) float64 in [0, 1]
+    render_scene(camera, scene, *, samples=4, rng=None, noise=None,
+                 progress=None) -> (H, W) float64 in [0, 1]
     quantize(image, bit_depth) -> (H, W) uint8 | uint16
     sample_pattern(samples) -> (S, 4)
 
@@ -24,6 +26,11 @@ chief ray is what the ground truth (and the MPC model) assigns to the pixel. Def
 aperture disk of each micro-image and the vignetting of border micro-images follow from the
 geometry. The white image is the same tracing against a uniform white scene (reflectance 1).
 
+``render_scene`` traces the same rays to a :class:`lf_mpc_calib.simulation.scene.Scene` of
+finite planes (textured planes and boards): each ray takes the nearest surface it meets
+(:func:`lf_mpc_calib.simulation.scene.surface_hits`), the scene's background level where it
+meets none; the board-only path of ``render_raw`` is left as it was.
+
 Board poses (rvec, tvec) map board to the MPC (optical) camera frame, the frame of the ground
 truth (:meth:`Camera.pose_to_physical`). The optional Bayer mosaic multiplies each pixel by the
 sensor's channel gain of its colour (the scene is grey); noise is Gaussian (sigma a fraction of
@@ -37,6 +44,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
+from lf_mpc_calib.simulation.scene import Scene, surface_hits, surface_poses
 
 CHUNK_PIXELS = 1 << 15
 _R4 = 1.0 / 1.1673039782614187 ** np.arange(1, 5)   # Kronecker (R_4) sequence steps
@@ -97,6 +105,25 @@ def render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None, pr
     if not (np.isfinite(sigma) and sigma >= 0):
         raise InvalidInputError(f'noise must be a sigma >= 0, got {noise!r}')
     image = _render(camera, (board, rmat, t), samples, progress)
+    return _finish(camera, image, rng, sigma)
+
+
+def render_scene(camera, scene, *, samples=4, rng=None, noise=None, progress=None):
+    """
+    Render a raw frame (H, W) float64 in [0, 1] of a :class:`Scene` (surfaces in the MPC frame).
+
+    noise, rng, progress as in :func:`render_raw`.
+    """
+    _check_camera(camera)
+    if not isinstance(scene, Scene):
+        raise InvalidInputError(f'scene must be a simulation.scene.Scene, got '
+                                f'{type(scene).__name__}')
+    sigma = camera.sensor.noise if noise is None else float(noise)
+    if not (np.isfinite(sigma) and sigma >= 0):
+        raise InvalidInputError(f'noise must be a sigma >= 0, got {noise!r}')
+    rm, tm = camera.mpc_frame()
+    surfaces = [scene.surfaces, surface_poses(scene, rm, tm), scene.background]
+    image = _render(camera, surfaces, samples, progress)
     return _finish(camera, image, rng, sigma)
 
 
@@ -173,7 +200,8 @@ def _render_rows(camera, scene, pattern, y0, y1):
     barrel = math.isfinite(ml.barrel_radius)
     rb2, zb = ml.barrel_radius ** 2, ml.barrel_distance
     natural = camera.sensor.natural_vignetting
-    if scene is not None:
+    planes = isinstance(scene, list)
+    if scene is not None and not planes:
         board, rmat, t = scene
         nx, ny, nz = rmat[:, 2]
         n_t = float(rmat[:, 2] @ t)
@@ -206,6 +234,17 @@ def _render_rows(camera, scene, pattern, y0, y1):
             weight /= np.square(1.0 + cx * cx + cy * cy)
         if scene is None:
             total += weight
+            continue
+        if planes:
+            surfaces, poses, background = scene
+            index, _, hx, hy = surface_hits(surfaces, poses, (ox, oy, 0.0),
+                                            (dxs, dys, 1.0))
+            shade = np.full(index.shape, background)
+            for k, surf in enumerate(surfaces):
+                on = index == k
+                if np.any(on):
+                    shade[on] = surf.shade(hx[on], hy[on])
+            total += weight * shade
             continue
         # board plane n . X = n . t; ray X = (ox, oy, 0) + lam (dxs, dys, 1)
         denom = nx * dxs + ny * dys + nz

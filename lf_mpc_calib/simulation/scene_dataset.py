@@ -1,0 +1,93 @@
+"""
+Simulated raw datasets of textured planes with ground-truth depth (``simulate --scene planes``).
+
+Public API::
+
+    write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, noise=None,
+                         progress=None) -> Path of manifest.yaml
+
+Layout: the dataset folder of :mod:`lf_mpc_calib.simulation.dataset` (manifest.yaml,
+white.png, frame_NNN.png, ground_truth.yaml with the board pose of each frame), plus beside
+each frame ``depth_NNN.npy``: the ground-truth depth of its rectified central view
+((rows, cols) float32, metres along the optical axis, NaN where no surface;
+:func:`lf_mpc_calib.simulation.scene.depth_truth`). The manifest adds ``scene: planes``,
+``depth`` (the depth file names) and ``scenes`` (each frame's surfaces), so
+:func:`lf_mpc_calib.simulation.dataset.read_dataset` reads it like any other dataset.
+"""
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import yaml
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.io.calibration_file import save_calibration
+from lf_mpc_calib.simulation.dataset import (
+    FORMAT, FORMAT_VERSION, GROUND_TRUTH, ground_truth_file, MANIFEST, WHITE)
+from lf_mpc_calib.simulation.optics import Camera, Checkerboard
+from lf_mpc_calib.simulation.render import quantize, render_scene, render_white
+from lf_mpc_calib.simulation.scene import depth_truth, planes_scene
+
+
+def _write_png(path, image):
+    if not cv2.imwrite(str(path), image):
+        raise InvalidInputError(f'could not write image {path}')
+
+
+def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, noise=None,
+                         progress=None):
+    """
+    Render ``n`` frames of :func:`planes_scene` (with ``board``) and write the dataset folder.
+
+    seed: of the scenes and the noise; noise: sigma (None: the sensor's); progress(done, total)
+    after the white image (done 0) and after each frame. Returns the manifest path.
+    """
+    if not isinstance(camera, Camera) or camera.camera_type != 'conventional':
+        raise InvalidInputError('a planes dataset needs a conventional simulation.optics.Camera '
+                                '(depth truth is of the central sub-aperture view)')
+    if not isinstance(board, Checkerboard):
+        raise InvalidInputError(f'board must be a simulation.optics.Checkerboard, got '
+                                f'{type(board).__name__}')
+    if int(n) != n or n < 1:
+        raise InvalidInputError(f'number of frames must be a positive integer, got {n!r}')
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    bits = camera.sensor.bit_depth
+    _write_png(root / WHITE, quantize(render_white(camera, samples=samples), bits))
+    if progress is not None:
+        progress(0, n)
+    rng = np.random.default_rng(seed)
+    names, depths, scenes, rvecs, tvecs = [], [], [], [], []
+    for k in range(int(n)):
+        scene = planes_scene(camera, rng, board=board)
+        raw = render_scene(camera, scene, samples=samples, rng=rng, noise=noise)
+        name, dname = f'frame_{k:03d}.png', f'depth_{k:03d}.npy'
+        _write_png(root / name, quantize(raw, bits))
+        np.save(root / dname, depth_truth(camera, scene))
+        names.append(name)
+        depths.append(dname)
+        scenes.append(scene.to_dict())
+        rvecs.append(scene.board.rvec)
+        tvecs.append(scene.board.tvec)
+        if progress is not None:
+            progress(k + 1, n)
+    save_calibration(root / GROUND_TRUTH, ground_truth_file(camera, rvecs, tvecs))
+    manifest = {
+        'format': FORMAT, 'format_version': FORMAT_VERSION, 'scene': 'planes',
+        'preset': camera.name, 'scale': float(camera.scale),
+        'camera_type': camera.camera_type,
+        'image_size': [camera.sensor.width, camera.sensor.height],
+        'bayer': camera.sensor.bayer, 'bit_depth': bits,
+        'noise': float(camera.sensor.noise if noise is None else noise),
+        'seed': int(seed), 'samples': int(samples),
+        'board': board.to_dict(), 'white': WHITE, 'frames': names, 'depth': depths,
+        'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(), 'scenes': scenes,
+    }
+    path = root / MANIFEST
+    with open(path, 'w') as f:
+        yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
+    return path
+
+
+__all__ = ['write_planes_dataset']
