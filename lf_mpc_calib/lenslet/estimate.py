@@ -96,6 +96,9 @@ def spectral_spacing(image, *, max_crop=1024, min_share=0.08):
     n = int(min(h, w, max_crop))
     y0, x0 = (h - n) // 2, (w - n) // 2
     crop = image[y0:y0 + n, x0:x0 + n].astype(np.float32)
+    # over the local (3 x 3) maximum: the micro-images of a scene's dark parts become as
+    # bright as the rest, so a scene's own low frequencies do not outshine the lattice
+    crop = crop / np.maximum(_local_maxima(crop, 1), 1e-3 * max(float(crop.max()), 1e-30))
     crop = crop - crop.mean()
     win = np.hanning(n).astype(np.float32)
     crop = crop * win[:, None] * win[None, :]
@@ -110,6 +113,10 @@ def spectral_spacing(image, *, max_crop=1024, min_share=0.08):
     med = float(np.median(spec[spec > 0]))
     ratio = float(peak / med) if med > 0 else float('inf')
     strong = (spec >= cv2.dilate(spec, np.ones((5, 5), np.uint8))) & (spec >= min_share * peak)
+    # the fundamental of micro-images lies within 4x of the strongest peak (touching disks:
+    # sqrt(3) or 2 times); stronger low frequencies are a scene, not the lattice
+    r_peak = float(radius.flat[int(np.argmax(spec))])
+    strong &= radius >= r_peak / 4.2
     r = float(radius[strong].min())
     return float(n / r), ratio
 
@@ -570,14 +577,16 @@ _ADVICE = ('pass a known grid (--grid FILE / grid=...), force the lattice type (
            'take another white image (uniformly lit, not saturated, micro-images in focus)')
 
 
-def check_white(white, spacing=None):
+def check_white(white, spacing=None, full_scale=None):
     """
     Refuse an image (H, W) float32 that is not a usable white image; returns None.
 
-    Checks, in order: dark or uniform; saturated (over 95 % of the pixels at the clip level);
+    Checks, in order: dark or uniform (brightest 0.1 % under 2 % of ``full_scale``, the
+    dtype's maximum for integer images); saturated (over 95 % of the pixels at the clip level);
+    low contrast (1st percentile over half the 99th: no dark gaps between micro-images);
     and, given the lattice ``spacing`` (px), not a flat field (a scene or a checkerboard: the
     brightest pixel of blocks of 1.5 micro-images, which for a white image follows a smooth
-    vignetting, falls under half a smooth fit of it in over 12 % of the blocks inside the lit
+    vignetting, falls under 0.7 x a smooth fit of it in over 10 % of the blocks inside the lit
     area). Raises DetectionError naming the figure and its limit.
     """
     img = white
@@ -587,11 +596,23 @@ def check_white(white, spacing=None):
         raise DetectionError(
             f'white image check: the image is dark or uniform (min {lo:g}, max {hi:g}); '
             f'expected bright micro-images on a darker background; {_ADVICE}')
-    clipped = float(np.mean(img >= hi))
+    sub = img[::2, ::2]
+    p1, p99, p999 = (float(x) for x in np.percentile(sub, [1, 99, 99.9]))
+    if full_scale is not None and p999 < 0.02 * full_scale:
+        raise DetectionError(
+            f'white image check: dark, the brightest 0.1 % of the pixels reach {p999:g}, under '
+            f'2 % of full scale {full_scale:g}; {_ADVICE}')
+    clipped = float(np.mean(img >= hi - 0.02 * (hi - lo)))
     if clipped > 0.95:
         raise DetectionError(
-            f'white image check: saturated, {100 * clipped:.1f} % of the pixels sit at the '
-            f'clip level {hi:g} (limit 95 %): the micro-image borders are lost; {_ADVICE}')
+            f'white image check: saturated, {100 * clipped:.1f} % of the pixels sit within 2 % '
+            f'of the clip level {hi:g} (limit 95 %): the micro-image borders are lost; '
+            f'{_ADVICE}')
+    if p1 > 0.5 * p99:
+        raise DetectionError(
+            f'white image check: low contrast, the 1st percentile {p1:g} is over half the 99th '
+            f'{p99:g}: no dark gaps between micro-images (over-exposed, out of focus, or not a '
+            f'lenslet image); {_ADVICE}')
     if spacing is None:
         return
     b = max(16, int(np.ceil(1.75 * spacing)))
@@ -601,25 +622,41 @@ def check_white(white, spacing=None):
     y0, x0 = (h - nb_y * b) // 2, (w - nb_x * b) // 2
     blocks = img[y0:y0 + nb_y * b, x0:x0 + nb_x * b].reshape(nb_y, b, nb_x, b)
     bmax = blocks.max(axis=(1, 3)).astype(float)                        # (nb_y, nb_x)
-    # the lit area: a lens barrel leaves the corners dark; blocks of it vary smoothly
-    lit = bmax > 0.2 * float(np.percentile(bmax, 95))
     yy, xx = np.mgrid[0:nb_y, 0:nb_x]
-    u, v = (xx - (nb_x - 1) / 2) / max(1, nb_x / 2), (yy - (nb_y - 1) / 2) / max(1, nb_y / 2)
-    terms = np.stack([np.ones_like(u), u, v, u * u, u * v, v * v, u ** 4, v ** 4,
-                      u * u * v * v], axis=-1)                          # (nb_y, nb_x, 9)
-    use = lit.copy()
-    for _ in range(3):                                                  # robust: trim outliers
-        if np.count_nonzero(use) < 12:
-            return
-        coef, *_ = np.linalg.lstsq(terms[use], bmax[use], rcond=None)
-        trend = terms @ coef
-        use = lit & (bmax > 0.7 * trend)
-    low = float(np.mean(bmax[lit] < 0.5 * trend[lit]))
-    if low > 0.12:
+    low = _dim_share(np.column_stack([xx.ravel(), yy.ravel()]) * b, bmax.ravel(), (w, h))
+    if low > _MAX_DIM:
         raise DetectionError(
             f'white image check: not a flat field, {100 * low:.1f} % of the lit image blocks '
-            f'are under half the smooth brightness of a white image (limit 12 %): a scene or '
-            f'checkerboard frame?; {_ADVICE}')
+            f'are under 0.7 x the smooth brightness of a white image (limit '
+            f'{100 * _MAX_DIM:.0f} %): a scene or checkerboard frame?; {_ADVICE}')
+
+
+_MAX_DIM = 0.1
+
+
+def _dim_share(xy, values, image_size, lit_fraction=0.2):
+    """
+    Share of the lit samples (values (N,) at xy (N, 2) px) under 0.7 x a smooth vignetting.
+
+    The vignetting is a robust least-squares polynomial (degree 2 plus 4th powers) of the
+    position, fitted to the lit samples (over ``lit_fraction`` of the 95th percentile: a lens
+    barrel leaves the corners dark). A white image gives about 0; a scene or checkerboard not.
+    """
+    w, h = image_size
+    values = np.asarray(values, dtype=float)
+    lit = values > lit_fraction * float(np.percentile(values, 95))
+    u = (xy[:, 0] - (w - 1) / 2.0) / (w / 2.0)
+    v = (xy[:, 1] - (h - 1) / 2.0) / (h / 2.0)
+    terms = np.column_stack([np.ones_like(u), u, v, u * u, u * v, v * v, u ** 4, v ** 4,
+                             u * u * v * v])                            # (N, 9)
+    use = lit.copy()
+    for _ in range(3):                                                  # trim outliers
+        if np.count_nonzero(use) < 12:
+            return 0.0
+        coef, *_ = np.linalg.lstsq(terms[use], values[use], rcond=None)
+        trend = terms @ coef
+        use = lit & (values > 0.7 * trend)
+    return float(np.mean(values[lit] < 0.7 * trend[lit]))
 
 
 def lattice_spacing(img, spacing=None):
@@ -704,6 +741,16 @@ def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000)
         raise DetectionError(
             f'grid spots stage: no peaks: only {len(centres)} micro-image spots lie inside the '
             f'image, need at least {_MIN_SPOTS} (spacing {spacing:.2f} px); {_ADVICE}')
+    # every micro-image of a white image is lit: dark ones among bright ones are a scene
+    ij = np.rint(centres).astype(int)
+    peak = np.max([img[np.clip(ij[:, 1] + dy, 0, h - 1), np.clip(ij[:, 0] + dx, 0, w - 1)]
+                   for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
+    low = _dim_share(centres, peak, (w, h), lit_fraction=0.0)
+    if low > _MAX_DIM:
+        raise DetectionError(
+            f'white image check: {100 * low:.1f} % of the {len(centres)} micro-images are '
+            f'under 0.7 x the smooth brightness of a white image (limit {100 * _MAX_DIM:.0f} '
+            f'%): a scene or checkerboard frame?; {_ADVICE}')
     kind, rot, pitch, row_spacing = _rotation_and_type(centres, kind)
     nn = _neighbour_distance(kind, pitch, row_spacing)
     return _Spots(kind, rot, pitch, row_spacing, nn, spacing, centres, all_cand, smap)
@@ -772,16 +819,19 @@ def fit_regular(spots, kl, inl):
     return p, inl
 
 
-def fit_deformation(regular_xy, residual, used, image_size, *, max_degree=5, min_degree=0):
+def fit_deformation(regular_xy, residual, used, image_size, nn, *, max_degree=5,
+                    min_degree=0):
     """
     The smooth deformation the residuals need, or None when the regular lattice suffices.
 
     regular_xy (N, 2) regular-lattice positions of the spots, residual (N, 2) measured minus
-    regular, used (N,) bool the spots to fit. Polynomials of degree 1..``max_degree`` of the
-    position (normalised to the image) are fitted; the lowest degree within 10 % (+ 0.003 px)
-    of the best RMS is taken, and none at all when even the best improves on the regular
-    lattice's RMS by less than that (a regular lattice stays regular) unless ``min_degree`` is
-    1 or more. Returns
+    regular, used (N,) bool the spots to fit, nn the lens spacing (px). Polynomials of degree
+    1..``max_degree`` of the position (normalised to the image; at least 20 spots per term)
+    are fitted. The regular lattice is kept (None) unless it leaves a systematic error
+    sqrt(rms_0^2 - rms_best^2) of 1 % of the lens spacing or more (or ``min_degree`` >= 1):
+    centroid biases of a few hundredths of a pixel (pixel phase, vignetting) are not a
+    deformation, and a polynomial fitted to them only adds extrapolation error at the border.
+    Otherwise the lowest degree within 5 % + 0.002 nn of the best RMS is taken. Returns
     ``(LatticeDeformation or None, rms_by_degree dict)``.
     """
     w, h = image_size
@@ -790,19 +840,20 @@ def fit_deformation(regular_xy, residual, used, image_size, *, max_degree=5, min
     xy, res = regular_xy[used], residual[used]
     rms = {0: float(np.sqrt(np.mean(np.sum(res ** 2, axis=1))))}
     fits = {}
-    n_used = len(xy)
     for degree in range(1, max_degree + 1):
-        if n_used < 3 * (degree + 1) * (degree + 2):
+        if len(xy) < 20 * (degree + 1) * (degree + 2) // 2:
             break
         d = LatticeDeformation.fit(xy, res, degree, centre, scale)
         fits[degree] = d
         rms[degree] = float(np.sqrt(np.mean(np.sum((res - d.displacement(xy)) ** 2, axis=1))))
     best = min(rms.values())
-    ok = [k for k, v in rms.items() if v <= 1.1 * best + 0.003 and k >= min_degree]
+    systematic = np.sqrt(max(rms[0] ** 2 - best ** 2, 0.0))
+    if min_degree < 1 and systematic < 0.01 * nn:
+        return None, rms
+    ok = [k for k, v in rms.items() if v <= 1.05 * best + 0.002 * nn and k >= max(1, min_degree)]
     if not ok:
         return None, rms
-    chosen = min(ok)
-    return (fits[chosen] if chosen else None), rms
+    return fits[min(ok)], rms
 
 
 def _lattice_positions(grid, kmin, kmax, lmin, lmax):
@@ -902,7 +953,9 @@ def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spa
         raise InvalidInputError(
             f'white image must be {int(expected_size[0])} x {int(expected_size[1])} '
             f'(width x height), got {w} x {h}')
-    check_white(img)
+    raw_dtype = np.asarray(white).dtype
+    full_scale = float(np.iinfo(raw_dtype).max) if raw_dtype.kind in 'ui' else None
+    check_white(img, full_scale=full_scale)
     spacing = lattice_spacing(img, spacing)
     check_white(img, spacing)
     spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
@@ -918,12 +971,12 @@ def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spa
         # whether the lattice is deformed is decided on the whole micro-images; how, on every
         # inlier (a pitch that varies shrinks the micro-images towards the field's edge, where
         # the deformation is largest) but robustly (cat's eyes there are pulled inwards)
-        deform, rms_by_degree = fit_deformation(regular_xy, residual, used, (w, h))
+        deform, rms_by_degree = fit_deformation(regular_xy, residual, used, (w, h), spots.nn)
         if deform is not None:
             used = inl
             for _ in range(3):
                 deform, rms_by_degree = fit_deformation(regular_xy, residual, used, (w, h),
-                                                        min_degree=1)
+                                                        spots.nn, min_degree=1)
                 if deform is None:
                     used = inl
                     break
