@@ -260,3 +260,17 @@ def test_not_a_white_image_is_refused_first():
     over = np.clip(white_image(truth).astype(float) + 200, 0, 255).astype(np.uint8)
     with pytest.raises(DetectionError, match='white image check: low contrast'):
         estimate_grid(over)
+
+
+def test_plot_grid_writes_png(tmp_path):
+    pytest.importorskip('matplotlib')
+    from lf_mpc_calib.lenslet.grid_plot import plot_grid
+    truth = LensletGrid('hex', 10.0, 10.0 * np.sqrt(3) / 2, 0.01, [5.0, 5.0], (28, 33),
+                        (300, 300))
+    white = white_image(truth)
+    est = estimate_grid(white, return_details=True)
+    out = plot_grid(white, est.grid, tmp_path / 'grid.png', size=80, measured=est.centres)
+    img = cv2.imread(str(out))
+    assert img is not None and img.shape[0] > 300 and img.std() > 10
+    with pytest.raises(InvalidInputError, match='300 x 300'):
+        plot_grid(white[:200], est.grid, tmp_path / 'x.png')
