@@ -78,8 +78,13 @@ def grid_errors(grid, truth_xy):
     truth = _inside(truth_xy, w, h)
     est = _inside(grid.centres(), w, h)
     d, _ = cKDTree(est).query(truth)
-    # strays: grid centres clearly inside (0.5 px), against every true centre near the image
-    back, _ = cKDTree(_inside(truth_xy, w, h, -1.5)).query(_inside(est, w, h, 0.0))
+    # strays: grid centres clearly inside the image (0.5 px) and among the true centres (a
+    # grid covers the image; where a white has no micro-images, e.g. a black border, its
+    # positions have no truth to compare with), against every true centre near the image
+    near = _inside(truth_xy, w, h, -1.5)
+    lo, hi = truth.min(axis=0), truth.max(axis=0)
+    inner = est[np.all((est >= lo - 0.5) & (est <= hi + 0.5), axis=1)]
+    back, _ = cKDTree(near).query(_inside(inner, w, h, 0.0))
     tol = grid.pitch / 3.0
     return d, float(np.mean(d < tol)), float(np.mean(back >= tol))
 
