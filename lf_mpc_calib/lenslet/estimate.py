@@ -27,10 +27,11 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
+import scipy.fft
 from scipy.spatial import cKDTree
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
-from lf_mpc_calib.lenslet.grid import LATTICES, LensletGrid
+from lf_mpc_calib.lenslet.grid import LATTICES, LatticeDeformation, LensletGrid
 
 _MIN_SPOTS = 9
 
@@ -43,7 +44,8 @@ class GridEstimate:
     grid: the LensletGrid; centres (N, 2) measured sub-pixel micro-image centres (raw px);
     indices (N, 2) their lattice indices (k, l) in ``grid``'s convention; residuals (N, 2)
     measured minus lattice centre (px); inliers (N,) bool, the centres used in the final fit;
-    rms_px the RMS residual norm over the inliers; spacing_px the spectral spacing of step 1.
+    rms_px the RMS residual norm over the inliers; spacing_px the spacing of step 1;
+    quality the :class:`GridQuality` figures the grid was checked against.
     """
 
     grid: LensletGrid
@@ -53,6 +55,7 @@ class GridEstimate:
     inliers: np.ndarray
     rms_px: float
     spacing_px: float
+    quality: 'GridQuality' = None
 
 
 def as_intensity(image, name='white'):
@@ -76,43 +79,45 @@ def as_intensity(image, name='white'):
     return a
 
 
-def spectral_spacing(image, *, max_crop=1024):
+def spectral_spacing(image, *, max_crop=1024, min_share=0.08):
     """
-    Dominant period (px) of a periodic image and its peak-to-median spectral ratio.
+    Period (px) of the lattice's fundamental and the peak-to-median spectral ratio.
 
-    Uses a central crop of at most ``max_crop`` pixels a side with a Hann window; if half the
-    frequency of the strongest peak also carries a strong peak, that fundamental is taken.
-    Returns ``(spacing_px, ratio)``.
+    The power spectrum of a central crop of at most ``max_crop`` pixels a side (Hann window;
+    DC, vignetting and periods under 2.5 px removed) has peaks on the reciprocal lattice. The
+    fundamental is the strong peak (local maximum above ``min_share`` of the strongest) of
+    smallest frequency, NOT the strongest: for touching hexagonal micro-images the strongest
+    ring is the sqrt(3) one (the dark gaps between three disks), at half the micro-image
+    spacing. For a hexagonal lattice the period is the row spacing (pitch sqrt(3)/2), for a
+    rectangular one the larger of pitch and row spacing. Returns ``(spacing_px, ratio)``;
+    spacing is NaN when the image has no spectral peak.
     """
     h, w = image.shape
     n = int(min(h, w, max_crop))
     y0, x0 = (h - n) // 2, (w - n) // 2
     crop = image[y0:y0 + n, x0:x0 + n].astype(np.float32)
+    # over the local (3 x 3) maximum: the micro-images of a scene's dark parts become as
+    # bright as the rest, so a scene's own low frequencies do not outshine the lattice
+    crop = crop / np.maximum(_local_maxima(crop, 1), 1e-3 * max(float(crop.max()), 1e-30))
     crop = crop - crop.mean()
     win = np.hanning(n).astype(np.float32)
     crop = crop * win[:, None] * win[None, :]
-    spec = np.abs(np.fft.rfft2(crop)) ** 2
-    fy = np.fft.fftfreq(n)[:, None] * n
-    fx = np.arange(spec.shape[1])[None, :]
-    radius = np.hypot(fy, fx)
+    spec = np.abs(np.fft.fftshift(scipy.fft.fft2(crop))).astype(np.float32) ** 2   # (n, n)
+    f = np.arange(n, dtype=np.float32) - n // 2
+    radius = np.hypot(f[:, None], f[None, :])
     spec[radius < 3.0] = 0.0          # DC and vignetting
     spec[radius > n / 2.5] = 0.0      # spacings below 2.5 px are not micro-images
-    flat = int(np.argmax(spec))
-    peak = spec.flat[flat]
-    med = float(np.median(spec[spec > 0])) if np.any(spec > 0) else 0.0
+    peak = float(spec.max())
     if peak <= 0:
         return float('nan'), 0.0
-    r = radius.flat[flat]
-    # prefer a sub-harmonic (a third or half the frequency) when it is strong: the fundamental
-    for div in (2.0, 3.0):
-        rr = r / div
-        if rr < 3.0:
-            break
-        near = np.abs(radius - rr) < 1.5
-        if np.any(near) and spec[near].max() > 0.25 * peak:
-            r = rr
-            break
+    med = float(np.median(spec[spec > 0]))
     ratio = float(peak / med) if med > 0 else float('inf')
+    strong = (spec >= cv2.dilate(spec, np.ones((5, 5), np.uint8))) & (spec >= min_share * peak)
+    # the fundamental of micro-images lies within 4x of the strongest peak (touching disks:
+    # sqrt(3) or 2 times); stronger low frequencies are a scene, not the lattice
+    r_peak = float(radius.flat[int(np.argmax(spec))])
+    strong &= radius >= r_peak / 4.2
+    r = float(radius[strong].min())
     return float(n / r), ratio
 
 
@@ -506,72 +511,218 @@ def _model(kl, hexagonal, p):
                             oy + k * pitch * st + l_ * rs * ct])
 
 
-def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
-                  dark_fraction=0.05, max_spots=15000, return_details=False):
+@dataclass(frozen=True)
+class GridQuality:
     """
-    Fit the micro-image lattice to a white image.
+    How well the fitted grid explains the white image, with the limits it was held to.
 
-    Parameters
-    ----------
-    white : (H, W) or (H, W, 3) ndarray
-        White (flat-field) image; any numeric dtype.
-    lattice : 'auto' | 'hex' | 'rect'
-        Lattice type; 'auto' decides from the nearest-neighbour distances.
-    expected_size : (width, height), optional
-        Raise InvalidInputError when the image has another size.
-    spacing : float, optional
-        Approximate spacing of micro-image rows (px); estimated from the spectrum when None.
-    dark_fraction : float
-        Spots whose surroundings are darker than this fraction of the bright level are ignored.
-    max_spots : int
-        At most about this many micro-images are measured (square tiles of lenses spread over
-        the image, for speed); the lattice is fitted to them.
-    return_details : bool
-        Return a :class:`GridEstimate` instead of the LensletGrid.
-
-    Returns
-    -------
-    LensletGrid (or GridEstimate). The grid covers every lattice position whose row holds a
-    micro-image centre inside the image, from the first to the last column index seen in any
-    row, so a few positions at the ends of rows may fall just outside the image.
-
-    Raises
-    ------
-    InvalidInputError
-        Wrong shape, dtype, size, or lattice name.
-    DetectionError
-        Dark image, no periodic structure, too few spots, inconsistent pitch, or centres that a
-        regular lattice does not fit.
-
+    rms_px, max_px: RMS and largest residual norm (px) over the spots used in the fit;
+    rms_regular_px: RMS of the same spots against the regular lattice alone (no deformation);
+    explained: share of the measured whole micro-images within ``0.25 nn`` of their lattice
+    position (nn the nearest-neighbour distance, px); covered: share of lattice positions on
+    bright micro-image area that hold a detected spot; outside: share of grid positions whose
+    centre is outside the image; deformation_degree: degree of the polynomial deformation
+    (0: regular lattice); max_deformation_px: its largest displacement over the grid; spots:
+    number of measured micro-images; nn_px: nearest-neighbour distance of the lattice.
     """
-    if lattice not in LATTICES + ('auto',):
-        raise InvalidInputError(f"lattice must be 'auto', 'hex' or 'rect', got {lattice!r}")
-    img = as_intensity(white)
+
+    rms_px: float
+    max_px: float
+    rms_regular_px: float
+    explained: float
+    covered: float
+    outside: float
+    deformation_degree: int
+    max_deformation_px: float
+    spots: int
+    nn_px: float
+
+    # limits (fractions of nn where marked): a grid beyond any of them is refused
+    MAX_RMS_NN = 0.08
+    MAX_RESIDUAL_NN = 0.3
+    MIN_EXPLAINED = 0.8
+    MIN_COVERED = 0.85
+    MAX_OUTSIDE = 0.25
+
+    def failures(self):
+        """Reasons (list of str) why the grid is not trustworthy; empty when it is."""
+        nn = self.nn_px
+        out = []
+        if self.rms_px > self.MAX_RMS_NN * nn:
+            out.append(f'residual RMS {self.rms_px:.3f} px exceeds {self.MAX_RMS_NN} x the '
+                       f'{nn:.2f} px lens spacing ({self.MAX_RMS_NN * nn:.3f} px)')
+        if self.max_px > self.MAX_RESIDUAL_NN * nn:
+            out.append(f'largest residual {self.max_px:.3f} px exceeds {self.MAX_RESIDUAL_NN} x '
+                       f'the {nn:.2f} px lens spacing ({self.MAX_RESIDUAL_NN * nn:.3f} px)')
+        if self.explained < self.MIN_EXPLAINED:
+            out.append(f'the lattice explains {100 * self.explained:.1f} % of the '
+                       f'{self.spots} detected micro-images, need '
+                       f'{100 * self.MIN_EXPLAINED:.0f} %')
+        if self.covered < self.MIN_COVERED:
+            out.append(f'only {100 * self.covered:.1f} % of the lattice positions on bright '
+                       f'micro-image area hold a detected micro-image, need '
+                       f'{100 * self.MIN_COVERED:.0f} % (lattice finer than the micro-images?)')
+        if self.outside > self.MAX_OUTSIDE:
+            out.append(f'{100 * self.outside:.1f} % of the lattice lies outside the image, limit '
+                       f'{100 * self.MAX_OUTSIDE:.0f} %')
+        return out
+
+    def as_dict(self):
+        """Plain-Python figures (for YAML reports)."""
+        return {k: (int(v) if isinstance(v, (int, np.integer)) else float(v))
+                for k, v in self.__dict__.items()}
+
+
+_ADVICE = ('pass a known grid (--grid FILE / grid=...), force the lattice type (--lattice), or '
+           'take another white image (uniformly lit, not saturated, micro-images in focus)')
+
+
+def check_white(white, spacing=None, full_scale=None):
+    """
+    Refuse an image (H, W) float32 that is not a usable white image; returns None.
+
+    Checks, in order: dark or uniform (brightest 0.1 % under 2 % of ``full_scale``, the
+    dtype's maximum for integer images); saturated (over 95 % of the pixels at the clip level);
+    low contrast (1st percentile over half the 99th: no dark gaps between micro-images);
+    and, given the lattice ``spacing`` (px), not a flat field (a scene or a checkerboard: the
+    brightest pixel of blocks of 1.5 micro-images, which for a white image follows a smooth
+    vignetting, falls under 0.7 x a smooth fit of it in over 10 % of the blocks inside the lit
+    area). Raises DetectionError naming the figure and its limit.
+    """
+    img = white
     h, w = img.shape
-    if expected_size is not None and tuple(int(v) for v in expected_size) != (w, h):
-        raise InvalidInputError(
-            f'white image must be {int(expected_size[0])} x {int(expected_size[1])} '
-            f'(width x height), got {w} x {h}')
     lo, hi = float(img.min()), float(img.max())
     if hi <= 0 or hi - lo <= 1e-6 * max(abs(hi), 1.0):
         raise DetectionError(
-            f'white image is dark or uniform (min {lo:g}, max {hi:g}); expected bright '
-            f'micro-images on a darker background')
-    if spacing is None:
-        spacing, ratio = spectral_spacing(img)
-        if not np.isfinite(spacing) or ratio < 20.0:
-            raise DetectionError(
-                f'no peaks: the white image has no periodic micro-image pattern (spectral '
-                f'peak only {ratio:.1f} x the median)')
-    spacing = float(spacing)
-    smap = micro_image_map(img, spacing, dark_fraction=dark_fraction)
-    cand = _candidates(smap, spacing)
-    if len(cand) < _MIN_SPOTS:
+            f'white image check: the image is dark or uniform (min {lo:g}, max {hi:g}); '
+            f'expected bright micro-images on a darker background; {_ADVICE}')
+    sub = img[::4, ::4]
+    p1, p99, p999 = (float(x) for x in np.percentile(sub, [1, 99, 99.9]))
+    if full_scale is not None and p999 < 0.02 * full_scale:
         raise DetectionError(
-            f'no peaks: found {len(cand)} micro-image spots, need at least {_MIN_SPOTS} '
-            f'(spacing {spacing:.2f} px)')
-    # the neighbour distance from the integer peaks sizes the sub-pixel window
-    kind, rot, pitch, row_spacing = _rotation_and_type(cand, lattice)
+            f'white image check: dark, the brightest 0.1 % of the pixels reach {p999:g}, under '
+            f'2 % of full scale {full_scale:g}; {_ADVICE}')
+    clipped = float(np.mean(img >= hi - 0.02 * (hi - lo)))
+    if clipped > 0.95:
+        raise DetectionError(
+            f'white image check: saturated, {100 * clipped:.1f} % of the pixels sit within 2 % '
+            f'of the clip level {hi:g} (limit 95 %): the micro-image borders are lost; '
+            f'{_ADVICE}')
+    if p1 > 0.5 * p99:
+        raise DetectionError(
+            f'white image check: low contrast, the 1st percentile {p1:g} is over half the 99th '
+            f'{p99:g}: no dark gaps between micro-images (over-exposed, out of focus, or not a '
+            f'lenslet image); {_ADVICE}')
+    if spacing is None:
+        return
+    b = max(16, int(np.ceil(1.75 * spacing)))
+    nb_y, nb_x = h // b, w // b
+    if nb_y < 5 or nb_x < 5:
+        return
+    y0, x0 = (h - nb_y * b) // 2, (w - nb_x * b) // 2
+    blocks = img[y0:y0 + nb_y * b, x0:x0 + nb_x * b].reshape(nb_y, b, nb_x, b)
+    bmax = blocks.max(axis=(1, 3)).astype(float)                        # (nb_y, nb_x)
+    yy, xx = np.mgrid[0:nb_y, 0:nb_x]
+    low = _dim_share(np.column_stack([xx.ravel(), yy.ravel()]) * b, bmax.ravel(), (w, h))
+    if low > _MAX_DIM:
+        raise DetectionError(
+            f'white image check: not a flat field, {100 * low:.1f} % of the lit image blocks '
+            f'are under 0.7 x the smooth brightness of a white image (limit '
+            f'{100 * _MAX_DIM:.0f} %): a scene or checkerboard frame?; {_ADVICE}')
+
+
+_MAX_DIM = 0.1
+
+
+def _dim_share(xy, values, image_size, lit_fraction=0.2):
+    """
+    Share of the lit samples (values (N,) at xy (N, 2) px) under 0.7 x a smooth vignetting.
+
+    The vignetting is a robust least-squares polynomial (degree 2 plus 4th powers) of the
+    position, fitted to the lit samples (over ``lit_fraction`` of the 95th percentile: a lens
+    barrel leaves the corners dark). A white image gives about 0; a scene or checkerboard not.
+    """
+    w, h = image_size
+    step = max(1, len(values) // 4000)            # a smooth trend needs no 10^4 samples
+    xy, values = np.asarray(xy)[::step], np.asarray(values, dtype=float)[::step]
+    lit = values > lit_fraction * float(np.percentile(values, 95))
+    u = (xy[:, 0] - (w - 1) / 2.0) / (w / 2.0)
+    v = (xy[:, 1] - (h - 1) / 2.0) / (h / 2.0)
+    terms = np.column_stack([np.ones_like(u), u, v, u * u, u * v, v * v, u ** 4, v ** 4,
+                             u * u * v * v])                            # (N, 9)
+    use = lit.copy()
+    for _ in range(3):                                                  # trim outliers
+        if np.count_nonzero(use) < 12:
+            return 0.0
+        coef, *_ = np.linalg.lstsq(terms[use], values[use], rcond=None)
+        trend = terms @ coef
+        use = lit & (values > 0.7 * trend)
+    return float(np.mean(values[lit] < 0.7 * trend[lit]))
+
+
+def lattice_spacing(img, spacing=None):
+    """
+    Spacing (px) of the micro-image lattice of a white image (H, W) float32.
+
+    From :func:`spectral_spacing` (the fundamental of the reciprocal lattice) unless given;
+    raises DetectionError when the image has no periodic micro-image pattern.
+    """
+    if spacing is not None:
+        spacing = float(spacing)
+        if not (np.isfinite(spacing) and spacing >= 2.5):
+            raise InvalidInputError(f'spacing must be a number of pixels >= 2.5, got {spacing}')
+        return spacing
+    spacing, ratio = spectral_spacing(img)
+    if not np.isfinite(spacing) or ratio < 20.0:
+        raise DetectionError(
+            f'grid spacing stage: no peaks: the white image has no periodic micro-image '
+            f'pattern (spectral peak {ratio:.1f} x the median, need 20); {_ADVICE}')
+    return float(spacing)
+
+
+@dataclass(frozen=True, eq=False)
+class _Spots:
+    """Spots stage output: lattice type and first lattice parameters, measured centres."""
+
+    kind: str
+    rotation: float
+    pitch: float
+    row_spacing: float
+    nn: float
+    spacing: float
+    centres: np.ndarray         # (N, 2) whole micro-images, sub-pixel
+    candidates: np.ndarray      # (M, 2) integer peaks of every micro-image (before tiling)
+    smap: np.ndarray            # (H, W) micro-image map
+
+
+def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000):
+    """
+    Sub-pixel centres of whole micro-images of img (H, W), with the lattice type and spacing.
+
+    The spacing is checked against the nearest-neighbour distance of the detected peaks and
+    re-derived from it once when they disagree (a spectral fundamental that was a harmonic).
+    At most about ``max_spots`` micro-images (square tiles spread over the image) are refined.
+    Returns a :class:`_Spots`.
+    """
+    h, w = img.shape
+    for attempt in range(2):
+        smap = micro_image_map(img, spacing, dark_fraction=dark_fraction)
+        cand = _candidates(smap, spacing)
+        if len(cand) < _MIN_SPOTS:
+            raise DetectionError(
+                f'grid spots stage: no peaks: found {len(cand)} micro-image spots, need at '
+                f'least {_MIN_SPOTS} (spacing {spacing:.2f} px); {_ADVICE}')
+        kind, rot, pitch, row_spacing = _rotation_and_type(cand, lattice)
+        # the period the spectrum should have shown for this lattice
+        implied = row_spacing if kind == 'hex' else max(pitch, row_spacing)
+        if abs(implied / spacing - 1.0) < 0.2:
+            break
+        if attempt == 1:
+            raise DetectionError(
+                f'grid spots stage: inconsistent pitch: spots {implied:.2f} px apart, spectrum '
+                f'{spacing:.2f} px; {_ADVICE}')
+        spacing = implied
+    all_cand = cand
     if len(cand) > max_spots:
         # five parameters need no 10^5 centres: square tiles of lenses (neighbours kept), one
         # on the image centre, on a square grid over the image. Tiles, not bands of rows: the
@@ -589,31 +740,51 @@ def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
     centres = centroid_centres(img, centres[whole], max(1.0, 0.5 * nn))
     if len(centres) < _MIN_SPOTS:
         raise DetectionError(
-            f'no peaks: only {len(centres)} micro-image spots lie inside the image, need '
-            f'at least {_MIN_SPOTS} (spacing {spacing:.2f} px)')
+            f'grid spots stage: no peaks: only {len(centres)} micro-image spots lie inside the '
+            f'image, need at least {_MIN_SPOTS} (spacing {spacing:.2f} px); {_ADVICE}')
+    # every micro-image of a white image is lit: dark ones among bright ones are a scene
+    ij = np.rint(centres).astype(int)
+    peak = np.max([img[np.clip(ij[:, 1] + dy, 0, h - 1), np.clip(ij[:, 0] + dx, 0, w - 1)]
+                   for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
+    low = _dim_share(centres, peak, (w, h), lit_fraction=0.0)
+    if low > _MAX_DIM:
+        raise DetectionError(
+            f'white image check: {100 * low:.1f} % of the {len(centres)} micro-images are '
+            f'under 0.7 x the smooth brightness of a white image (limit {100 * _MAX_DIM:.0f} '
+            f'%): a scene or checkerboard frame?; {_ADVICE}')
     kind, rot, pitch, row_spacing = _rotation_and_type(centres, kind)
+    nn = _neighbour_distance(kind, pitch, row_spacing)
+    return _Spots(kind, rot, pitch, row_spacing, nn, spacing, centres, all_cand, smap)
+
+
+def assign_indices(spots, image_size):
+    """
+    Lattice indices (N, 2) of the spots' centres and their inlier mask (N,) bool.
+
+    Grown from the spot nearest the image centre over doubling radii; the map from indices
+    to centres is a polynomial there (a cubic once enough spots are assigned), so a pitch
+    that varies slowly across the image does not break the counting. Inliers: within five
+    robust sigmas of that map, one spot per index. Raises DetectionError when a smooth
+    lattice explains under half of the spots.
+    """
+    centres, kind, pitch = spots.centres, spots.kind, spots.pitch
     hexagonal = kind == 'hex'
-    # index assignment from the spot nearest the image centre over growing radii; the map
-    # from indices to centres is a polynomial there (a cubic once enough spots are assigned) so
-    # a pitch that varies slowly across the image does not break the counting
+    w, h = image_size
     mid = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
     start = centres[int(np.argmin(np.hypot(*(centres - mid).T)))]
-    r, c = _lattice_basis(pitch, row_spacing, rot)
+    r, c = _lattice_basis(pitch, spots.row_spacing, spots.rotation)
     # the growing stages use at most ~5000 spots (all of those near the start)
     dist_start = np.hypot(*(centres - start).T)
     stride = max(1, len(centres) // 5000)
     subset = (np.arange(len(centres)) % stride == 0) | (dist_start <= 20.0 * pitch)
-    sub_centres, dist_start = centres[subset], dist_start[subset]
-    radius = 6.0 * pitch
     try:
-        kl, poly = _grow_assignment(centres, sub_centres, dist_start, start, r, c, radius,
-                                    hexagonal)
+        kl, poly = _grow_assignment(centres, centres[subset], dist_start[subset], start, r, c,
+                                    6.0 * pitch, hexagonal)
     except np.linalg.LinAlgError:
         raise DetectionError(
-            f'inconsistent pitch: the {len(centres)} spots do not form a {kind} lattice '
-            f'(degenerate index assignment)') from None
-    local = centres - poly.predict(kl)
-    norm = np.hypot(local[:, 0], local[:, 1])
+            f'grid lattice stage: inconsistent pitch: the {len(centres)} spots do not form a '
+            f'{kind} lattice (degenerate index assignment); {_ADVICE}') from None
+    norm = np.hypot(*(centres - poly.predict(kl)).T)
     scale = max(1.4826 * float(np.median(norm)), 0.01 * pitch)
     inl = norm < max(5.0 * scale, 0.05 * pitch)
     # one spot per lattice index: duplicates keep the closest
@@ -622,34 +793,259 @@ def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
     inl[order[1:][same]] = False
     if np.count_nonzero(inl) < 0.5 * len(centres) or np.median(norm) > 0.2 * pitch:
         raise DetectionError(
-            f'inconsistent pitch: a smooth {kind} lattice explains only '
+            f'grid lattice stage: inconsistent pitch: a smooth {kind} lattice explains only '
             f'{np.count_nonzero(inl)} of {len(centres)} spots (median residual '
-            f'{np.median(norm):.2f} px, pitch {pitch:.2f} px)')
-    # micro-images cut by the lens barrel (cat's eyes, towards the field's edge) have centres
-    # pulled inwards, which shrank the fitted pitch (full-size Lytro: 0.4 px mean centre error):
-    # the lattice is fitted to whole ones, by the area of their bright disk
-    area = _spot_area(smap, centres, 0.5 * nn)
+            f'{np.median(norm):.2f} px, pitch {pitch:.2f} px); {_ADVICE}')
+    return kl, inl
+
+
+def fit_regular(spots, kl, inl):
+    """
+    Least-squares regular lattice (ox, oy, pitch, row_spacing, rotation) (5,) and its fit mask.
+
+    Micro-images cut by the lens barrel (cat's eyes, towards the field's edge) have centres
+    pulled inwards, which shrank the fitted pitch (full-size Lytro: 0.4 px mean centre error):
+    the lattice is fitted to whole ones, by the area of their bright disk. Returns
+    ``(params (5,), used (N,) bool)``.
+    """
+    area = _spot_area(spots.smap, spots.centres, 0.5 * spots.nn)
     for keep in (0.98, 0.9):
         whole = inl & (area >= keep * np.percentile(area[inl], 90))
         if np.count_nonzero(whole) >= max(_MIN_SPOTS, 0.25 * np.count_nonzero(inl)):
             inl = whole
             break
-    p = _fit_orthogonal(centres[inl], kl[inl], hexagonal, float(np.arctan2(r[1], r[0])))
-    pitch_fit, rs_fit = float(p[2]), float(p[3])
-    ref = LensletGrid(kind, pitch_fit, rs_fit, float(p[4]), p[:2], (1, 1), (w, h),
-                      hex_parity=0)
-    # lattice positions inside the image
-    kmin, kmax, lmin, lmax = _extent(ref, w, h)
+    r, _ = _lattice_basis(spots.pitch, spots.row_spacing, spots.rotation)
+    p = _fit_orthogonal(spots.centres[inl], kl[inl], spots.kind == 'hex',
+                        float(np.arctan2(r[1], r[0])))
+    return p, inl
+
+
+def fit_deformation(regular_xy, residual, used, image_size, nn, *, max_degree=5,
+                    min_degree=0):
+    """
+    The smooth deformation the residuals need, or None when the regular lattice suffices.
+
+    regular_xy (N, 2) regular-lattice positions of the spots, residual (N, 2) measured minus
+    regular, used (N,) bool the spots to fit, nn the lens spacing (px). Polynomials of degree
+    1..``max_degree`` of the position (normalised to the image; at least 20 spots per term)
+    are fitted. The regular lattice is kept (None) unless it leaves a systematic error
+    sqrt(rms_0^2 - rms_best^2) of 1 % of the lens spacing or more (or ``min_degree`` >= 1):
+    centroid biases of a few hundredths of a pixel (pixel phase, vignetting) are not a
+    deformation, and a polynomial fitted to them only adds extrapolation error at the border.
+    Otherwise the lowest degree within 5 % + 0.002 nn of the best RMS is taken. Returns
+    ``(LatticeDeformation or None, rms_by_degree dict)``.
+    """
+    w, h = image_size
+    centre = np.array([(w - 1) / 2.0, (h - 1) / 2.0])
+    scale = np.array([w / 2.0, h / 2.0])
+    xy, res = regular_xy[used], residual[used]
+    step = max(1, len(xy) // 6000)               # 21 terms need no 10^4 spots
+    xy, res = xy[::step], res[::step]
+    rms = {0: float(np.sqrt(np.mean(np.sum(res ** 2, axis=1))))}
+    fits = {}
+    for degree in range(1, max_degree + 1):
+        if len(xy) < 20 * (degree + 1) * (degree + 2) // 2:
+            break
+        d = LatticeDeformation.fit(xy, res, degree, centre, scale)
+        fits[degree] = d
+        rms[degree] = float(np.sqrt(np.mean(np.sum((res - d.displacement(xy)) ** 2, axis=1))))
+    best = min(rms.values())
+    systematic = np.sqrt(max(rms[0] ** 2 - best ** 2, 0.0))
+    if min_degree < 1 and systematic < 0.01 * nn:
+        return None, rms
+    ok = [k for k, v in rms.items() if v <= 1.05 * best + 0.002 * nn and k >= max(1, min_degree)]
+    if not ok:
+        return None, rms
+    return fits[min(ok)], rms
+
+
+def _lattice_positions(grid, kmin, kmax, lmin, lmax):
+    l_, k = np.mgrid[lmin:lmax + 1, kmin:kmax + 1]
+    kl = np.column_stack([k.ravel(), l_.ravel()])
+    return kl, grid.centres_of(kl)
+
+
+def build_grid(kind, p, deformation, image_size):
+    """
+    The LensletGrid (with ``deformation``) of the lattice positions whose centre is in the image.
+
+    p (5,) = (ox, oy, pitch, row_spacing, rotation) of a lattice whose index (0, 0) is at
+    (ox, oy) with hex_parity 0. Returns ``(grid, (kmin, lmin))``: the index offset from the
+    fit's indices to the grid's.
+    """
+    w, h = image_size
+    hexagonal = kind == 'hex'
+    ref = LensletGrid(kind, float(p[2]), float(p[3]), float(p[4]), p[:2], (1, 1), (w, h),
+                      hex_parity=0, deformation=deformation)
+    kmin, kmax, lmin, lmax = _extent(ref.regular(), w, h)
+    if deformation is not None:
+        # a deformed lattice may reach positions the regular one had just outside
+        kl, xy = _lattice_positions(ref, kmin - 3, kmax + 3, lmin - 3, lmax + 3)
+        inside = (xy[:, 0] >= -0.5) & (xy[:, 0] <= w - 0.5) & (xy[:, 1] >= -0.5) & \
+                 (xy[:, 1] <= h - 0.5)
+        kl = kl[inside]
+        kmin, kmax = int(kl[:, 0].min()), int(kl[:, 0].max())
+        lmin, lmax = int(kl[:, 1].min()), int(kl[:, 1].max())
     origin = ref.origin + kmin * ref.row_vector + lmin * ref.column_vector
-    grid = LensletGrid(kind, pitch_fit, rs_fit, float(p[4]),
-                       origin, (kmax - kmin + 1, lmax - lmin + 1),
-                       (w, h), hex_parity=(lmin % 2) if hexagonal else 1)
-    if not return_details:
-        return grid
+    grid = LensletGrid(kind, float(p[2]), float(p[3]), float(p[4]), origin,
+                       (kmax - kmin + 1, lmax - lmin + 1), (w, h),
+                       hex_parity=(lmin % 2) if hexagonal else 1, deformation=deformation)
+    return grid, (kmin, lmin)
+
+
+def grid_quality(grid, spots, indices, used, rms_regular):
+    """
+    The :class:`GridQuality` of ``grid`` against the spots (indices (N, 2) in the grid's
+    convention, used (N,) bool the spots of the fit).
+    """
+    w, h = grid.image_size
+    nn = spots.nn
+    res = spots.centres - grid.centres_of(indices)
+    norm = np.hypot(res[:, 0], res[:, 1])
+    rms = float(np.sqrt(np.mean(norm[used] ** 2)))
+    explained = float(np.mean(norm < 0.25 * nn))
+    xy = grid.centres()
+    inside = (xy[:, 0] >= -0.5) & (xy[:, 0] <= w - 0.5) & (xy[:, 1] >= -0.5) & \
+             (xy[:, 1] <= h - 0.5)
+    outside = float(1.0 - np.mean(inside))
+    # coverage: every lattice position well inside the image whose micro-image map is bright
+    # must hold a detected peak (a lattice finer than the micro-images leaves most empty)
+    m = 0.5 * nn + 1.0
+    well = xy[(xy[:, 0] >= m) & (xy[:, 0] <= w - 1 - m) & (xy[:, 1] >= m)
+              & (xy[:, 1] <= h - 1 - m)]
+    step = max(1, len(well) // 20000)
+    well = well[::step]
+    bright = spots.smap[np.rint(well[:, 1]).astype(int), np.rint(well[:, 0]).astype(int)]
+    well = well[bright > 0.5 * float(np.percentile(spots.smap[::4, ::4], 99))]
+    if len(well):
+        d, _ = cKDTree(spots.candidates).query(well, distance_upper_bound=0.3 * nn)
+        covered = float(np.mean(np.isfinite(d)))
+    else:
+        covered = 0.0
+    if grid.deformation is not None:
+        degree = grid.deformation.degree
+        max_def = float(np.max(np.hypot(*grid.deformation.displacement(
+            grid.regular().centres()).T)))
+    else:
+        degree, max_def = 0, 0.0
+    return GridQuality(rms, float(norm[used].max()), float(rms_regular), explained, covered,
+                       outside, degree, max_def, int(len(norm)), float(nn))
+
+
+def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spacing=None,
+                               dark_fraction=0.05, max_spots=15000, deformation='auto',
+                               check=True):
+    """
+    Fit the micro-image lattice to a white image; returns a :class:`GridEstimate`.
+
+    Stages: :func:`check_white` (bad input refused first) -> :func:`lattice_spacing` ->
+    :func:`measure_spots` -> :func:`assign_indices` -> :func:`fit_regular` ->
+    :func:`fit_deformation` (``deformation`` 'auto', or False for a regular lattice) ->
+    :func:`build_grid` -> :func:`grid_quality`. With ``check`` (default) a grid that fails
+    any :class:`GridQuality` limit raises DetectionError listing the figures and limits;
+    ``check=False`` returns it with its figures (``.quality``) for inspection. Other
+    parameters as :func:`estimate_grid`.
+    """
+    if lattice not in LATTICES + ('auto',):
+        raise InvalidInputError(f"lattice must be 'auto', 'hex' or 'rect', got {lattice!r}")
+    if deformation not in ('auto', False, None):
+        raise InvalidInputError(f"deformation must be 'auto' or False, got {deformation!r}")
+    img = as_intensity(white)
+    h, w = img.shape
+    if expected_size is not None and tuple(int(v) for v in expected_size) != (w, h):
+        raise InvalidInputError(
+            f'white image must be {int(expected_size[0])} x {int(expected_size[1])} '
+            f'(width x height), got {w} x {h}')
+    raw_dtype = np.asarray(white).dtype
+    full_scale = float(np.iinfo(raw_dtype).max) if raw_dtype.kind in 'ui' else None
+    check_white(img, full_scale=full_scale)
+    spacing = lattice_spacing(img, spacing)
+    check_white(img, spacing)
+    spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
+                          max_spots=max_spots)
+    kl, inl = assign_indices(spots, (w, h))
+    p, used = fit_regular(spots, kl, inl)
+    hexagonal = spots.kind == 'hex'
+    regular_xy = _model(kl, hexagonal, p)
+    residual = spots.centres - regular_xy
+    rms_by_degree = {0: float(np.sqrt(np.mean(np.sum(residual[used] ** 2, axis=1))))}
+    deform = None
+    if deformation == 'auto':
+        # whether the lattice is deformed is decided on the whole micro-images; how, on every
+        # inlier (a pitch that varies shrinks the micro-images towards the field's edge, where
+        # the deformation is largest) but robustly (cat's eyes there are pulled inwards)
+        deform, rms_by_degree = fit_deformation(regular_xy, residual, used, (w, h), spots.nn)
+        if deform is not None:
+            used = inl
+            for _ in range(3):
+                deform, rms_by_degree = fit_deformation(regular_xy, residual, used, (w, h),
+                                                        spots.nn, min_degree=1)
+                if deform is None:
+                    used = inl
+                    break
+                norm = np.hypot(*(residual - deform.displacement(regular_xy)).T)
+                sigma = 1.4826 * float(np.median(norm[used]))
+                used = inl & (norm < max(3.0 * sigma, 0.05 * spots.nn))
+    grid, (kmin, lmin) = build_grid(spots.kind, p, deform, (w, h))
     indices = kl - np.array([kmin, lmin])
-    residuals = centres - grid.centres_of(indices)
-    rms = float(np.sqrt(np.mean(np.sum(residuals[inl] ** 2, axis=1))))
-    return GridEstimate(grid, centres, indices, residuals, inl, rms, spacing)
+    quality = grid_quality(grid, spots, indices, used, rms_by_degree[0])
+    residuals = spots.centres - grid.centres_of(indices)
+    est = GridEstimate(grid, spots.centres, indices, residuals, used, quality.rms_px,
+                       spots.spacing, quality)
+    if check:
+        fails = quality.failures()
+        if fails:
+            raise DetectionError(
+                f'grid check stage: the fitted {grid.lattice} grid (pitch {grid.pitch:.3f} px, '
+                f'rotation {np.degrees(grid.rotation):.3f} deg, {grid.shape[0]} x '
+                f'{grid.shape[1]} lenses) is not trustworthy: ' + '; '.join(fails)
+                + f'; {_ADVICE}')
+    return est
+
+
+def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
+                  dark_fraction=0.05, max_spots=15000, return_details=False):
+    """
+    Fit the micro-image lattice to a white image.
+
+    Parameters
+    ----------
+    white : (H, W) or (H, W, 3) ndarray
+        White (flat-field) image; any numeric dtype.
+    lattice : 'auto' | 'hex' | 'rect'
+        Lattice type; 'auto' decides from the nearest-neighbour distances.
+    expected_size : (width, height), optional
+        Raise InvalidInputError when the image has another size.
+    spacing : float, optional
+        Approximate period of the micro-image rows (px); from the spectrum when None.
+    dark_fraction : float
+        Spots whose surroundings are darker than this fraction of the bright level are ignored.
+    max_spots : int
+        At most about this many micro-images are measured (square tiles of lenses spread over
+        the image, for speed); the lattice is fitted to them.
+    return_details : bool
+        Return a :class:`GridEstimate` (with ``quality``) instead of the LensletGrid.
+
+    Returns
+    -------
+    LensletGrid (or GridEstimate). The grid covers every lattice position whose row holds a
+    micro-image centre inside the image, from the first to the last column index seen in any
+    row, so a few positions at the ends of rows may fall just outside the image. Where a
+    regular lattice does not explain the centres, the grid carries a LatticeDeformation.
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong shape, dtype, size, or lattice name.
+    DetectionError
+        Not a white image (dark, uniform, saturated, a scene), no periodic structure, too few
+        spots, inconsistent pitch, or a fit that fails the checks of :class:`GridQuality`.
+
+    """
+    est = estimate_grid_with_quality(white, lattice=lattice, expected_size=expected_size,
+                                     spacing=spacing, dark_fraction=dark_fraction,
+                                     max_spots=max_spots)
+    return est if return_details else est.grid
 
 
 def _extent(ref, w, h):

@@ -7,6 +7,12 @@ origin at the centre of pixel (0, 0)), where ``shift(l) = 0.5 * ((l + hex_parity
 on a hexagonal lattice and 0 on a rectangular one. ``row_vector`` has length ``pitch`` and
 angle ``rotation``; ``column_vector`` is ``row_vector`` turned by +90° and scaled by
 ``row_spacing`` (pitch * sqrt(3)/2 for a regular hexagonal lattice, pitch for a square one).
+
+Where one regular lattice does not explain the micro-images (a pitch that varies across the
+sensor, main-lens distortion), the grid carries a :class:`LatticeDeformation`: a smooth
+polynomial displacement added to every regular centre, a function of that regular centre's
+position. Without one (``deformation=None``, the default and what older calibration files
+hold) the lattice is exactly regular.
 """
 
 from dataclasses import dataclass
@@ -18,6 +24,79 @@ from lf_mpc_calib.errors import InvalidInputError
 LATTICES = ('hex', 'rect')
 
 
+def _monomials(u, v, degree):
+    """(N, T) monomials u^i v^(d-i) for d = 0..degree, i = 0..d, T = (degree+1)(degree+2)/2."""
+    return np.column_stack([u ** i * v ** (d - i) for d in range(degree + 1)
+                            for i in range(d + 1)])
+
+
+@dataclass(frozen=True, eq=False)
+class LatticeDeformation:
+    """
+    A smooth displacement (px) of the micro-image centres away from the regular lattice.
+
+    A centre whose regular-lattice position is q (N, 2) raw px moves by
+    ``monomials((q - centre) / scale) @ coef`` (N, 2): a 2-D polynomial of total degree
+    ``degree`` in the normalised position. centre (2,), scale (2,) px; coef (T, 2) with
+    T = (degree + 1)(degree + 2) / 2, terms ordered u^i v^(d-i) for d = 0..degree, i = 0..d.
+    """
+
+    degree: int
+    centre: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+
+    def __post_init__(self):
+        degree = int(self.degree)
+        if degree < 0 or degree != self.degree:
+            raise InvalidInputError(f'deformation degree must be an integer >= 0, got '
+                                    f'{self.degree!r}')
+        n_terms = (degree + 1) * (degree + 2) // 2
+        centre = np.asarray(self.centre, dtype=float)
+        scale = np.asarray(self.scale, dtype=float)
+        coef = np.asarray(self.coef, dtype=float)
+        if centre.shape != (2,) or scale.shape != (2,) or not np.all(scale > 0):
+            raise InvalidInputError(f'deformation centre and scale must be 2 numbers each '
+                                    f'(scale > 0), got {self.centre!r}, {self.scale!r}')
+        if coef.shape != (n_terms, 2) or not np.all(np.isfinite(coef)):
+            raise InvalidInputError(f'deformation coef must be ({n_terms}, 2) finite numbers for '
+                                    f'degree {degree}, got shape {coef.shape}')
+        object.__setattr__(self, 'degree', degree)
+        object.__setattr__(self, 'centre', centre)
+        object.__setattr__(self, 'scale', scale)
+        object.__setattr__(self, 'coef', coef)
+
+    def displacement(self, xy):
+        """Displacement (N, 2) px at regular-lattice positions xy (N, 2) px."""
+        q = (np.asarray(xy, dtype=float).reshape(-1, 2) - self.centre) / self.scale
+        return _monomials(q[:, 0], q[:, 1], self.degree) @ self.coef
+
+    @classmethod
+    def fit(cls, xy, shift, degree, centre, scale):
+        """Least-squares deformation of ``degree`` moving regular positions xy (N, 2) by shift."""
+        centre = np.asarray(centre, dtype=float)
+        scale = np.asarray(scale, dtype=float)
+        q = (np.asarray(xy, dtype=float) - centre) / scale
+        a = _monomials(q[:, 0], q[:, 1], degree)
+        coef, *_ = np.linalg.lstsq(a, np.asarray(shift, dtype=float), rcond=None)
+        return cls(degree, centre, scale, coef)
+
+    def to_dict(self):
+        """Plain-Python mapping (``lenslet_grid.deformation`` of the calibration file)."""
+        return {'degree': self.degree, 'centre': [float(x) for x in self.centre],
+                'scale': [float(x) for x in self.scale],
+                'coef': [[float(a), float(b)] for a, b in self.coef]}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict`; raises InvalidInputError naming a missing key."""
+        keys = ('degree', 'centre', 'scale', 'coef')
+        for key in keys:
+            if key not in d:
+                raise InvalidInputError(f'deformation lacks key {key!r}; expected {keys}')
+        return cls(d['degree'], d['centre'], d['scale'], d['coef'])
+
+
 @dataclass(frozen=True, eq=False)
 class LensletGrid:
     """
@@ -25,7 +104,9 @@ class LensletGrid:
 
     lattice 'hex' | 'rect'; pitch, row_spacing in pixels; rotation in radians;
     origin (2,) pixels (centre of micro-image (0, 0)); shape (cols, rows) number of lenses;
-    hex_parity 0 or 1 (which rows are shifted by half a pitch); image_size (width, height).
+    hex_parity 0 or 1 (which rows are shifted by half a pitch); image_size (width, height);
+    deformation: None (a regular lattice) or a :class:`LatticeDeformation` added to every
+    centre (``origin`` is then the regular position of micro-image (0, 0)).
     """
 
     lattice: str
@@ -36,6 +117,7 @@ class LensletGrid:
     shape: tuple
     image_size: tuple
     hex_parity: int = 1
+    deformation: LatticeDeformation = None
 
     def __post_init__(self):
         if self.lattice not in LATTICES:
@@ -54,6 +136,10 @@ class LensletGrid:
         object.__setattr__(self, 'pitch', float(self.pitch))
         object.__setattr__(self, 'row_spacing', float(self.row_spacing))
         object.__setattr__(self, 'hex_parity', int(self.hex_parity) % 2)
+        if self.deformation is not None and not isinstance(self.deformation,
+                                                           LatticeDeformation):
+            raise InvalidInputError(f'deformation must be None or a LatticeDeformation, got '
+                                    f'{type(self.deformation).__name__}')
 
     @property
     def row_vector(self):
@@ -71,7 +157,17 @@ class LensletGrid:
         k, l_ = kl[:, 0], kl[:, 1]
         if self.lattice == 'hex':
             k = k + 0.5 * ((l_.astype(np.int64) + self.hex_parity) % 2)
-        return self.origin + k[:, None] * self.row_vector + l_[:, None] * self.column_vector
+        xy = self.origin + k[:, None] * self.row_vector + l_[:, None] * self.column_vector
+        if self.deformation is not None:
+            xy = xy + self.deformation.displacement(xy)
+        return xy
+
+    def regular(self):
+        """This grid without its deformation (the best-fitting regular lattice)."""
+        if self.deformation is None:
+            return self
+        return LensletGrid(self.lattice, self.pitch, self.row_spacing, self.rotation,
+                           self.origin, self.shape, self.image_size, self.hex_parity)
 
     def indices(self):
         """All lattice indices (M, 2) = (k, l), row-major (l slowest)."""
@@ -85,10 +181,13 @@ class LensletGrid:
 
     def to_dict(self):
         """Plain-Python mapping for the calibration file (``lenslet_grid``)."""
-        return {'lattice': self.lattice, 'pitch': self.pitch, 'row_spacing': self.row_spacing,
-                'rotation': self.rotation, 'origin': [float(x) for x in self.origin],
-                'shape': list(self.shape), 'image_size': list(self.image_size),
-                'hex_parity': self.hex_parity}
+        d = {'lattice': self.lattice, 'pitch': self.pitch, 'row_spacing': self.row_spacing,
+             'rotation': self.rotation, 'origin': [float(x) for x in self.origin],
+             'shape': list(self.shape), 'image_size': list(self.image_size),
+             'hex_parity': self.hex_parity}
+        if self.deformation is not None:
+            d['deformation'] = self.deformation.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d):
@@ -97,5 +196,9 @@ class LensletGrid:
         for key in keys:
             if key not in d:
                 raise InvalidInputError(f'lenslet_grid lacks key {key!r}; expected {keys}')
+        deformation = d.get('deformation')
+        if deformation is not None:
+            deformation = LatticeDeformation.from_dict(deformation)
         return cls(d['lattice'], d['pitch'], d['row_spacing'], d['rotation'], d['origin'],
-                   tuple(d['shape']), tuple(d['image_size']), d.get('hex_parity', 1))
+                   tuple(d['shape']), tuple(d['image_size']), d.get('hex_parity', 1),
+                   deformation)

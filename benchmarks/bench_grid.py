@@ -1,0 +1,105 @@
+"""
+Benchmark: micro-image grid estimation from white images, against ground truth.
+
+Rows: a sweep of rendered cameras (fill 0.80 / 0.90 / 1.00 x micro-image spacing 7 / 10 / 14 /
+16 px x lattice rotation -3 / 0 / +3 deg x hex / rect, 640 px sensors, 8 bit, cos^4
+vignetting, sub-pixel lattice offset), the synth-spots images b, c, d (PlenoptiCam's test
+data, /work/shared/data/synth-spots, centres from its files) and the full-size Lytro sensor
+with touching micro-images (fill 1.0). Columns: mean / max centre error (px) of the grid at
+every true centre inside the image, % of them matched (within a third of the pitch), % stray
+grid centres (no true centre near), time of the estimate, and the outcome: ok, REFUSED (a
+DetectionError: acceptable) or WRONG (a grid returned outside the tolerance: a silent wrong
+answer). Usage:
+
+    python3 benchmarks/bench_grid.py [--quick] [--no-full]
+
+--quick runs every 4th sweep case. Works against older versions of the package too (falls
+back to estimate_grid(return_details=True)) for before/after figures.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import cv2
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..'))
+sys.path.insert(0, os.path.join(HERE, '..', 'test'))
+
+from lf_mpc_calib.errors import DetectionError  # noqa: E402
+from lf_mpc_calib.lenslet import estimate as _est  # noqa: E402
+from test_lenslet_grid_sweep import (MAX_TOL_PX, MEAN_TOL_PX, grid_errors,  # noqa: E402
+                                     render, sweep_camera, true_centres)
+
+SPOTS = os.path.join(HERE, '..', '..', 'shared', 'data', 'synth-spots')
+if not os.path.isdir(SPOTS):
+    SPOTS = '/work/shared/data/synth-spots'
+
+
+def _estimate(white):
+    if hasattr(_est, 'estimate_grid_with_quality'):
+        return _est.estimate_grid_with_quality(white).grid
+    return _est.estimate_grid(white)
+
+
+def row(name, white, truth_xy, lattice=None):
+    """Run one case; returns the printed fields."""
+    t = time.perf_counter()
+    try:
+        grid = _estimate(white)
+    except DetectionError as exc:
+        dt = time.perf_counter() - t
+        return (name, float('nan'), float('nan'), 0.0, 0.0, dt, 'REFUSED', str(exc)[:70])
+    except Exception as exc:            # an unexpected error is a finding too
+        dt = time.perf_counter() - t
+        return (name, float('nan'), float('nan'), 0.0, 0.0, dt, 'CRASH', repr(exc)[:70])
+    dt = time.perf_counter() - t
+    d, matched, stray = grid_errors(grid, truth_xy)
+    good = d[d < grid.pitch / 3]
+    mean = float(good.mean()) if good.size else float('nan')
+    mx = float(good.max()) if good.size else float('nan')
+    ok = (matched == 1.0 and stray == 0.0 and mean <= MEAN_TOL_PX and mx <= MAX_TOL_PX
+          and (lattice is None or grid.lattice == lattice))
+    return (name, mean, mx, 100 * matched, 100 * stray, dt, 'ok' if ok else 'WRONG',
+            f'{grid.lattice} {grid.shape[0]}x{grid.shape[1]} pitch {grid.pitch:.3f}')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[1])
+    ap.add_argument('--quick', action='store_true', help='every 4th sweep case')
+    ap.add_argument('--no-full', action='store_true', help='skip the full-size Lytro row')
+    args = ap.parse_args()
+    rows = []
+    cases = [(f, p, r, lat) for lat in ('hex', 'rect') for f in (0.8, 0.9, 1.0)
+             for p in (7.0, 10.0, 14.0, 16.0) for r in (-3.0, 0.0, 3.0)]
+    if args.quick:
+        cases = cases[::4]
+    for f, p, r, lat in cases:
+        cam = sweep_camera(f, p, r, lat, 640)
+        rows.append(row(f'{lat} fill {f:.2f} pitch {p:4.1f} rot {r:+.0f}', render(cam),
+                        true_centres(cam), lat))
+    for name in ('b', 'c', 'd'):
+        png = os.path.join(SPOTS, f'{name}.png')
+        if os.path.exists(png):
+            img = cv2.imread(png, cv2.IMREAD_UNCHANGED)
+            truth = np.loadtxt(os.path.join(SPOTS, f'{name}.txt'))[:, ::-1]
+            rows.append(row(f'synth-spots {name}', img, truth))
+    if not args.no_full:
+        for fill in (0.96, 1.0):
+            cam = sweep_camera(fill, 9.9, 0.12, 'hex', 3280)
+            rows.append(row(f'full Lytro 3280 fill {fill:.2f}', render(cam, samples=4),
+                            true_centres(cam), 'hex'))
+    print(f'{"case":34s} {"mean px":>8s} {"max px":>8s} {"match%":>7s} {"stray%":>7s} '
+          f'{"time s":>7s}  outcome  detail')
+    for name, mean, mx, m, s, dt, outcome, detail in rows:
+        print(f'{name:34s} {mean:8.4f} {mx:8.4f} {m:7.1f} {s:7.2f} {dt:7.3f}  {outcome:7s}  '
+              f'{detail}')
+    counts = {k: sum(1 for r in rows if r[6] == k) for k in ('ok', 'REFUSED', 'WRONG', 'CRASH')}
+    print('outcomes: ' + ', '.join(f'{k} {v}' for k, v in counts.items()))
+
+
+if __name__ == '__main__':
+    main()

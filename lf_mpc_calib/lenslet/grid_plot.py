@@ -1,0 +1,61 @@
+"""A picture of a fitted micro-image grid over a crop of its white image (for checking by eye)."""
+
+import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
+
+
+def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
+    """
+    Write a PNG of the grid's centres (and lattice rows) over a crop of the white image.
+
+    white (H, W) or (H, W, 3) image; grid a LensletGrid for it; path the PNG file; centre
+    (x, y) px of the square crop of ``size`` px (default: the image centre); measured
+    (N, 2) optional measured micro-image centres (drawn as crosses). matplotlib is imported
+    here (Agg backend), so the package does not need it otherwise. Returns ``path``.
+    """
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    img = np.asarray(white)
+    if img.ndim == 3:
+        img = img[:, :, :3].mean(axis=2)
+    if img.ndim != 2:
+        raise InvalidInputError(f'white must have shape (H, W) or (H, W, 3), got {img.shape}')
+    h, w = img.shape
+    if (w, h) != tuple(grid.image_size):
+        raise InvalidInputError(f'the grid is for {grid.image_size[0]} x {grid.image_size[1]} '
+                                f'px images, the white image is {w} x {h}')
+    cx, cy = ((w - 1) / 2.0, (h - 1) / 2.0) if centre is None else (float(c) for c in centre)
+    half = int(size) // 2
+    x0, x1 = max(0, int(cx) - half), min(w, int(cx) + half)
+    y0, y1 = max(0, int(cy) - half), min(h, int(cy) + half)
+    fig, ax = plt.subplots(figsize=(7, 7), dpi=110)
+    ax.imshow(img[y0:y1, x0:x1], cmap='gray', extent=(x0 - 0.5, x1 - 0.5, y1 - 0.5, y0 - 0.5),
+              interpolation='nearest')
+    kl = grid.indices()
+    xy = grid.centres_of(kl)
+    box = (xy[:, 0] >= x0 - 1) & (xy[:, 0] <= x1) & (xy[:, 1] >= y0 - 1) & (xy[:, 1] <= y1)
+    # lattice rows as lines through the centres of each row
+    for row in np.unique(kl[box, 1]):
+        sel = box & (kl[:, 1] == row)
+        order = np.argsort(kl[sel, 0])
+        ax.plot(xy[sel][order, 0], xy[sel][order, 1], '-', color='tab:cyan', lw=0.5)
+    ax.plot(xy[box, 0], xy[box, 1], 'o', ms=3, mfc='none', mec='tab:red', label='grid')
+    if measured is not None:
+        m = np.asarray(measured, dtype=float).reshape(-1, 2)
+        inb = (m[:, 0] >= x0) & (m[:, 0] < x1) & (m[:, 1] >= y0) & (m[:, 1] < y1)
+        ax.plot(m[inb, 0], m[inb, 1], 'x', ms=4, color='tab:green', label='measured')
+    ax.set_xlim(x0 - 0.5, x1 - 0.5)
+    ax.set_ylim(y1 - 0.5, y0 - 0.5)
+    deformed = '' if grid.deformation is None else f', deformed (degree ' \
+        f'{grid.deformation.degree})'
+    ax.set_title(f'{grid.lattice} grid, pitch {grid.pitch:.3f} px, rotation '
+                 f'{np.degrees(grid.rotation):.3f} deg, {grid.shape[0]} x {grid.shape[1]} '
+                 f'lenses{deformed}', fontsize=9)
+    ax.legend(loc='upper right', fontsize=8)
+    fig.tight_layout()
+    fig.savefig(str(path))
+    plt.close(fig)
+    return path
