@@ -93,7 +93,7 @@ def render(camera, samples=2):
     """An 8-bit white image of ``camera`` (Bayer phases balanced as the pipeline does)."""
     white = quantize(render_white(camera, samples=samples), 8)
     if camera.sensor.bayer is not None:
-        from lf_mpc_calib.pipeline import bayer_neutral
+        from lf_mpc_calib.lenslet.white_image import bayer_neutral
         white = bayer_neutral(white, camera.sensor.bayer)
     return white
 
