@@ -44,7 +44,8 @@ class RawCalibration:
     Path per pose index; detections: list of (Path, Detection) of kept poses; skipped: list
     of (Path, reason); grid: the LensletGrid; view_size (width, height); board; truth (or
     None); timings: seconds per stage {'grid', 'decode', 'detect', 'calibrate'};
-    usable_views: (n_j, n_i) bool views the corners were taken from (``Decoder.valid``).
+    usable_views: (n_j, n_i) bool views the corners were taken from (``Decoder.valid``);
+    camera_metadata: the data set's (Lytro files), for the calibration file, or None.
     """
 
     result: object
@@ -59,6 +60,7 @@ class RawCalibration:
     timings: dict = field(default_factory=dict)
     name: str = ''
     usable_views: np.ndarray = None
+    camera_metadata: dict = None
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -149,7 +151,7 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     timings['calibrate'] = time.perf_counter() - t0
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
-                          use)
+                          use, getattr(dataset, 'camera_metadata', None))
 
 
 # ---- outputs --------------------------------------------------------------------------------
@@ -163,7 +165,7 @@ def write_outputs(run, output, *, report_dir=None, camera='camera'):
     output.parent.mkdir(parents=True, exist_ok=True)
     cal = CalibrationFile.from_result(run.result, camera_type='conventional',
                                       image_size=run.view_size, lenslet_grid=run.grid,
-                                      camera=camera)
+                                      camera=camera, camera_metadata=run.camera_metadata)
     save_calibration(output, cal)
     written = [output]
     obs_path = observations_path(output)
