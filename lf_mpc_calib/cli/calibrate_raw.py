@@ -11,8 +11,11 @@ and the white image). Any other folder of raw PNG/TIFF frames needs the board, a
 image if it is not the folder's one ``white.*`` file. A rosbag2 (folder, .db3 or .mcap; needs
 the ``rosbags`` package) gives its frames from the image topic. ``--grid`` decodes with the
 lenslet grid of a file written by ``lf-mpc-calib grid`` or of a calibration file instead of
-estimating it from the white image. The observation table is written beside the calibration
-file (``<name>_observations.csv``).
+estimating it from the white image. Lytro raw frames (.lfr, .lfp, .raw) give their Bayer
+pattern and camera metadata (kept in the calibration file's ``camera_metadata``), and their
+``--white`` may be a folder of the camera's white images: the one of the frames' serial with
+the nearest zoom, then focus step is used. The observation table is written beside the
+calibration file (``<name>_observations.csv``).
 """
 
 from pathlib import Path
@@ -32,8 +35,9 @@ def register(subparsers):
                     'checkerboard corners in every view, calibrate the MPC model and write '
                     'the calibration file, the observation table and (optionally) a report.')
     p.add_argument('dataset', help='folder of raw frames (with manifest.yaml from simulate, '
-                                   'or any PNG/TIFF frames with --board/--square), or a '
-                                   'rosbag2 (folder, .db3 or .mcap) with --topic')
+                                   'or any PNG/TIFF or Lytro .lfr/.lfp/.raw frames with '
+                                   '--board/--square), or a rosbag2 (folder, .db3 or .mcap) '
+                                   'with --topic')
     p.add_argument('-o', '--output', default='calibration.yaml',
                    help='calibration file to write (default: %(default)s)')
     p.add_argument('--report', metavar='DIR', default=None,
@@ -46,8 +50,9 @@ def register(subparsers):
                    help='colour of the outer square before the first inner corner '
                         '(default: %(default)s)')
     p.add_argument('--white', default=None, metavar='FILE',
-                   help='white image; for a rosbag2 a file or a topic of the bag (default: '
-                        'its white_image topic, else white.* beside it)')
+                   help='white image; for Lytro frames also a folder of Lytro white images; '
+                        'for a rosbag2 a file or a topic of the bag (default: its white_image '
+                        'topic, else white.* beside it)')
     p.add_argument('--topic', default=None, metavar='TOPIC',
                    help='rosbag2 input: the sensor_msgs/Image topic of the raw frames')
     p.add_argument('--grid', default=None, metavar='FILE',

@@ -8,6 +8,7 @@ import yaml
 
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.images import read_image, to_uint, write_image
+from lf_mpc_calib.io.lytro import is_lytro_file
 from lf_mpc_calib.lenslet.decode import Decoder, mosaic
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.grid import LensletGrid
@@ -20,13 +21,15 @@ def register(subparsers):
         description='Decode a raw frame of a conventional plenoptic camera into sub-aperture '
                     'views (view_j+J_i+I.png) and a mosaic (mosaic.png), devignetted by the '
                     'white image.')
-    p.add_argument('raw', help='raw frame (8/16-bit PNG or TIFF)')
-    p.add_argument('--white', required=True, help='white image of the same camera')
+    p.add_argument('raw', help='raw frame (8/16-bit PNG or TIFF, or Lytro .lfr/.lfp/.raw)')
+    p.add_argument('--white', required=True,
+                   help='white image of the same camera; for a Lytro frame also a folder of '
+                        'Lytro white images (the one of its serial, nearest zoom and focus)')
     p.add_argument('-o', '--output', required=True, help='output folder')
     p.add_argument('--grid', help='grid YAML (from `lf-mpc-calib grid`); estimated if absent')
     p.add_argument('--views', default='9x9', help='view grid NIxNJ (odd), default 9x9')
     p.add_argument('--bayer', choices=('rggb', 'bggr', 'gbrg', 'grbg'),
-                   help='Bayer pattern of raw and white')
+                   help='Bayer pattern of raw and white (default for Lytro files: theirs)')
     p.add_argument('--lattice', choices=('auto', 'hex', 'rect'), default='auto')
     p.add_argument('--bits', type=int, choices=(8, 16), default=8, help='PNG bit depth')
     p.set_defaults(func=run)
@@ -43,7 +46,12 @@ def run(args):
     """Decode and write the views; returns the exit code."""
     views = _parse_views(args.views)
     raw = read_image(args.raw)
-    white = read_image(args.white)
+    white_file, camera_metadata = args.white, None
+    if is_lytro_file(args.raw):
+        from lf_mpc_calib.io.lytro import lytro_dataset
+        white_file, bayer, camera_metadata = lytro_dataset([args.raw], args.white)
+        args.bayer = args.bayer or bayer
+    white = read_image(white_file)
     if args.grid:
         with open(args.grid) as f:
             doc = yaml.safe_load(f)
@@ -64,11 +72,13 @@ def run(args):
             write_image(out / f'view_j{j:+d}_i{i:+d}.png',
                         to_uint(lf.views[jj, ii], bits=args.bits, top=top))
     write_image(out / 'mosaic.png', to_uint(mosaic(lf), bits=args.bits, top=top))
+    doc = {'lenslet_grid': grid.to_dict(),
+           'views': {'i': [int(v) for v in lf.i_values], 'j': [int(v) for v in lf.j_values],
+                     'valid': lf.valid.astype(int).tolist()}}
+    if camera_metadata is not None:
+        doc['camera_metadata'] = camera_metadata
     with open(out / 'grid.yaml', 'w') as f:
-        yaml.safe_dump({'lenslet_grid': grid.to_dict(),
-                        'views': {'i': [int(v) for v in lf.i_values],
-                                  'j': [int(v) for v in lf.j_values],
-                                  'valid': lf.valid.astype(int).tolist()}}, f, sort_keys=False)
+        yaml.safe_dump(doc, f, sort_keys=False)
     print(f'{lf.views.shape[0] * lf.views.shape[1]} views of {lf.view_shape[1]} x '
           f'{lf.view_shape[0]} px ({int(lf.valid.sum())} usable) -> {out}')
     return 0

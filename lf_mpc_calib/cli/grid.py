@@ -6,6 +6,7 @@ import numpy as np
 import yaml
 
 from lf_mpc_calib.io.images import read_image
+from lf_mpc_calib.io.lytro import is_lytro_file
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 
 
@@ -16,7 +17,8 @@ def register(subparsers):
         description='Fit the micro-image lattice to a white image; write its parameters '
                     '(YAML) and optionally every micro-image centre (CSV x,y in raw pixels, '
                     'x right, y down, origin at the centre of pixel (0, 0)).')
-    p.add_argument('white', help='white image (8/16-bit PNG or TIFF)')
+    p.add_argument('white', help='white image (8/16-bit PNG or TIFF, or Lytro .lfr/.lfp/.raw: '
+                                 'its CFA channels balanced by the file\'s Bayer pattern)')
     p.add_argument('-o', '--output', required=True, help='output YAML file')
     p.add_argument('--centres', help='CSV file for all micro-image centres (columns x,y)')
     p.add_argument('--lattice', choices=('auto', 'hex', 'rect'), default='auto')
@@ -26,11 +28,19 @@ def register(subparsers):
 def run(args):
     """Estimate the grid and write the files; returns the exit code."""
     white = read_image(args.white)
+    camera_metadata = None
+    if is_lytro_file(args.white):
+        from lf_mpc_calib.io.lytro import read_lytro_metadata
+        from lf_mpc_calib.lenslet.white_image import bayer_neutral
+        camera_metadata = read_lytro_metadata(args.white).to_dict()
+        white = bayer_neutral(white, camera_metadata['bayer'])
     est = estimate_grid(white, lattice=args.lattice, return_details=True)
     grid = est.grid
     doc = {'lenslet_grid': grid.to_dict(),
            'fit': {'spots': int(len(est.centres)), 'inliers': int(est.inliers.sum()),
                    'rms_residual_px': float(est.rms_px)}}
+    if camera_metadata is not None:
+        doc['camera_metadata'] = camera_metadata
     with open(args.output, 'w') as f:
         yaml.safe_dump(doc, f, sort_keys=False)
     if args.centres:

@@ -21,6 +21,14 @@ Layout (format_version 1)::
     software: {name: lf_mpc_calib, version: .., date: ISO 8601}
     lens_types: {...} | null                 # optional: per-micro-lens-type terms of a
                                              # multi-focus camera (lf_mpc_calib.io.raytrix_r12)
+    camera_metadata: {...}                   # optional, absent when unknown: what the raw
+                                             # files said about the camera (Lytro: make,
+                                             # model, serial, zoom_step, focus_step,
+                                             # exposure_s, bayer, ..., white_image: {file,
+                                             # serial, zoom_step, focus_step, ...})
+
+Optional keys keep format_version 1: a file without them loads as before (None), and a reader
+that does not know a key ignores it.
 
 Every number is written as a plain Python float (``yaml.safe_dump``). Reading a file of another
 format version, or one lacking a key, raises :class:`CalibrationFileError` naming the key.
@@ -64,7 +72,9 @@ class CalibrationFile:
     (board -> camera); views {'i': [min, max], 'j': [min, max]} or None; image_size
     (width, height) or None; lenslet_grid LensletGrid or None; frames {optical, board_prefix};
     software {name, version, date}; lens_types optional plain mapping of per-micro-lens-type
-    terms (written as is; absent in a file = None).
+    terms (written as is; absent in a file = None); camera_metadata optional plain mapping of
+    what the raw files said about the camera (:mod:`lf_mpc_calib.io.lytro`; written only when
+    given).
     """
 
     camera_type: str
@@ -80,6 +90,7 @@ class CalibrationFile:
     software: dict = field(default_factory=_software)
     format_version: int = FORMAT_VERSION
     lens_types: dict = None
+    camera_metadata: dict = None
 
     def __post_init__(self):
         if self.camera_type not in CAMERA_TYPES:
@@ -110,6 +121,9 @@ class CalibrationFile:
             object.__setattr__(self, 'image_size', size)
         if self.views is not None:
             object.__setattr__(self, 'views', _check_views(self.views))
+        if self.camera_metadata is not None and not isinstance(self.camera_metadata, dict):
+            raise CalibrationFileError(
+                f'camera_metadata must be a mapping, got {type(self.camera_metadata).__name__}')
 
     @property
     def num_poses(self):
@@ -118,7 +132,7 @@ class CalibrationFile:
 
     @classmethod
     def from_result(cls, result, *, camera_type, image_size=None, lenslet_grid=None,
-                    camera='camera', views=None, lens_types=None):
+                    camera='camera', views=None, lens_types=None, camera_metadata=None):
         """
         Build from a :class:`~lf_mpc_calib.calibration.CalibrationResult`.
 
@@ -132,11 +146,12 @@ class CalibrationFile:
                            'rms_ray_reprojection_mm': result.rms_ray_reprojection_mm},
                    rotation_vectors=result.rotation_vectors, translations=result.translations,
                    views=views, image_size=image_size, lenslet_grid=lenslet_grid,
-                   frames=default_frames(camera), lens_types=lens_types)
+                   frames=default_frames(camera), lens_types=lens_types,
+                   camera_metadata=camera_metadata)
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
-        return {
+        d = {
             'format_version': int(self.format_version),
             'camera_type': self.camera_type,
             'intrinsics': self.model.intrinsics_dict(),
@@ -154,6 +169,9 @@ class CalibrationFile:
             'software': {k: str(v) for k, v in self.software.items()},
             'lens_types': self.lens_types,
         }
+        if self.camera_metadata is not None:
+            d['camera_metadata'] = self.camera_metadata
+        return d
 
     @classmethod
     def from_dict(cls, d):
@@ -188,7 +206,8 @@ class CalibrationFile:
                        errors=d['errors'], rotation_vectors=rv, translations=tr,
                        views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
                        frames=dict(d['frames']), software=dict(d['software']),
-                       format_version=d['format_version'], lens_types=d.get('lens_types'))
+                       format_version=d['format_version'], lens_types=d.get('lens_types'),
+                       camera_metadata=d.get('camera_metadata'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:

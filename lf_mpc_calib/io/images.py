@@ -16,6 +16,10 @@ mono16, bayer_{rggb,bggr,gbrg,grbg}16  uint16       (height, width), native byte
 rgb8, bgr8                             uint8        (height, width, 3), channels as named
 rgba8, bgra8                           uint8        (height, width, 4), channels as named
 =====================================  ===========  ===============================
+
+Lytro raw files (.lfr, .lfp, .raw: :mod:`lf_mpc_calib.io.lytro`) read through the same
+functions: their 10/12-bit codes normalised by the file's black and white levels, as uint16
+(:func:`read_image`) or float (:func:`read_float_image`); the Bayer mosaic is left as it is.
 """
 
 from pathlib import Path
@@ -24,6 +28,7 @@ import cv2
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.io.lytro import is_lytro_file, read_lytro
 
 SUFFIXES = ('.png', '.tif', '.tiff')
 
@@ -47,8 +52,15 @@ del _pattern
 
 
 def read_image(path):
-    """Read an 8/16-bit mono or colour PNG/TIFF as (H, W) or (H, W, 3) RGB uint8/uint16."""
+    """
+    Read an 8/16-bit mono or colour PNG/TIFF as (H, W) or (H, W, 3) RGB uint8/uint16.
+
+    A Lytro raw file (.lfr, .lfp, .raw) reads as its (H, W) uint16 Bayer mosaic, black..white
+    level mapped to 0..65535 (:meth:`lf_mpc_calib.io.lytro.LytroImage.to_uint16`).
+    """
     path = Path(path)
+    if is_lytro_file(path):
+        return read_lytro(path).to_uint16()
     if not path.is_file():
         raise InvalidInputError(f'image file {str(path)!r} does not exist')
     img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
@@ -127,6 +139,8 @@ def read_float_image(path):
     """
     if hasattr(path, 'load'):
         img = np.asarray(path.load())
+    elif is_lytro_file(path):
+        return read_lytro(path).normalized()
     else:
         img = np.asarray(read_image(path))
     if img.ndim == 3:

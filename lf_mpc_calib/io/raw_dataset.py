@@ -16,10 +16,11 @@ import numpy as np
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.errors import InvalidInputError, LFCalibError
 from lf_mpc_calib.io.images import read_float_image
+from lf_mpc_calib.io.lytro import is_lytro_file, LYTRO_SUFFIXES, lytro_dataset
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.white_image import check_grid_size
 
-IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.pgm', '.bmp')
+IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.pgm', '.bmp') + LYTRO_SUFFIXES
 MANIFEST = 'manifest.yaml'
 WHITE_FILE = 'white.png'
 MANIFEST_FORMAT = 'lf_mpc_calib-raw-dataset'
@@ -37,7 +38,8 @@ class RawDataset:
     Checkerboard; demosaic: Bayer pattern name or None; camera: the simulated camera of a data
     set written by ``simulate`` (its ground truth is computed for the lenslet grid actually
     used), else None; name: for titles; grid: a LensletGrid to decode with (checked against the
-    white image's size), or None to estimate it from the white image.
+    white image's size), or None to estimate it from the white image; camera_metadata: what
+    Lytro raw files say about the camera (``lytro_dataset``), for the calibration file, or None.
     """
 
     frames: list
@@ -47,6 +49,7 @@ class RawDataset:
     camera: object = None
     name: str = ''
     grid: object = None
+    camera_metadata: dict = None
 
     def truth_for(self, grid):
         """Ground-truth MPCModel in the indexing of ``grid`` (simulated data), or None."""
@@ -92,6 +95,10 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
     grid: a LensletGrid, or a file holding one (:func:`load_grid`), to decode with instead of
     estimating it from the white image; its image_size must be the white image's size
     (InvalidInputError naming both otherwise).
+
+    Lytro raw frames (.lfr, .lfp, .raw; :mod:`lf_mpc_calib.io.lytro`) give the Bayer pattern
+    (unless ``demosaic`` is given) and the camera metadata; their ``white`` may be a folder of
+    Lytro white images, of which the one matching the frames' serial, zoom and focus is used.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -120,7 +127,7 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
                 f'{[p.name for p in whites]}')
         white = whites[0]
     white = Path(white)
-    if not white.is_file():
+    if not white.is_file() and not white.is_dir():
         raise InvalidInputError(f'white image {white} does not exist')
     if 'frames' in manifest:
         frames = [folder / _frame_file(e) for e in manifest['frames']]
@@ -132,11 +139,18 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
                         if p.suffix.lower() in IMAGE_SUFFIXES and p.resolve() != white.resolve()
                         and not p.name.lower().startswith('white'))
     if not frames:
-        raise InvalidInputError(f'{folder}: no raw frames (PNG/TIFF) found')
+        raise InvalidInputError(f'{folder}: no raw frames (PNG/TIFF/Lytro) found')
+    camera_metadata = None
+    if any(is_lytro_file(p) for p in frames):
+        white, bayer, camera_metadata = lytro_dataset(frames, white)
+        demosaic = demosaic or bayer
+    elif white.is_dir():
+        raise InvalidInputError(f'white image {white} is a folder; a folder of white images '
+                                'is for Lytro raw frames only')
     if demosaic is None:
         demosaic = manifest.get('bayer', manifest.get('demosaic'))
     return RawDataset(frames, white, board, demosaic, _camera_from(manifest), folder.name,
-                      checked_grid(grid, white))
+                      checked_grid(grid, white), camera_metadata)
 
 
 def load_grid(path):

@@ -48,7 +48,8 @@ class RawCalibration:
     usable_views: (n_j, n_i) bool views the corners were taken from (``Decoder.valid``);
     corner_noise_px: the detector's own corner noise (line residuals across views);
     fit_ratio: RMS reprojection / corner noise (checked by
-    :mod:`~lf_mpc_calib.calibration.fit_check`).
+    :mod:`~lf_mpc_calib.calibration.fit_check`); camera_metadata: the data set's (Lytro
+    files), for the calibration file, or None.
     """
 
     result: object
@@ -65,6 +66,7 @@ class RawCalibration:
     usable_views: np.ndarray = None
     corner_noise_px: float = float('nan')
     fit_ratio: float = float('nan')
+    camera_metadata: dict = None
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     ratio = check_model_fit(result.rms_reprojection_px, noise)
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
-                          use, noise, ratio)
+                          use, noise, ratio, getattr(dataset, 'camera_metadata', None))
 
 
 # ---- outputs --------------------------------------------------------------------------------
@@ -174,7 +176,7 @@ def write_outputs(run, output, *, report_dir=None, camera='camera'):
     output.parent.mkdir(parents=True, exist_ok=True)
     cal = CalibrationFile.from_result(run.result, camera_type='conventional',
                                       image_size=run.view_size, lenslet_grid=run.grid,
-                                      camera=camera)
+                                      camera=camera, camera_metadata=run.camera_metadata)
     save_calibration(output, cal)
     written = [output]
     obs_path = observations_path(output)

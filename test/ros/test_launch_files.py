@@ -4,6 +4,7 @@ The launch files, read without the launch packages (they are not installable her
 Each launch/*.launch.py must compile, define generate_launch_description, start only nodes
 whose executable is a console script of setup.py under the agreed node names, and default its
 params_file arguments to config files that exist and hold parameters for that node name.
+Where launch_testing is importable, test_launch_calibrate.py also runs calibrate.launch.py.
 """
 
 import ast

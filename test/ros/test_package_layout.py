@@ -90,3 +90,24 @@ def test_venv_console_scripts_on_path():
         pytest.skip('not running inside a venv')
     for name in EXECUTABLES:
         assert (bindir / name).is_file(), f'{name} is not in {bindir}'
+
+
+def test_ament_index_finds_installed_launch_files_and_executables(colcon_install, monkeypatch):
+    # What `ros2 launch` and launch_ros' Node(package=, executable=) do: share directory and
+    # <prefix>/lib/<package>/<executable> from the ament index of the install prefix.
+    packages = pytest.importorskip('ament_index_python.packages')
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(colcon_install))
+    share = Path(packages.get_package_share_directory('lf_mpc_calib'))
+    assert share == colcon_install / 'share' / 'lf_mpc_calib'
+    for source in ROOT.glob('launch/*.launch.py'):
+        assert (share / 'launch' / source.name).is_file()
+    prefix = Path(packages.get_package_prefix('lf_mpc_calib'))
+    for name in EXECUTABLES:
+        assert os.access(prefix / 'lib' / 'lf_mpc_calib' / name, os.X_OK), name
+    # The installed entry script runs from the installed package alone.
+    site = next(colcon_install.glob('lib/python3*/site-packages'))
+    env = dict(os.environ, PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE='1')
+    proc = subprocess.run([str(prefix / 'lib' / 'lf_mpc_calib' / 'lf-mpc-calib'), '--help'],
+                          env=env, capture_output=True, text=True, timeout=60, cwd=site)
+    assert proc.returncode == 0, proc.stderr
+    assert 'calibrate-raw' in proc.stdout
