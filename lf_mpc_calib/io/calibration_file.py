@@ -21,6 +21,13 @@ Layout (format_version 1)::
     software: {name: lf_mpc_calib, version: .., date: ISO 8601}
     lens_types: {...} | null                 # optional: per-micro-lens-type terms of a
                                              # multi-focus camera (lf_mpc_calib.io.raytrix_r12)
+    hand_eye: {...}                          # optional (absent: no robot): the mount of the
+                                             # camera on / beside a robot arm, versioned on its
+                                             # own (lf_mpc_calib.calibration.hand_eye):
+                                             # {format_version, setup, parent_frame,
+                                             # child_frame, rotation_vector, translation_m
+                                             # (parent -> child), stddev, board_in_base |
+                                             # board_in_tool, errors}
 
 Every number is written as a plain Python float (``yaml.safe_dump``). Reading a file of another
 format version, or one lacking a key, raises :class:`CalibrationFileError` naming the key.
@@ -80,6 +87,7 @@ class CalibrationFile:
     software: dict = field(default_factory=_software)
     format_version: int = FORMAT_VERSION
     lens_types: dict = None
+    hand_eye: dict = None
 
     def __post_init__(self):
         if self.camera_type not in CAMERA_TYPES:
@@ -110,6 +118,8 @@ class CalibrationFile:
             object.__setattr__(self, 'image_size', size)
         if self.views is not None:
             object.__setattr__(self, 'views', _check_views(self.views))
+        if self.hand_eye is not None:
+            _check_hand_eye(self.hand_eye)
 
     @property
     def num_poses(self):
@@ -118,7 +128,7 @@ class CalibrationFile:
 
     @classmethod
     def from_result(cls, result, *, camera_type, image_size=None, lenslet_grid=None,
-                    camera='camera', views=None, lens_types=None):
+                    camera='camera', views=None, lens_types=None, hand_eye=None):
         """
         Build from a :class:`~lf_mpc_calib.calibration.CalibrationResult`.
 
@@ -132,11 +142,11 @@ class CalibrationFile:
                            'rms_ray_reprojection_mm': result.rms_ray_reprojection_mm},
                    rotation_vectors=result.rotation_vectors, translations=result.translations,
                    views=views, image_size=image_size, lenslet_grid=lenslet_grid,
-                   frames=default_frames(camera), lens_types=lens_types)
+                   frames=default_frames(camera), lens_types=lens_types, hand_eye=hand_eye)
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
-        return {
+        d = {
             'format_version': int(self.format_version),
             'camera_type': self.camera_type,
             'intrinsics': self.model.intrinsics_dict(),
@@ -154,6 +164,9 @@ class CalibrationFile:
             'software': {k: str(v) for k, v in self.software.items()},
             'lens_types': self.lens_types,
         }
+        if self.hand_eye is not None:
+            d['hand_eye'] = self.hand_eye
+        return d
 
     @classmethod
     def from_dict(cls, d):
@@ -188,7 +201,8 @@ class CalibrationFile:
                        errors=d['errors'], rotation_vectors=rv, translations=tr,
                        views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
                        frames=dict(d['frames']), software=dict(d['software']),
-                       format_version=d['format_version'], lens_types=d.get('lens_types'))
+                       format_version=d['format_version'], lens_types=d.get('lens_types'),
+                       hand_eye=d.get('hand_eye'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:
@@ -202,6 +216,38 @@ def _require(d, key, names):
     for name in names:
         if name not in sub:
             raise CalibrationFileError(f'calibration file lacks key {key}.{name}')
+
+
+HAND_EYE_KEYS = ('format_version', 'setup', 'parent_frame', 'child_frame', 'rotation_vector',
+                 'translation_m')
+
+
+def _check_hand_eye(hand_eye):
+    if not isinstance(hand_eye, dict):
+        raise CalibrationFileError(f'hand_eye must be a mapping, got {hand_eye!r}')
+    for key in HAND_EYE_KEYS:
+        if key not in hand_eye:
+            raise CalibrationFileError(f'calibration file lacks key hand_eye.{key}')
+    if hand_eye['format_version'] != 1:
+        raise CalibrationFileError(
+            f'hand_eye.format_version must be 1, got {hand_eye["format_version"]!r}')
+    for key in ('rotation_vector', 'translation_m'):
+        v = hand_eye[key]
+        if not (isinstance(v, (list, tuple)) and len(v) == 3
+                and all(isinstance(x, (int, float)) and np.isfinite(x) for x in v)):
+            raise CalibrationFileError(f'hand_eye.{key} must be 3 finite numbers, got {v!r}')
+
+
+def hand_eye_transform(cal):
+    """
+    The hand-eye mount of a calibration file: (parent_frame, child_frame, rotation_vector (3,),
+    translation (3,)) mapping child to parent coordinates, or None when the file has none.
+    """
+    h = cal.hand_eye
+    if h is None:
+        return None
+    return (str(h['parent_frame']), str(h['child_frame']),
+            np.asarray(h['rotation_vector'], float), np.asarray(h['translation_m'], float))
 
 
 def _check_views(views):
