@@ -4,11 +4,15 @@
     lf-mpc-calib simulate --preset lytro --poses 5 --seed 0 -o DIR [--scale 0.2]
         [--noise SIGMA] [--poses-file POSES.yaml] [--board 8x6 --square 0.02]
         [--samples 4] [--bayer rggb] [--bit-depth 16] [--upright]
+        [--arm eye-in-hand|eye-to-hand]
 
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
 --poses-file (a list of {rotation_vector, translation_m}, board -> MPC camera frame, or a
 calibration file) or are drawn at random (tilts up to --max-tilt degrees, board in view).
+``--arm`` simulates a robot arm (:mod:`lf_mpc_calib.simulation.arm`) that moves the camera (or
+the board) to those poses: the manifest gets ``arm`` and ``robot_poses`` (base -> tool per
+frame), ground_truth.yaml the ``hand_eye`` key.
 """
 
 import re
@@ -57,6 +61,10 @@ def register(subparsers):
                    help="PNG bit depth (default: the preset's)")
     p.add_argument('--upright', action='store_true',
                    help='read the sensor out turned by 180 degrees (upright raw image)')
+    p.add_argument('--arm', choices=('eye-in-hand', 'eye-to-hand'), default=None,
+                   help='simulate a robot arm carrying the camera (eye-in-hand) or the board '
+                        '(eye-to-hand): the manifest lists the robot pose (base -> tool) of '
+                        'every frame and ground_truth.yaml the hand_eye mount')
     p.add_argument('--quiet', action='store_true', help='no progress lines')
     p.set_defaults(func=run)
 
@@ -109,8 +117,13 @@ def run(args):
         what = 'white image' if done == 0 else f'frame {done}/{total}'
         print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr)
 
-    path = write_dataset(args.output, camera, board, rvecs, tvecs, seed=args.seed,
-                         samples=args.samples, progress=progress)
+    if args.arm:
+        from lf_mpc_calib.simulation.arm import default_arm, write_arm_dataset
+        path = write_arm_dataset(args.output, camera, board, default_arm(args.arm), rvecs,
+                                 tvecs, seed=args.seed, samples=args.samples, progress=progress)
+    else:
+        path = write_dataset(args.output, camera, board, rvecs, tvecs, seed=args.seed,
+                             samples=args.samples, progress=progress)
     print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
           f'{path.parent / "ground_truth.yaml"})')
     return 0
