@@ -4,7 +4,7 @@
     lf-mpc-calib calibrate OBSERVATIONS.csv -o calibration.yaml [--no-distortion]
         [--fix k_1,k_2] [--method exact|paper] [--report DIR]
         [--camera-type conventional|focused] [--loss linear|soft_l1|huber]
-        [--format table|r12]
+        [--format table|r12] [--robot-poses ROBOT.csv [--setup eye-in-hand|eye-to-hand]]
 
 ``--format r12`` reads the Raytrix R12 data set's CSV (see :mod:`lf_mpc_calib.io.raytrix_r12`)
 instead of an observation table; ``--save-observations`` writes the converted table.
@@ -60,6 +60,8 @@ def register(subparsers):
                         '(u, v) (lf_mpc_calib.io.raytrix_r12; default affine for r12)')
     p.add_argument('--save-observations', metavar='CSV', default=None,
                    help='also write the (converted) observation table')
+    from lf_mpc_calib.cli.calibrate_raw import add_hand_eye_arguments
+    add_hand_eye_arguments(p, 'the pose id of the observation table')
     p.add_argument('--quiet', action='store_true', help='do not show solver progress')
     p.set_defaults(func=run)
 
@@ -161,9 +163,15 @@ def run(args):
         print(f'RMS reprojection error in raw pixels with lens-type terms: '
               f'{r12.rms_raw_px:.6g} px')
     image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')
+    he = mapping = None
+    if args.robot_poses:
+        from lf_mpc_calib.cli.calibrate_raw import solve_hand_eye
+        from lf_mpc_calib.io.robot_poses import read_robot_poses
+        he, mapping = solve_hand_eye(args, obs, result, read_robot_poses(args.robot_poses),
+                                     [str(int(p)) for p in result.pose_ids], sys.stdout)
     cal = CalibrationFile.from_result(result, camera_type=camera_type, image_size=image_size,
                                       lenslet_grid=extra.get('lenslet_grid'),
-                                      lens_types=lens_types)
+                                      lens_types=lens_types, hand_eye=mapping)
     if lens_types is not None:   # the file's error is the one in raw pixels
         cal = dataclasses.replace(cal, errors=dict(cal.errors, rms_reprojection_px=r12.rms_raw_px))
     save_calibration(args.output, cal)
@@ -173,6 +181,10 @@ def run(args):
         board = np.unique(obs.board, axis=0)
         paths = write_report(result, args.report, board=board,
                              title=f'{args.observations} ({camera_type})')
+        if he is not None:
+            from lf_mpc_calib.report.hand_eye import write_hand_eye_report
+            paths += write_hand_eye_report(he, args.report, board_points=board,
+                                           calibration=result)
         print(f'wrote report: {", ".join(str(p) for p in paths)}')
     if not result.converged:
         print(f'warning: the refinement did not converge: {result.message}', file=sys.stderr)

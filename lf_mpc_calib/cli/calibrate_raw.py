@@ -6,6 +6,11 @@
     lf-mpc-calib calibrate-raw BAG_DIR_OR_FILE --topic /camera/image_raw --board COLSxROWS
         --square M [--white W_FILE_OR_TOPIC] ...
 
+``--robot-poses FILE`` (CSV ``frame,tx,ty,tz,rx,ry,rz``, base -> tool, or YAML; see
+:mod:`lf_mpc_calib.io.robot_poses`) also solves the hand-eye calibration
+(:mod:`lf_mpc_calib.calibration.hand_eye`) and writes the ``hand_eye`` key; a folder written by
+``lf-mpc-calib simulate --arm ...`` carries its robot poses in its manifest.
+
 A folder written by ``lf-mpc-calib simulate`` needs no options (its manifest names the board
 and the white image). Any other folder of raw PNG/TIFF frames needs the board, and the white
 image if it is not the folder's one ``white.*`` file. A rosbag2 (folder, .db3 or .mcap; needs
@@ -21,6 +26,8 @@ calibration file (``<name>_observations.csv``).
 from pathlib import Path
 import re
 import sys
+
+import numpy as np
 
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.errors import InvalidInputError
@@ -69,8 +76,46 @@ def register(subparsers):
                    help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
     p.add_argument('--fix', default='', metavar='NAMES',
                    help='comma-separated parameters to hold fixed')
+    add_hand_eye_arguments(p, 'a frame file name (or stem, or 0-based index in the data set); '
+                              'default: the robot_poses of the dataset\'s manifest.yaml')
     p.add_argument('--quiet', action='store_true', help='no progress per image')
     p.set_defaults(func=run)
+
+
+def add_hand_eye_arguments(p, frame_help):
+    """The hand-eye options shared by ``calibrate`` and ``calibrate-raw``."""
+    p.add_argument('--robot-poses', metavar='FILE', default=None,
+                   help='robot poses base -> tool per frame (CSV frame,tx,ty,tz,rx,ry,rz in '
+                        'metres and radians, or YAML): also solve the hand-eye calibration and '
+                        'write its hand_eye key; frame: ' + frame_help)
+    p.add_argument('--setup', choices=('eye-in-hand', 'eye-to-hand'), default=None,
+                   help='camera on the arm (board fixed) or fixed (board on the arm); '
+                        'default: the manifest\'s, else eye-in-hand')
+    p.add_argument('--base-frame', default=None, help='robot base frame (default: base_link)')
+    p.add_argument('--tool-frame', default=None, help='robot tool frame (default: tool0)')
+
+
+def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
+    """Solve and print the hand-eye calibration; returns (HandEyeResult, file mapping)."""
+    from lf_mpc_calib.pipeline.hand_eye import hand_eye_for_frames, hand_eye_mapping
+    he = hand_eye_for_frames(obs, result, robot, frames, setup=args.setup,
+                             frame_indices=frame_indices)
+    mapping = hand_eye_mapping(he, robot, base_frame=args.base_frame,
+                               tool_frame=args.tool_frame)
+    sd_t = 1e3 * he.mount_stddev[1]
+    sd_r = np.degrees(he.mount_stddev[0])
+    print(f'hand-eye ({he.setup}, {len(he.pose_ids)} captures, closed form '
+          f'{he.closed_form_method}): {mapping["parent_frame"]} -> {mapping["child_frame"]} '
+          f'translation [{", ".join(f"{1e3 * x:.3f}" for x in he.mount[1])}] mm (sd '
+          f'{", ".join(f"{x:.3f}" for x in sd_t)}), rotation vector '
+          f'[{", ".join(f"{x:.5f}" for x in he.mount[0])}] rad (sd '
+          f'{", ".join(f"{x:.4f}" for x in sd_r)} deg); RMS {he.rms_reprojection_px:.4f} px '
+          f'(calibration {he.calibration_rms_px:.4f} px)', file=out)
+    missing = he.extras.get('captures_without_robot_pose') or []
+    if missing:
+        print(f'warning: {len(missing)} calibrated frame(s) have no robot pose and were left out '
+              f'of the hand-eye: {", ".join(Path(m).name for m in missing)}', file=sys.stderr)
+    return he, mapping
 
 
 def parse_fix(text):
@@ -137,7 +182,18 @@ def run(args):
                                progress=progress)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
-    written = write_outputs(result_run, args.output, report_dir=args.report)
+    he = mapping = None
+    from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
+    folder = Path(args.dataset)
+    robot = (robot_poses_for_dataset(folder, args.robot_poses) if folder.is_dir()
+             or args.robot_poses else None)
+    if robot is not None:
+        order = {str(p): k for k, p in enumerate(dataset.frames)}
+        he, mapping = solve_hand_eye(args, result_run.observations, result_run.result, robot,
+                                     result_run.pose_frames, out,
+                                     [order[str(p)] for p in result_run.pose_frames])
+    written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
+                            hand_eye_result=he)
     r = result_run.result
     m = r.model
     print(f'{len(result_run.pose_frames)} poses, {len(result_run.observations)} rays: RMS '

@@ -4,6 +4,7 @@
     lf-mpc-calib simulate --preset lytro --poses 5 --seed 0 -o DIR [--scale 0.2]
         [--noise SIGMA] [--poses-file POSES.yaml] [--board 8x6 --square 0.02]
         [--samples 4] [--bayer rggb] [--bit-depth 16] [--upright] [--scene planes]
+        [--arm eye-in-hand|eye-to-hand]
 
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
@@ -13,6 +14,9 @@ calibration file) or are drawn at random (tilts up to --max-tilt degrees, board 
 distance, one slanted, with the board among them, and writes beside each frame_NNN.png its
 ground-truth depth of the central view depth_NNN.npy (float32 metres, NaN where no surface;
 see :mod:`lf_mpc_calib.simulation.scene_dataset`); --poses is then the number of frames.
+``--arm`` simulates a robot arm (:mod:`lf_mpc_calib.simulation.arm`) that moves the camera (or
+the board) to those poses: the manifest gets ``arm`` and ``robot_poses`` (base -> tool per
+frame), ground_truth.yaml the ``hand_eye`` key.
 """
 
 import re
@@ -64,6 +68,10 @@ def register(subparsers):
     p.add_argument('--scene', choices=('board', 'planes'), default='board',
                    help='board: the checkerboard at --poses poses; planes: textured planes and '
                         'the board with depth truth per frame (default: %(default)s)')
+    p.add_argument('--arm', choices=('eye-in-hand', 'eye-to-hand'), default=None,
+                   help='simulate a robot arm carrying the camera (eye-in-hand) or the board '
+                        '(eye-to-hand): the manifest lists the robot pose (base -> tool) of '
+                        'every frame and ground_truth.yaml the hand_eye mount')
     p.add_argument('--quiet', action='store_true', help='no progress lines')
     p.set_defaults(func=run)
 
@@ -97,6 +105,9 @@ def run(args):
     camera = preset(args.preset, scale=args.scale, **overrides)
     board = _board(args, camera)
     if args.scene == 'planes':
+        if args.arm:
+            raise InvalidInputError('--arm simulates a board on or before a robot arm; it does '
+                                    'not apply to --scene planes')
         return _run_planes(args, camera, board)
     if args.poses_file:
         rvecs, tvecs = load_poses(args.poses_file)
@@ -118,8 +129,13 @@ def run(args):
         what = 'white image' if done == 0 else f'frame {done}/{total}'
         print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr)
 
-    path = write_dataset(args.output, camera, board, rvecs, tvecs, seed=args.seed,
-                         samples=args.samples, progress=progress)
+    if args.arm:
+        from lf_mpc_calib.simulation.arm import default_arm, write_arm_dataset
+        path = write_arm_dataset(args.output, camera, board, default_arm(args.arm), rvecs,
+                                 tvecs, seed=args.seed, samples=args.samples, progress=progress)
+    else:
+        path = write_dataset(args.output, camera, board, rvecs, tvecs, seed=args.seed,
+                             samples=args.samples, progress=progress)
     print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
           f'{path.parent / "ground_truth.yaml"})')
     return 0

@@ -26,6 +26,13 @@ Layout (format_version 1)::
                                              # model, serial, zoom_step, focus_step,
                                              # exposure_s, bayer, ..., white_image: {file,
                                              # serial, zoom_step, focus_step, ...})
+    hand_eye: {...}                          # optional (absent: no robot): the mount of the
+                                             # camera on / beside a robot arm, versioned on its
+                                             # own (lf_mpc_calib.calibration.hand_eye):
+                                             # {format_version, setup, parent_frame,
+                                             # child_frame, rotation_vector, translation_m
+                                             # (parent -> child), stddev, board_in_base |
+                                             # board_in_tool, errors}
 
 Optional keys keep format_version 1: a file without them loads as before (None), and a reader
 that does not know a key ignores it.
@@ -74,7 +81,7 @@ class CalibrationFile:
     software {name, version, date}; lens_types optional plain mapping of per-micro-lens-type
     terms (written as is; absent in a file = None); camera_metadata optional plain mapping of
     what the raw files said about the camera (:mod:`lf_mpc_calib.io.lytro`; written only when
-    given).
+    given); hand_eye optional mapping of the robot mount (:func:`hand_eye_transform`).
     """
 
     camera_type: str
@@ -91,6 +98,7 @@ class CalibrationFile:
     format_version: int = FORMAT_VERSION
     lens_types: dict = None
     camera_metadata: dict = None
+    hand_eye: dict = None
 
     def __post_init__(self):
         if self.camera_type not in CAMERA_TYPES:
@@ -124,6 +132,8 @@ class CalibrationFile:
         if self.camera_metadata is not None and not isinstance(self.camera_metadata, dict):
             raise CalibrationFileError(
                 f'camera_metadata must be a mapping, got {type(self.camera_metadata).__name__}')
+        if self.hand_eye is not None:
+            _check_hand_eye(self.hand_eye)
 
     @property
     def num_poses(self):
@@ -132,7 +142,8 @@ class CalibrationFile:
 
     @classmethod
     def from_result(cls, result, *, camera_type, image_size=None, lenslet_grid=None,
-                    camera='camera', views=None, lens_types=None, camera_metadata=None):
+                    camera='camera', views=None, lens_types=None, camera_metadata=None,
+                    hand_eye=None):
         """
         Build from a :class:`~lf_mpc_calib.calibration.CalibrationResult`.
 
@@ -147,7 +158,7 @@ class CalibrationFile:
                    rotation_vectors=result.rotation_vectors, translations=result.translations,
                    views=views, image_size=image_size, lenslet_grid=lenslet_grid,
                    frames=default_frames(camera), lens_types=lens_types,
-                   camera_metadata=camera_metadata)
+                   camera_metadata=camera_metadata, hand_eye=hand_eye)
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
@@ -171,6 +182,8 @@ class CalibrationFile:
         }
         if self.camera_metadata is not None:
             d['camera_metadata'] = self.camera_metadata
+        if self.hand_eye is not None:
+            d['hand_eye'] = self.hand_eye
         return d
 
     @classmethod
@@ -207,7 +220,8 @@ class CalibrationFile:
                        views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
                        frames=dict(d['frames']), software=dict(d['software']),
                        format_version=d['format_version'], lens_types=d.get('lens_types'),
-                       camera_metadata=d.get('camera_metadata'))
+                       camera_metadata=d.get('camera_metadata'),
+                       hand_eye=d.get('hand_eye'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:
@@ -221,6 +235,38 @@ def _require(d, key, names):
     for name in names:
         if name not in sub:
             raise CalibrationFileError(f'calibration file lacks key {key}.{name}')
+
+
+HAND_EYE_KEYS = ('format_version', 'setup', 'parent_frame', 'child_frame', 'rotation_vector',
+                 'translation_m')
+
+
+def _check_hand_eye(hand_eye):
+    if not isinstance(hand_eye, dict):
+        raise CalibrationFileError(f'hand_eye must be a mapping, got {hand_eye!r}')
+    for key in HAND_EYE_KEYS:
+        if key not in hand_eye:
+            raise CalibrationFileError(f'calibration file lacks key hand_eye.{key}')
+    if hand_eye['format_version'] != 1:
+        raise CalibrationFileError(
+            f'hand_eye.format_version must be 1, got {hand_eye["format_version"]!r}')
+    for key in ('rotation_vector', 'translation_m'):
+        v = hand_eye[key]
+        if not (isinstance(v, (list, tuple)) and len(v) == 3
+                and all(isinstance(x, (int, float)) and np.isfinite(x) for x in v)):
+            raise CalibrationFileError(f'hand_eye.{key} must be 3 finite numbers, got {v!r}')
+
+
+def hand_eye_transform(cal):
+    """
+    The hand-eye mount of a calibration file: (parent_frame, child_frame, rotation_vector (3,),
+    translation (3,)) mapping child to parent coordinates, or None when the file has none.
+    """
+    h = cal.hand_eye
+    if h is None:
+        return None
+    return (str(h['parent_frame']), str(h['child_frame']),
+            np.asarray(h['rotation_vector'], float), np.asarray(h['translation_m'], float))
 
 
 def _check_views(views):

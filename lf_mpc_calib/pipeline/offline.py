@@ -166,17 +166,20 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
 
 
 # ---- outputs --------------------------------------------------------------------------------
-def write_outputs(run, output, *, report_dir=None, camera='camera'):
+def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=None,
+                  hand_eye_result=None):
     """
     Write the calibration file, the observation table beside it and (optionally) the report.
 
-    Returns a list of written paths.
+    hand_eye: the calibration file's ``hand_eye`` mapping (or None); hand_eye_result: the
+    HandEyeResult it came from, for the report. Returns a list of written paths.
     """
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     cal = CalibrationFile.from_result(run.result, camera_type='conventional',
                                       image_size=run.view_size, lenslet_grid=run.grid,
-                                      camera=camera, camera_metadata=run.camera_metadata)
+                                      camera=camera, camera_metadata=run.camera_metadata,
+                                      hand_eye=hand_eye)
     save_calibration(output, cal)
     written = [output]
     obs_path = observations_path(output)
@@ -185,4 +188,9 @@ def write_outputs(run, output, *, report_dir=None, camera='camera'):
     if report_dir is not None:
         from lf_mpc_calib.report.raw_calibration import write_raw_report
         written += write_raw_report(run, report_dir)
+        if hand_eye_result is not None:
+            from lf_mpc_calib.report.hand_eye import write_hand_eye_report
+            written += write_hand_eye_report(hand_eye_result, report_dir,
+                                             board_points=run.board.points(),
+                                             calibration=run.result, title=run.name)
     return written
