@@ -93,7 +93,7 @@ def test_calibration_file_wrong_version_fails(tmp_path):
     d['format_version'] = 99
     path = tmp_path / 'c.yaml'
     path.write_text(yaml.safe_dump(d))
-    with pytest.raises(CalibrationFileError, match='format_version must be 1, got 99'):
+    with pytest.raises(CalibrationFileError, match=r'format_version must be one of \(1, 2\), got 99'):
         load_calibration(path)
 
 
@@ -120,3 +120,19 @@ def test_calibration_file_lens_types_optional():
     terms = {'terms': 'affine', 'scale': [-0.06, 0.05, 0.01], 'offset_px': [[0.1, 0.2]] * 3}
     back = loads(dumps(dataclasses.replace(cal, lens_types=terms)))
     assert back.lens_types == terms
+
+
+def test_calibration_file_deformed_grid_is_format_2(tmp_path):
+    # a format-1 reader would drop the deformation silently; format 2 makes it refuse the file
+    from lf_mpc_calib.lenslet.grid import LatticeDeformation
+    coef = np.zeros((3, 2))
+    coef[1, 0] = 0.8                                    # a 0.8 px shear across the sensor
+    deform = LatticeDeformation(1, [2040.0, 1534.0], [2040.0, 1534.0], coef)
+    grid = LensletGrid('hex', 23.31, 20.19, 1.5e-5, [12.5, 7.25], (176, 152), (4080, 3068),
+                       deformation=deform)
+    cal = _example(np.random.default_rng(2), grid)
+    assert yaml.safe_load(dumps(cal))['format_version'] == 2
+    back = loads(dumps(cal))
+    np.testing.assert_array_equal(back.lenslet_grid.centres(), grid.centres())
+    regular = _example(np.random.default_rng(2), grid.regular())
+    assert yaml.safe_load(dumps(regular))['format_version'] == FORMAT_VERSION == 1

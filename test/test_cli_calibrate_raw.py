@@ -53,6 +53,7 @@ def test_cli_calibrate_raw_writes_file_table_and_report(dataset, tmp_path, capsy
     # views, ~7 px squares); a mislabelled pose or a wrong Bayer handling gives pixels.
     assert cal.errors['rms_reprojection_px'] < 0.7
     assert (tmp_path / 'report' / 'detections.txt').is_file()
+    assert (tmp_path / 'report' / 'grid.png').stat().st_size > 10_000, 'grid over the white'
     assert len(list((tmp_path / 'report').glob('detections_*.png'))) == 4 - skipped
 
 

@@ -170,8 +170,12 @@ def test_cli_grid_and_decode_write_files(tmp_path):
     write_image(tmp_path / 'white.png', white)
     write_image(tmp_path / 'raw.png', raw)
     assert main(['grid', str(tmp_path / 'white.png'), '-o', str(tmp_path / 'grid.yaml'),
-                 '--centres', str(tmp_path / 'c.csv')]) == 0
-    est = LensletGrid.from_dict(yaml.safe_load(open(tmp_path / 'grid.yaml'))['lenslet_grid'])
+                 '--centres', str(tmp_path / 'c.csv'), '--plot', str(tmp_path / 'g.png')]) == 0
+    doc = yaml.safe_load(open(tmp_path / 'grid.yaml'))
+    est = LensletGrid.from_dict(doc['lenslet_grid'])
+    # the grid's own quality figures go with it; the picture to check it by eye
+    assert doc['fit']['rms_px'] < 0.15 and doc['fit']['explained'] > 0.95, doc['fit']
+    assert (tmp_path / 'g.png').stat().st_size > 10_000
     xy = np.loadtxt(tmp_path / 'c.csv', delimiter=',', skiprows=1)
     assert open(tmp_path / 'c.csv').readline().strip() == 'x,y'
     # every true centre is listed to 0.05 px (noise 2 of 230)

@@ -264,7 +264,7 @@ def test_not_a_white_image_is_refused_first():
 
 def test_plot_grid_writes_png(tmp_path):
     pytest.importorskip('matplotlib')
-    from lf_mpc_calib.lenslet.grid_plot import plot_grid
+    from lf_mpc_calib.report.grid import plot_grid
     truth = LensletGrid('hex', 10.0, 10.0 * np.sqrt(3) / 2, 0.01, [5.0, 5.0], (28, 33),
                         (300, 300))
     white = white_image(truth)

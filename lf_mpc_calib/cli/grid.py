@@ -7,7 +7,7 @@ import yaml
 
 from lf_mpc_calib.io.images import read_image
 from lf_mpc_calib.io.lytro import is_lytro_file
-from lf_mpc_calib.lenslet.estimate import estimate_grid
+from lf_mpc_calib.lenslet.estimate import estimate_grid_with_quality
 
 
 def register(subparsers):
@@ -22,6 +22,8 @@ def register(subparsers):
     p.add_argument('-o', '--output', required=True, help='output YAML file')
     p.add_argument('--centres', help='CSV file for all micro-image centres (columns x,y)')
     p.add_argument('--lattice', choices=('auto', 'hex', 'rect'), default='auto')
+    p.add_argument('--plot', metavar='PNG',
+                   help='picture of the grid over a crop of the white image, to check by eye')
     p.set_defaults(func=run)
 
 
@@ -34,15 +36,18 @@ def run(args):
         from lf_mpc_calib.lenslet.white_image import bayer_neutral
         camera_metadata = read_lytro_metadata(args.white).to_dict()
         white = bayer_neutral(white, camera_metadata['bayer'])
-    est = estimate_grid(white, lattice=args.lattice, return_details=True)
+    est = estimate_grid_with_quality(white, lattice=args.lattice)
     grid = est.grid
     doc = {'lenslet_grid': grid.to_dict(),
            'fit': {'spots': int(len(est.centres)), 'inliers': int(est.inliers.sum()),
-                   'rms_residual_px': float(est.rms_px)}}
+                   'rms_residual_px': float(est.rms_px), **est.quality.as_dict()}}
     if camera_metadata is not None:
         doc['camera_metadata'] = camera_metadata
     with open(args.output, 'w') as f:
         yaml.safe_dump(doc, f, sort_keys=False)
+    if args.plot:
+        from lf_mpc_calib.report.grid import plot_grid
+        plot_grid(white, grid, args.plot, measured=est.centres)
     if args.centres:
         np.savetxt(args.centres, grid.centres(), delimiter=',', header='x,y', comments='',
                    fmt='%.4f')

@@ -1,7 +1,7 @@
 """
 The calibration file: a versioned YAML document (DESIGN.md "The calibration file").
 
-Layout (format_version 1)::
+Layout (format_version 1; 2 when the lenslet grid carries a deformation)::
 
     format_version: 1
     camera_type: conventional | focused
@@ -53,6 +53,11 @@ from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.camera.model import DISTORTION_NAMES, INTRINSIC_NAMES, MPCModel, PARAMETER_NAMES
 
 FORMAT_VERSION = 1
+DEFORMED_GRID_VERSION = 2
+"""Written instead of 1 when the lenslet grid carries a deformation (a smooth displacement of the
+lattice, :class:`~lf_mpc_calib.lenslet.grid.LatticeDeformation`): a format-1 reader would drop
+it without a word and decode with the regular lattice, so it must refuse such a file."""
+SUPPORTED_VERSIONS = (FORMAT_VERSION, DEFORMED_GRID_VERSION)
 CAMERA_TYPES = ('conventional', 'focused')
 ERROR_KEYS = ('rms_reprojection_px', 'rms_ray_reprojection_mm')
 REQUIRED_KEYS = ('format_version', 'camera_type', 'intrinsics', 'distortion', 'stddev',
@@ -162,8 +167,9 @@ class CalibrationFile:
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
+        deformed = self.lenslet_grid is not None and self.lenslet_grid.deformation is not None
         d = {
-            'format_version': int(self.format_version),
+            'format_version': DEFORMED_GRID_VERSION if deformed else int(self.format_version),
             'camera_type': self.camera_type,
             'intrinsics': self.model.intrinsics_dict(),
             'distortion': self.model.distortion_dict(),
@@ -194,9 +200,10 @@ class CalibrationFile:
                 f'calibration file must be a mapping at top level, got {type(d).__name__}')
         if 'format_version' not in d:
             raise CalibrationFileError("calibration file lacks key 'format_version'")
-        if d['format_version'] != FORMAT_VERSION:
+        if d['format_version'] not in SUPPORTED_VERSIONS:
             raise CalibrationFileError(
-                f'format_version must be {FORMAT_VERSION}, got {d["format_version"]!r}')
+                f'format_version must be one of {SUPPORTED_VERSIONS}, got '
+                f'{d["format_version"]!r}')
         for key in REQUIRED_KEYS:
             if key not in d:
                 raise CalibrationFileError(f'calibration file lacks key {key!r}')

@@ -49,7 +49,8 @@ class RawCalibration:
     corner_noise_px: the detector's own corner noise (line residuals across views);
     fit_ratio: RMS reprojection / corner noise (checked by
     :mod:`~lf_mpc_calib.calibration.fit_check`); camera_metadata: the data set's (Lytro
-    files), for the calibration file, or None.
+    files), for the calibration file, or None; white: the white image's file (or in-memory
+    frame) the grid came from, for the report.
     """
 
     result: object
@@ -67,6 +68,7 @@ class RawCalibration:
     corner_noise_px: float = float('nan')
     fit_ratio: float = float('nan')
     camera_metadata: dict = None
+    white: object = None
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -162,7 +164,8 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     ratio = check_model_fit(result.rms_reprojection_px, noise)
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
-                          use, noise, ratio, getattr(dataset, 'camera_metadata', None))
+                          use, noise, ratio, getattr(dataset, 'camera_metadata', None),
+                          dataset.white)
 
 
 # ---- outputs --------------------------------------------------------------------------------

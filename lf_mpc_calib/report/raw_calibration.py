@@ -9,6 +9,7 @@ import numpy as np
 
 from lf_mpc_calib.report.calibration import write_report
 from lf_mpc_calib.report.figures import pyplot
+from lf_mpc_calib.report.grid import plot_grid
 
 
 def detection_summary(run):
@@ -53,7 +54,10 @@ def plot_detections(image, central_uv, board, path, *, title=''):
 
 
 def write_raw_report(run, report_dir):
-    """The calibration report plus detection overlays (one PNG per pose) and detections.txt."""
+    """
+    The calibration report plus detections.txt, the lenslet grid over a crop of the white image
+    (grid.png) and detection overlays (one PNG per pose).
+    """
     out = Path(report_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = run.name or 'calibrate-raw'
@@ -66,6 +70,9 @@ def write_raw_report(run, report_dir):
     summary = out / 'summary.txt'
     if summary.is_file():
         summary.write_text(summary.read_text() + '\n' + text)
+    if run.white is not None:
+        from lf_mpc_calib.io.images import read_float_image
+        paths.append(plot_grid(read_float_image(run.white), run.grid, out / 'grid.png'))
     for k, (path, det) in enumerate(run.detections):
         if det.reference_image is None:
             continue

@@ -3,6 +3,7 @@
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.report.figures import pyplot
 
 
 def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
@@ -11,13 +12,9 @@ def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
 
     white (H, W) or (H, W, 3) image; grid a LensletGrid for it; path the PNG file; centre
     (x, y) px of the square crop of ``size`` px (default: the image centre); measured
-    (N, 2) optional measured micro-image centres (drawn as crosses). matplotlib is imported
-    here (Agg backend), so the package does not need it otherwise. Returns ``path``.
+    (N, 2) optional measured micro-image centres (drawn as crosses). Returns ``path``.
     """
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     img = np.asarray(white)
     if img.ndim == 3:
         img = img[:, :, :3].mean(axis=2)
