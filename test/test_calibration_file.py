@@ -93,7 +93,8 @@ def test_calibration_file_wrong_version_fails(tmp_path):
     d['format_version'] = 99
     path = tmp_path / 'c.yaml'
     path.write_text(yaml.safe_dump(d))
-    with pytest.raises(CalibrationFileError, match=r'format_version must be one of \(1, 2\), got 99'):
+    with pytest.raises(CalibrationFileError,
+                       match=r'format_version must be one of \(1, 2\), got 99'):
         load_calibration(path)
 
 
