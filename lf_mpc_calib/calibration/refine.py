@@ -25,6 +25,12 @@ Two solvers:
 
 Robust losses ('huber', 'soft_l1', 'cauchy', 'arctan', with ``f_scale`` in pixels) are applied per
 residual component as in scipy (residual and Jacobian rescaling, Triggs et al.).
+
+Micro-lens types (focused multi-focus cameras, ``Observations.lens_type``): the per-type terms of
+:mod:`lf_mpc_calib.calibration.type_terms` join the parameter vector after the ten model
+parameters (theta has 10 + K entries); their Jacobian rows follow the six pose rows, so the
+per-ray Jacobian is (16 + K, 2, N) and the model block of the normal equations has 10 + K
+columns. Residuals then stay in raw pixels.
 """
 
 from dataclasses import replace
@@ -35,6 +41,7 @@ import scipy.sparse
 
 from lf_mpc_calib.calibration.closed_form import closed_form, validate_observations
 from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
+from lf_mpc_calib.calibration.type_terms import LENS_TYPE_TERMS, TypeParametrisation
 from lf_mpc_calib.errors import ConvergenceError, DegenerateConfigurationError, InvalidInputError
 from lf_mpc_calib.camera.rotations import rotation_matrix_jacobian
 from lf_mpc_calib.camera.model import DISTORTION_NAMES, MPCModel, PARAMETER_NAMES
@@ -57,7 +64,7 @@ class RefinementProblem:
     parameter for the per-pose products of the normal equations.
     """
 
-    def __init__(self, obs, grouped):
+    def __init__(self, obs, grouped, lens_type_terms='none'):
         self.order = grouped.order
         self.bounds = grouped.bounds
         self.pose_ids = grouped.pose_ids
@@ -67,14 +74,29 @@ class RefinementProblem:
         self.i, self.j, self.u, self.v = (np.ascontiguousarray(ijuv[:, k]) for k in range(4))
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
+        # per-micro-lens-type terms: theta[10:] (module docstring)
+        self.types = (None if lens_type_terms == 'none'
+                      else TypeParametrisation(obs.lens_type[self.order], lens_type_terms))
 
     def evaluate(self, theta, poses, *, jacobian=True):
+        """
+        Return residuals (2, N) and, if asked, the Jacobian (16 + K, 2, N) (else None).
+
+        theta (10 + K,): the model, then the K free lens-type terms (K = 0 without types).
+        """
+        res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian)
+        if self.types is None:
+            return res, jac
+        extra = self.types.apply(theta[N_MODEL:], res, jac, self.u, self.v)
+        return res, (None if jac is None else np.concatenate([jac, extra]))
+
+    def evaluate_mpc(self, theta, poses, *, jacobian=True):
         """
         Return residuals (2, N) and, if asked, the Jacobian (16, 2, N) (else None).
 
         Rays where Eq. 18 has no inverse give NaN residuals.
         """
-        k_i, k_j, k_u, k_v, u_0, v_0, k_1, k_2, k_3, k_4 = (float(v) for v in theta)
+        k_i, k_j, k_u, k_v, u_0, v_0, k_1, k_2, k_3, k_4 = (float(v) for v in theta[:N_MODEL])
         rot, drot = rotation_matrix_jacobian(poses[:, :3])
         pc = np.empty((3, self.n))
         dpw = np.empty((3, 3, self.n)) if jacobian else None   # [k, c]: dPc_c / dw_k
@@ -152,12 +174,12 @@ class RefinementProblem:
 
     def sparse_jacobian(self, jac, free):
         """
-        Return the Jacobian (2N, n_free + 6P) as CSR from (16, 2, N); rows are ray-major.
+        Return the Jacobian (2N, n_free + 6P) as CSR from (16 + K, 2, N); rows are ray-major.
 
-        ``free`` (10,) bool selects the model columns that are estimated.
+        ``free`` (10 + K,) bool selects the model (and lens-type) columns that are estimated.
         """
         nf = int(free.sum())
-        sel = np.concatenate([np.flatnonzero(free), np.arange(10, 16)])
+        sel = _jacobian_rows(free)
         block = np.transpose(jac[sel], (2, 1, 0))                    # (N, 2, nf + 6)
         pose_cols = nf + N_POSE * self.pose_index[:, None] + np.arange(N_POSE)[None, :]
         cols = np.concatenate([np.broadcast_to(np.arange(nf), (self.n, nf)), pose_cols], axis=1)
@@ -166,6 +188,13 @@ class RefinementProblem:
         indptr = np.arange(0, 2 * self.n * width + 1, width)
         return scipy.sparse.csr_matrix((block.reshape(-1), cols.reshape(-1), indptr),
                                        shape=(2 * self.n, nf + N_POSE * self.n_poses))
+
+
+def _jacobian_rows(free):
+    """Rows of the (16 + K, 2, N) Jacobian for free (10 + K,) global parameters, then poses."""
+    idx = np.flatnonzero(free)
+    return np.concatenate([np.where(idx < N_MODEL, idx, idx + N_POSE),
+                           np.arange(N_MODEL, N_MODEL + N_POSE)])
 
 
 def _unchecked_model(theta):
@@ -214,6 +243,7 @@ class _LM:
         self.pb = problem
         self.free = free
         self.free_idx = np.flatnonzero(free)
+        self.rows = _jacobian_rows(free)
         self.loss = loss
         self.f_scale = f_scale
 
@@ -221,7 +251,7 @@ class _LM:
         """Return H_mm (nf, nf), H_mp (P, nf, 6), H_pp (P, 6, 6), g_m (nf,), g_p (P, 6)."""
         pb = self.pb
         nf = len(self.free_idx)
-        sel = jac[np.concatenate([self.free_idx, np.arange(10, 16)])]   # (nf + 6, 2, N)
+        sel = jac[self.rows]                                          # (nf + 6, 2, N)
         h_mm = np.zeros((nf, nf))
         h_mp = np.empty((pb.n_poses, nf, N_POSE))
         h_pp = np.empty((pb.n_poses, N_POSE, N_POSE))
@@ -406,7 +436,7 @@ def _check_options(loss, f_scale, max_iterations, solver):
 
 
 def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=100,
-           progress=None, solver='lm', method=None):
+           progress=None, solver='lm', method=None, lens_type_terms='auto'):
     """
     Refine a model and board poses by minimising the reprojection error in measured pixels.
 
@@ -421,8 +451,14 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     refines with the loss from there. When the solver stops without meeting its tolerance,
     ``converged`` is False and ``message`` says why (no exception: see the
     ``raise_on_failure`` option of :func:`calibrate`).
+    lens_type_terms: 'auto' (default: 'affine' when ``obs.lens_type`` holds >= 2 types, else
+    'none'),
+    'none', 'offset' or 'affine': per-micro-lens-type terms estimated jointly (module
+    docstring); they start from ``initial.lens_types`` when it has them, else from zero, and
+    come back in ``result.lens_types`` with their standard deviations.
     """
     grouped = validate_observations(obs)
+    lens_type_terms = _lens_type_terms(obs, lens_type_terms)
     _check_options(loss, f_scale, max_iterations, solver)
     free, fixed = _free_mask(fix)
     rv = np.asarray(initial.rotation_vectors, dtype=float)
@@ -441,7 +477,10 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     perm = np.argsort(ids)
     poses = np.hstack([rv[perm], tr[perm]])
     theta = initial.model.to_vector()
-    pb = RefinementProblem(obs, grouped)
+    pb = RefinementProblem(obs, grouped, lens_type_terms)
+    if pb.types is not None:
+        theta = np.concatenate([theta, pb.types.initial(getattr(initial, 'lens_types', None))])
+        free = np.concatenate([free, np.ones(pb.types.size, dtype=bool)])
     lm = _LM(pb, free, loss, f_scale)
     if solver == 'lm':
         theta, poses, res, neq, cost, it, converged, message = lm.run(
@@ -462,9 +501,16 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     sigma2 = 2.0 * cost_f / dof
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
     if cov is not None:
-        for k, idx in enumerate(np.flatnonzero(free)):
+        for k, idx in enumerate(np.flatnonzero(free[:N_MODEL])):
             stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0) * sigma2))
-    model = MPCModel.from_vector(theta)
+    lens_types = None
+    if pb.types is not None:
+        n_model = int(free[:N_MODEL].sum())
+        lens_types = pb.types.terms_with_std(
+            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:] * sigma2)
+        # decoded rays (ray reprojection error) see the type-corrected (u, v)
+        obs = replace(obs, ijuv=lens_types.corrected_ijuv(obs.ijuv, obs.lens_type))
+    model = MPCModel.from_vector(theta[:N_MODEL])
     residuals = np.empty((pb.n, 2))
     residuals[pb.order] = -res.T                      # measured - predicted, input order
     rv_f, tr_f = poses[:, :3].copy(), poses[:, 3:].copy()
@@ -476,7 +522,21 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
         pose_ids=grouped.pose_ids.copy(), stddev=stddev, iterations=int(it),
         converged=bool(converged), message=message, fixed=fixed,
         method=method if method is not None else getattr(initial, 'method', 'exact'),
-        loss=loss, cost=float(cost_f), **summary)
+        loss=loss, cost=float(cost_f), lens_types=lens_types, **summary)
+
+
+def _lens_type_terms(obs, terms):
+    """Resolve the ``lens_type_terms`` option against the table's lens types."""
+    if terms == 'auto':     # one type only (or none): nothing to estimate
+        single = obs.lens_type is None or np.unique(obs.lens_type).size < 2
+        return 'none' if single else 'affine'
+    if terms not in LENS_TYPE_TERMS:
+        raise InvalidInputError(
+            f"lens_type_terms must be 'auto' or one of {LENS_TYPE_TERMS}, got {terms!r}")
+    if terms != 'none' and obs.lens_type is None:
+        raise InvalidInputError(
+            f'lens_type_terms={terms!r} needs observations with a lens_type column')
+    return terms
 
 
 def _initial_solution(obs, method):
@@ -500,7 +560,8 @@ def _initial_solution(obs, method):
 
 
 def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_scale=1.0,
-              max_iterations=100, progress=None, solver='lm', raise_on_failure=False):
+              max_iterations=100, progress=None, solver='lm', raise_on_failure=False,
+              lens_type_terms='auto'):
     """
     Closed form then refinement: the full calibration of an observation table.
 
@@ -513,8 +574,10 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
     progress, solver: see :func:`refine`.
     Returns a CalibrationResult. A refinement that stops without converging returns with
     ``converged`` False and the reason in ``message``; with ``raise_on_failure=True`` it raises
-    ConvergenceError instead.
+    ConvergenceError instead. lens_type_terms: see :func:`refine` (the closed form ignores the
+    types; the refinement estimates their terms jointly).
     """
+    _lens_type_terms(obs, lens_type_terms)
     free, fixed = _free_mask(fix)
     _check_options(loss, f_scale, max_iterations, solver)
     init = _initial_solution(obs, method)
@@ -530,16 +593,17 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
         # a robust loss from a poor start can settle on the wrong minimum (outliers also
         # spoil the closed form): reach the least-squares minimum first, then robustify
         first = refine(obs, init, fix=fixed, max_iterations=max_iterations,
-                       progress=progress, solver=solver, method=method)
+                       progress=progress, solver=solver, method=method,
+                       lens_type_terms=lens_type_terms)
         result = refine(obs, first, fix=fixed, loss=loss, f_scale=f_scale,
                         max_iterations=max_iterations, progress=progress, solver=solver,
-                        method=method)
+                        method=method, lens_type_terms=lens_type_terms)
         result = replace(result, initial=init.model,
                          iterations=first.iterations + result.iterations)
     else:
         result = refine(obs, init, fix=fixed, loss=loss, f_scale=f_scale,
                         max_iterations=max_iterations, progress=progress, solver=solver,
-                        method=method)
+                        method=method, lens_type_terms=lens_type_terms)
     if raise_on_failure and not result.converged:
         raise ConvergenceError(
             f'the refinement did not converge after {result.iterations} iterations: '

@@ -31,6 +31,9 @@ class CalibrationResult:
     on its iteration limit or could not reduce the cost; the result is then the last iterate).
     fixed: names held fixed; method: the closed-form method used; loss: the loss minimised;
     cost: final 0.5 * sum of squared (robustified) residuals.
+    lens_types: the per-micro-lens-type terms estimated with the model
+    (:class:`lf_mpc_calib.calibration.type_terms.LensTypeTerms`) or None; with them,
+    residuals_px are in raw pixels and the model decodes the type-corrected (u, v).
     """
 
     model: object
@@ -52,6 +55,7 @@ class CalibrationResult:
     method: str = 'exact'
     loss: str = 'linear'
     cost: float = float('nan')
+    lens_types: object = None
     extras: dict = field(default_factory=dict)
 
     def pose_matrices(self):

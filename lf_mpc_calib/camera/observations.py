@@ -23,13 +23,16 @@ class Observations:
     """
     Rays observed of known board points.
 
-    pose (N,) int, point (N,) int, board (N, 3) float metres, ijuv (N, 4) float.
+    pose (N,) int, point (N,) int, board (N, 3) float metres, ijuv (N, 4) float;
+    lens_type (N,) int >= 0 or None: the micro-lens type of each ray's micro-image (focused
+    multi-focus cameras; :mod:`lf_mpc_calib.calibration.type_terms`).
     """
 
     pose: np.ndarray
     point: np.ndarray
     board: np.ndarray
     ijuv: np.ndarray
+    lens_type: np.ndarray = None
 
     def __post_init__(self):
         board = as_points(self.board, 'board', 3)
@@ -51,6 +54,15 @@ class Observations:
         object.__setattr__(self, 'ijuv', ijuv)
         object.__setattr__(self, 'pose', pose.astype(np.int64))
         object.__setattr__(self, 'point', point.astype(np.int64))
+        if self.lens_type is not None:
+            lt = np.asarray(self.lens_type)
+            if lt.shape != (n,):
+                raise InvalidInputError(f'lens_type must have shape ({n},), got {lt.shape}')
+            ltf = lt.astype(float)
+            if lt.size and not (np.all(np.isfinite(ltf)) and np.all(ltf == np.round(ltf))
+                                and ltf.min() >= 0):
+                raise InvalidInputError('lens_type must hold integers >= 0')
+            object.__setattr__(self, 'lens_type', lt.astype(np.int64))
 
     def __len__(self):
         return self.board.shape[0]
@@ -62,15 +74,20 @@ class Observations:
 
     def select(self, mask):
         """Return the rows where ``mask`` (N,) bool (or an index array) holds."""
-        return Observations(self.pose[mask], self.point[mask], self.board[mask], self.ijuv[mask])
+        return Observations(self.pose[mask], self.point[mask], self.board[mask], self.ijuv[mask],
+                            None if self.lens_type is None else self.lens_type[mask])
 
     @classmethod
     def concatenate(cls, parts):
-        """Stack several tables (same convention) into one."""
+        """Stack several tables (same convention) into one (lens types: all or none)."""
         parts = list(parts)
         if not parts:
             raise InvalidInputError('need at least one observation table to concatenate')
+        typed = [p.lens_type is not None for p in parts]
+        if any(typed) and not all(typed):
+            raise InvalidInputError('cannot concatenate tables with and without lens types')
         return cls(np.concatenate([p.pose for p in parts]),
                    np.concatenate([p.point for p in parts]),
                    np.concatenate([p.board for p in parts]),
-                   np.concatenate([p.ijuv for p in parts]))
+                   np.concatenate([p.ijuv for p in parts]),
+                   np.concatenate([p.lens_type for p in parts]) if all(typed) else None)

@@ -10,7 +10,6 @@
 instead of an observation table; ``--save-observations`` writes the converted table.
 """
 
-import dataclasses
 import sys
 import time
 
@@ -141,9 +140,9 @@ def run(args):
                    loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations)
     lens_types = None
     terms = args.lens_type_terms
-    if terms is not None and 'r12' not in extra:
-        raise InvalidInputError('--lens-type-terms needs --format r12 (the lens types come '
-                                'from the micro-image indices of the R12 CSV)')
+    if terms is not None and 'r12' not in extra and obs.lens_type is None:
+        raise InvalidInputError('--lens-type-terms needs lens types: --format r12 (from the '
+                                'micro-image indices) or a table with a lens_type column')
     if 'r12' in extra and (terms or 'affine') != 'none':
         from lf_mpc_calib.calibration.lens_types import calibrate_r12
         r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine', progress=progress,
@@ -151,17 +150,21 @@ def run(args):
         result = r12.result
         lens_types = r12.lens_types_dict()
     else:
+        if terms is not None:
+            options['lens_type_terms'] = terms
         result = calibrate(obs, progress=progress, **options)
-    if lens_types is not None:
-        print('MPC part (its RMS is in the lens-type-corrected (u, v); the raw-pixel RMS '
-              'follows):')
+        if result.lens_types is not None:
+            lens_types = result.lens_types.to_dict()
     print(summary_text(result), end='')
     if lens_types is not None:
-        print(f'lens-type terms ({lens_types["terms"]}, {r12.rounds} alternations): scale '
-              + ', '.join(f'{x:+.5f}' for x in lens_types['scale']) + '; offset px '
-              + ', '.join(f'({x:+.4f}, {y:+.4f})' for x, y in lens_types['offset_px']))
+        lt = result.lens_types
+        print(f'lens-type terms ({lt.terms}, estimated with the model): scale '
+              + ', '.join(f'{x:+.5f} ± {s:.5f}' for x, s in zip(lt.scale, lt.scale_std))
+              + '; offset px '
+              + ', '.join(f'({x:+.4f}, {y:+.4f}) ± ({sx:.4f}, {sy:.4f})'
+                          for (x, y), (sx, sy) in zip(lt.offset_px, lt.offset_std_px)))
         print(f'RMS reprojection error in raw pixels with lens-type terms: '
-              f'{r12.rms_raw_px:.6g} px')
+              f'{result.rms_reprojection_px:.6g} px')
     image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')
     he = mapping = None
     if args.robot_poses:
@@ -172,8 +175,6 @@ def run(args):
     cal = CalibrationFile.from_result(result, camera_type=camera_type, image_size=image_size,
                                       lenslet_grid=extra.get('lenslet_grid'),
                                       lens_types=lens_types, hand_eye=mapping)
-    if lens_types is not None:   # the file's error is the one in raw pixels
-        cal = dataclasses.replace(cal, errors=dict(cal.errors, rms_reprojection_px=r12.rms_raw_px))
     save_calibration(args.output, cal)
     print(f'wrote {args.output}')
     if args.report:

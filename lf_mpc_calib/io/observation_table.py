@@ -2,7 +2,8 @@
 The observation table as CSV: one row per ray, the interchange format between feature detection
 and calibration (:class:`lf_mpc_calib.camera.observations.Observations` in memory).
 
-Columns (header required, extra columns after these are ignored): ``pose,point,X,Y,Z,i,j,u,v``.
+Columns (header required): ``pose,point,X,Y,Z,i,j,u,v``, then optionally ``lens_type`` (the
+micro-lens type of a multi-focus camera, an integer per ray); other extra columns are ignored.
 """
 
 import csv
@@ -13,6 +14,8 @@ import numpy as np
 from lf_mpc_calib.camera.observations import COLUMNS, Observations
 from lf_mpc_calib.errors import InvalidInputError
 
+LENS_TYPE_COLUMN = 'lens_type'
+
 
 def observations_path(output):
     """The observation table written beside the calibration file: <stem>_observations.csv."""
@@ -21,14 +24,16 @@ def observations_path(output):
 
 
 def write_observations(path, obs):
-    """Write ``obs`` as CSV with the header ``pose,point,X,Y,Z,i,j,u,v``."""
+    """Write ``obs`` as CSV: ``pose,point,X,Y,Z,i,j,u,v`` (+ ``lens_type`` when it has one)."""
+    typed = obs.lens_type is not None
     with open(path, 'w', newline='') as f:
         w = csv.writer(f)
-        w.writerow(COLUMNS)
+        w.writerow(COLUMNS + ((LENS_TYPE_COLUMN,) if typed else ()))
         for k in range(len(obs)):
             w.writerow([int(obs.pose[k]), int(obs.point[k])]
                        + [repr(float(x)) for x in obs.board[k]]
-                       + [repr(float(x)) for x in obs.ijuv[k]])
+                       + [repr(float(x)) for x in obs.ijuv[k]]
+                       + ([int(obs.lens_type[k])] if typed else []))
 
 
 def read_observations(path):
@@ -42,17 +47,19 @@ def read_observations(path):
         if tuple(header[:len(COLUMNS)]) != COLUMNS:
             raise InvalidInputError(
                 f'{path}: header must start with {",".join(COLUMNS)}, got {",".join(header)}')
+        typed = len(header) > len(COLUMNS) and header[len(COLUMNS)] == LENS_TYPE_COLUMN
+        width = len(COLUMNS) + int(typed)
         rows = []
         for line_no, row in enumerate(reader, start=2):
             if not row:
                 continue
             try:
-                rows.append([float(x) for x in row[:len(COLUMNS)]])
+                rows.append([float(x) for x in row[:width]])
             except ValueError:
                 raise InvalidInputError(
                     f'{path}:{line_no}: expected {len(COLUMNS)} numbers, got {row}') from None
-            if len(rows[-1]) != len(COLUMNS):
+            if len(rows[-1]) != width:
                 raise InvalidInputError(
-                    f'{path}:{line_no}: expected {len(COLUMNS)} columns, got {len(row)}')
-    a = np.array(rows, dtype=float).reshape(-1, len(COLUMNS))
-    return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9])
+                    f'{path}:{line_no}: expected {width} columns, got {len(row)}')
+    a = np.array(rows, dtype=float).reshape(-1, width)
+    return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9], a[:, 9] if typed else None)

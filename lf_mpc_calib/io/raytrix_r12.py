@@ -17,7 +17,8 @@ the focused-camera convention of :mod:`lf_mpc_calib.camera.model`:
 So a reprojection error in (u, v) is an error in raw pixels. Micro-lens types (three focal
 lengths) follow the metadata's formula ``((l mod (I-1)) + k) mod I``.
 
-Per-lens-type terms are estimated by :mod:`lf_mpc_calib.calibration.lens_types`.
+The observation table carries the lens types, so :func:`lf_mpc_calib.calibration.calibrate`
+estimates the per-lens-type terms (:mod:`lf_mpc_calib.calibration.type_terms`) jointly.
 """
 
 from dataclasses import dataclass
@@ -40,8 +41,9 @@ class R12Dataset:
     """
     The R12 rays with what the observation table does not hold.
 
-    observations Observations (N rows); lens_kl (N, 2) int micro-image index (k, l);
-    lens_type (N,) int in 0..n_types-1; corner_px (N, 2) corner in raw pixels (absolute);
+    observations Observations (N rows, with its lens_type); lens_kl (N, 2) int micro-image
+    index (k, l); lens_type (N,) int in 0..n_types-1; corner_px (N, 2) corner in raw pixels
+    (absolute);
     image_size (width, height); lenslet_grid LensletGrid or None (from the metadata).
     """
 
@@ -114,9 +116,10 @@ def read_r12(csv_path, *, meta_path=None, centres='detected'):
         centre = a[:, 6:8]
     corner = a[:, 8:10]
     board = np.column_stack([a[:, 2], a[:, 3], np.zeros(len(a))])
+    types = lens_type(kl, n_types)
     obs = Observations(a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), board,
-                       np.column_stack([centre, corner - centre]))
-    return R12Dataset(obs, kl, lens_type(kl, n_types), corner, image_size, grid)
+                       np.column_stack([centre, corner - centre]), types)
+    return R12Dataset(obs, kl, types, corner, image_size, grid)
 
 
 def read_r12_observations(csv_path, *, centres='detected'):

@@ -53,12 +53,12 @@ class SimCameraNode(Node):
         from lf_mpc_calib.io.calibration_file import default_frames, dumps
         from lf_mpc_calib.ros.image_conversion import array_to_image
         from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
-        from lf_mpc_calib.simulation.optics import default_board, preset
+        from lf_mpc_calib.simulation.optics import PRESETS, default_board, preset
         from lf_mpc_calib.simulation.render import quantize, render_white
 
         p = D.declare_parameters(self, [
-            ('preset', D.SIM_PRESET, 'camera preset of the simulator (lytro, illum)',
-             D.one_of('lytro', 'illum')),
+            ('preset', D.SIM_PRESET, 'camera preset of the simulator (simulation.optics.PRESETS)',
+             D.one_of(*PRESETS)),
             ('scale', D.SIM_SCALE, 'sensor crop factor in (0, 1]',
              lambda v: None if 0 < v <= 1 else 'expected 0 < scale <= 1'),
             ('seed', 0, 'seed of the random poses and the sensor noise', None),

@@ -4,7 +4,8 @@ The optics of a simulated plenoptic camera, its presets, and its MPC ground trut
 Public API::
 
     camera = preset(name, *, scale=1.0, **overrides)   # 'lytro', 'illum',
-                                                       # 'focused-keplerian', 'focused-galilean'
+                                                       # 'focused-keplerian', 'focused-galilean',
+                                                       # 'focused-multifocus'
     camera.camera_type                 # 'conventional' | 'focused'
     camera.ground_truth_model(grid=None) -> MPCModel
     camera.lenslet_grid() -> LensletGrid          # ground-truth micro-IMAGE lattice
@@ -79,7 +80,7 @@ from lf_mpc_calib.camera.model import MPCModel
 
 CAMERA_TYPES = ('conventional', 'focused')
 BAYER_PATTERNS = ('rggb', 'bggr', 'grbg', 'gbrg')
-PRESETS = ('lytro', 'illum', 'focused-keplerian', 'focused-galilean')
+PRESETS = ('lytro', 'illum', 'focused-keplerian', 'focused-galilean', 'focused-multifocus')
 
 
 def _positive(name, value):
@@ -164,6 +165,10 @@ class MicroLensArray:
     LensletGrid; focal_length f_m (m) of the thin micro-lenses, or None for pinholes (the
     renderer then samples no lens aperture); centre_jitter (m): standard deviation of a fixed
     pseudo-random displacement of each pinhole centre (0: ideal lattice), seeded by jitter_seed.
+    Multi-focus arrays (Raytrix-like): type_focal_lengths (T,) the focal length of each of T
+    interleaved lens types (type of lens (k, l): ((l mod 2) + k) mod T, :meth:`lens_type`) and
+    type_gap_offsets (T,) m: the shift of each type's rear principal plane, so that type T
+    images at the gap b + delta_T (its micro-images scale by b / (b + delta_T)); None: one type.
     """
 
     pitch: float
@@ -175,6 +180,8 @@ class MicroLensArray:
     focal_length: float = None
     centre_jitter: float = 0.0
     jitter_seed: int = 0
+    type_focal_lengths: tuple = None
+    type_gap_offsets: tuple = None
 
     def __post_init__(self):
         object.__setattr__(self, 'pitch', _positive('pitch', self.pitch))
@@ -198,6 +205,30 @@ class MicroLensArray:
         if not (np.isfinite(jitter) and jitter >= 0):
             raise InvalidInputError(f'centre_jitter must be >= 0, got {self.centre_jitter!r}')
         object.__setattr__(self, 'centre_jitter', jitter)
+        if (self.type_focal_lengths is None) != (self.type_gap_offsets is None):
+            raise InvalidInputError('type_focal_lengths and type_gap_offsets go together '
+                                    '(both None for a single lens type)')
+        if self.type_focal_lengths is not None:
+            fl = tuple(_positive('type_focal_lengths', f) for f in self.type_focal_lengths)
+            go = tuple(float(g) for g in self.type_gap_offsets)
+            if len(fl) < 2 or len(go) != len(fl) or not all(math.isfinite(g) for g in go):
+                raise InvalidInputError(
+                    f'type_focal_lengths and type_gap_offsets need one finite value per type '
+                    f'(>= 2 types), got {self.type_focal_lengths!r}, {self.type_gap_offsets!r}')
+            object.__setattr__(self, 'type_focal_lengths', fl)
+            object.__setattr__(self, 'type_gap_offsets', go)
+
+    @property
+    def n_types(self):
+        """Number of micro-lens types (1 for an array of one kind)."""
+        return 1 if self.type_focal_lengths is None else len(self.type_focal_lengths)
+
+    def lens_type(self, kl):
+        """Lens type (N,) int of lattice indices kl (N, 2): ((l mod 2) + k) mod T (0 if T = 1)."""
+        kl = np.asarray(kl, dtype=np.int64).reshape(-1, 2)
+        if self.n_types == 1:
+            return np.zeros(len(kl), dtype=np.int64)
+        return ((kl[:, 1] % 2) + kl[:, 0]) % self.n_types
 
 
 @dataclass(frozen=True, eq=False)
@@ -457,6 +488,32 @@ class Camera:
             return ideal
         return ideal + self.mla.centre_jitter * _hash_normal(kl, self.mla.jitter_seed)
 
+    def lens_gaps(self, kl):
+        """Image-side gap (N,) m of the lenses kl (N, 2): gap + the type's offset."""
+        kl = np.asarray(kl).reshape(-1, 2)
+        if self.mla.n_types == 1:
+            return np.full(len(kl), self.gap)
+        return self.gap + np.asarray(self.mla.type_gap_offsets)[self.mla.lens_type(kl)]
+
+    def lens_focal_lengths(self, kl):
+        """Micro-lens focal length (N,) m (None for pinhole arrays) of the lenses kl (N, 2)."""
+        kl = np.asarray(kl).reshape(-1, 2)
+        if self.mla.n_types == 1:
+            f = self.mla.focal_length
+            return None if f is None else np.full(len(kl), f)
+        return np.asarray(self.mla.type_focal_lengths)[self.mla.lens_type(kl)]
+
+    def micro_image_centres(self, kl):
+        """
+        True micro-image centres (N, 2) raw pixels of lenses kl (N, 2): where the ray through
+        the main-lens centre and the lens meets the sensor, L (D + b_T) / D. Equal to
+        :meth:`lattice_centres` for one lens type; a multi-focus type's differ by
+        L (b_T - b) / D (what a white image shows).
+        """
+        kl = np.asarray(kl).reshape(-1, 2)
+        lens = self.lens_centres(kl)
+        return self.sensor_to_pixel(lens * ((self.D + self.lens_gaps(kl)) / self.D)[:, None])
+
     # ---- tracing -------------------------------------------------------------------------------
     def trace(self, points, *, lens_points=None, kl=None):
         """
@@ -475,15 +532,17 @@ class Camera:
             kl, _ = self.micro_image_of(points)
         lens = self.lens_centres(kl)
         sensor_xy = self.pixel_to_sensor(points)
-        return self._trace(sensor_xy, lens, lens_points)
+        return self._trace(sensor_xy, lens, lens_points, kl)
 
-    def _trace(self, sensor_xy, lens, lens_points=None):
-        b, D = self.gap, self.D
+    def _trace(self, sensor_xy, lens, lens_points=None, kl=None):
+        D = self.D
+        b = self.gap if kl is None else self.lens_gaps(kl)[:, None]
+        f_m = None if kl is None else self.lens_focal_lengths(kl)
         p_mla = lens if lens_points is None else lens + lens_points
         incident = (p_mla - sensor_xy) / b
         slope = incident
-        if lens_points is not None and self.mla.focal_length is not None:
-            slope = incident - lens_points / self.mla.focal_length
+        if lens_points is not None and f_m is not None:
+            slope = incident - lens_points / f_m[:, None]
         origin = p_mla + slope * D
         x0 = p_mla / (-D)
         d1, d2 = self.main_lens.distortion
@@ -558,12 +617,14 @@ class Camera:
                            float(np.linalg.norm(c)), self.mla.rotation, origin,
                            (int(ncol), int(z - a)), self.sensor.size, 0)
 
-    def ground_truth_model(self, grid=None):
+    def ground_truth_model(self, grid=None, weights=None):
         """
         The exact MPC model of this camera's decoded rays (module docstring).
 
         grid: the LensletGrid the conventional decoding uses (default :meth:`lenslet_grid`);
-        only its origin enters (u_0, v_0); its lattice must be this camera's.
+        only its origin enters (u_0, v_0); its lattice must be this camera's. weights (T,):
+        ray fractions per lens type of a multi-focus camera (the gauge of its per-type terms,
+        :meth:`ground_truth_lens_types`; None: equal).
         """
         lens, sensor = self.main_lens, self.sensor
         sg, px, D, b = self.sigma, sensor.pixel_pitch, self.D, self.gap
@@ -587,10 +648,55 @@ class Camera:
             raise InvalidInputError('a focused camera needs a finite focus_distance (the plane '
                                     'conjugate to the MLA is its view plane), got inf')
         z_f = 1.0 / inv_z
-        k = px / (D + b)
-        return MPCModel(k_i=-sg * k * z_f, k_j=-sg * k * z_f,
-                        k_u=sg * px * D / (b * z_f), k_v=sg * px * D / (b * z_f),
-                        u_0=sg * k * c[0], v_0=sg * k * c[1], k_3=inv_z, k_4=inv_z)
+        k = px * self._mean_inverse_depth()
+        if self.mla.n_types == 1:
+            k_u, u_0 = sg * px * D / (b * z_f), sg * k * c
+        else:
+            k_ut, u_0t = self._type_scales_offsets()
+            w = self._type_weights(weights)
+            k_u, u_0 = w @ k_ut, w @ u_0t
+        return MPCModel(k_i=-sg * k * z_f, k_j=-sg * k * z_f, k_u=k_u, k_v=k_u,
+                        u_0=u_0[0], v_0=u_0[1], k_3=inv_z, k_4=inv_z)
+
+    def ground_truth_lens_types(self, weights=None):
+        """
+        The per-lens-type terms of a multi-focus focused camera (None for one lens type).
+
+        Type T decodes with k_u^T = sigma p_x D / (b_T Z_f) and u_0^T = sigma p_x c / (D + b_T)
+        (the single-type truth with b -> b_T); in the zero-mean gauge of
+        :mod:`lf_mpc_calib.calibration.type_terms` with ray fractions ``weights`` (T,) (None:
+        equal) that is 1 + a_T = k_u^T / k_u and d_T = (u_0^T - u_0) / k_u with k_u, u_0 the
+        weighted means (those of :meth:`ground_truth_model` with the same weights). Not in the
+        model: each type's view plane position k_i^T ~ 1 / (D + b_T) differs from the common
+        k_i by |b_T - b| / (D + b) (about 1e-4 relative; the tests bound its effect).
+        """
+        from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+        if self.camera_type != 'focused' or self.mla.n_types == 1:
+            return None
+        k_ut, u_0t = self._type_scales_offsets()
+        w = self._type_weights(weights)
+        k_u, u_0 = w @ k_ut, w @ u_0t
+        return LensTypeTerms('affine', k_ut / k_u - 1.0, (u_0t - u_0) / k_u, w)
+
+    def _type_weights(self, weights):
+        t = self.mla.n_types
+        w = np.full(t, 1.0 / t) if weights is None else np.asarray(weights, float).reshape(-1)
+        if w.shape != (t,) or not np.all(w >= 0) or not w.sum() > 0:
+            raise InvalidInputError(f'weights must be {t} numbers >= 0, got {weights!r}')
+        return w / w.sum()
+
+    def _type_scales_offsets(self):
+        """(k_u^T (T,), u_0^T (T, 2)) of each lens type (ground_truth_lens_types)."""
+        sg, px, D = self.sigma, self.sensor.pixel_pitch, self.D
+        b_t = self.gap + np.asarray(self.mla.type_gap_offsets)
+        k_ut = sg * px * D * self.main_lens.inverse_focus / b_t
+        return k_ut, sg * px * self.sensor.centre[None, :] / (D + b_t)[:, None]
+
+    def _mean_inverse_depth(self):
+        """1 / (D + b), averaged over the lens types (equal weights): the common k_i / Z_f."""
+        if self.mla.n_types == 1:
+            return 1.0 / (self.D + self.gap)
+        return float(np.mean(1.0 / (self.D + self.gap + np.asarray(self.mla.type_gap_offsets))))
 
     def mpc_frame(self):
         """
@@ -602,7 +708,7 @@ class Camera:
         if self.camera_type == 'conventional':
             return rot_z(self.mla.rotation), np.zeros(3)
         z_f = 1.0 / self.main_lens.inverse_focus
-        k = self.sigma * self.sensor.pixel_pitch * z_f / (self.D + self.gap)
+        k = self.sigma * self.sensor.pixel_pitch * z_f * self._mean_inverse_depth()
         c = self.sensor.centre
         return np.eye(3), np.array([k * c[0], k * c[1], z_f])
 
@@ -651,7 +757,11 @@ class Camera:
             'mla': {'pitch_m': mla.pitch, 'lattice': mla.lattice, 'rotation': mla.rotation,
                     'offset_m': list(mla.offset), 'row_spacing_m': mla.row_spacing,
                     'hex_parity': mla.hex_parity, 'focal_length_m': mla.focal_length,
-                    'centre_jitter_m': mla.centre_jitter, 'jitter_seed': mla.jitter_seed},
+                    'centre_jitter_m': mla.centre_jitter, 'jitter_seed': mla.jitter_seed,
+                    'type_focal_lengths_m': None if mla.type_focal_lengths is None
+                    else list(mla.type_focal_lengths),
+                    'type_gap_offsets_m': None if mla.type_gap_offsets is None
+                    else list(mla.type_gap_offsets)},
             'sensor': {'width': s.width, 'height': s.height, 'pixel_pitch_m': s.pixel_pitch,
                        'bayer': s.bayer, 'noise': s.noise, 'bit_depth': s.bit_depth,
                        'upright': s.upright, 'natural_vignetting': s.natural_vignetting,
@@ -671,7 +781,9 @@ class Camera:
                 MicroLensArray(mla['pitch_m'], mla['lattice'], mla.get('rotation', 0.0),
                                tuple(mla.get('offset_m', (0.0, 0.0))), mla.get('row_spacing_m'),
                                mla.get('hex_parity', 0), mla.get('focal_length_m'),
-                               mla.get('centre_jitter_m', 0.0), mla.get('jitter_seed', 0)),
+                               mla.get('centre_jitter_m', 0.0), mla.get('jitter_seed', 0),
+                               _tuple_or_none(mla.get('type_focal_lengths_m')),
+                               _tuple_or_none(mla.get('type_gap_offsets_m'))),
                 Sensor(s['width'], s['height'], s['pixel_pitch_m'], s.get('bayer'),
                        s.get('noise', 0.0), s.get('bit_depth', 8), s.get('upright', False),
                        s.get('natural_vignetting', True),
@@ -680,6 +792,10 @@ class Camera:
                 d.get('scene_distance_m'), d.get('scale', 1.0))
         except KeyError as exc:
             raise InvalidInputError(f'camera description lacks key {exc}') from None
+
+
+def _tuple_or_none(values):
+    return None if values is None else tuple(values)
 
 
 def _hash_normal(kl, seed):
@@ -776,6 +892,20 @@ def _focused(name, *, scale, galilean):
     return Camera(main, mla, sensor, b, 'focused', name, scene, scale)
 
 
+def _multi_focus(name, *, scale):
+    """
+    A Raytrix-like multi-focus camera: the Keplerian focused preset with three interleaved lens
+    types focused at virtual depths 2.2, 3 and 4.5 whose rear principal planes differ by
+    +-4 um (type scales about -+1.1 %, as in real multi-focus arrays; Raytrix R12: a few %).
+    """
+    cam = _focused(name, scale=scale, galilean=False)
+    b = cam.gap
+    f_m = tuple(a * b / (a + b) for a in (2.2 * b, 3.0 * b, 4.5 * b))
+    mla = replace(cam.mla, focal_length=f_m[1], type_focal_lengths=f_m,
+                  type_gap_offsets=(-4e-6, 0.0, 4e-6))
+    return replace(cam, mla=mla)
+
+
 def preset(name, *, scale=1.0, **overrides):
     """
     A preset camera; ``scale`` < 1 crops the sensor (fewer lenses, same optics and px per lens).
@@ -783,9 +913,11 @@ def preset(name, *, scale=1.0, **overrides):
     Presets: 'lytro' (3280 x 3280, 1.4 um pixels, hex, ~10 px per micro-image, F 6.45 mm f/2,
     focus 0.4 m), 'illum' (7728 x 5368, 1.4 um, hex, ~14 px per micro-image, F 12 mm f/2,
     focus 0.5 m, 16 bit), 'focused-keplerian', 'focused-galilean' (2048 x 1536, 5.5 um, 125 um
-    lenses, F 35 mm, scene at 0.45 m, virtual depth 3). overrides: any field of Camera
-    (``gap``, ``name`` ...) or ``main_lens__FIELD``, ``mla__FIELD``, ``sensor__FIELD``
-    (e.g. ``sensor__bayer='rggb'``, ``sensor__noise=0.01``, ``main_lens__distortion=(0.1, 0)``).
+    lenses, F 35 mm, scene at 0.45 m, virtual depth 3), 'focused-multifocus' (the Keplerian one
+    with three interleaved lens types, Raytrix-like: :func:`_multi_focus`). overrides: any
+    field of Camera (``gap``, ``name`` ...) or ``main_lens__FIELD``, ``mla__FIELD``,
+    ``sensor__FIELD`` (e.g. ``sensor__bayer='rggb'``, ``sensor__noise=0.01``,
+    ``main_lens__distortion=(0.1, 0)``).
     """
     scale = _positive('scale', scale)
     if scale > 1.0:
@@ -796,6 +928,8 @@ def preset(name, *, scale=1.0, **overrides):
         cam = _focused('focused-keplerian', scale=scale, galilean=False)
     elif name == 'focused-galilean':
         cam = _focused('focused-galilean', scale=scale, galilean=True)
+    elif name == 'focused-multifocus':
+        cam = _multi_focus('focused-multifocus', scale=scale)
     else:
         raise InvalidInputError(f'unknown preset {name!r}; expected one of {PRESETS}')
     return apply_overrides(cam, **overrides)

@@ -189,9 +189,11 @@ def _render_rows(camera, scene, pattern, y0, y1):
     sensor_xy = camera.pixel_to_sensor(q)
     lx, ly = lens[:, 0].copy(), lens[:, 1].copy()
     sx0, sy0 = sensor_xy[:, 0].copy(), sensor_xy[:, 1].copy()
-    b, D = camera.gap, camera.D
+    D = camera.D
+    # per-pixel gap and micro-lens focal length (multi-focus arrays differ per lens type)
+    b = camera.gap if camera.mla.n_types == 1 else camera.lens_gaps(kl)
     step = camera.sigma * camera.sensor.pixel_pitch
-    f_m = camera.mla.focal_length
+    f_m = camera.mla.focal_length if camera.mla.n_types == 1 else camera.lens_focal_lengths(kl)
     lens_r = 0.5 * camera.mla.pitch if f_m is not None else 0.0
     ml = camera.main_lens
     inv_z = ml.inverse_focus
