@@ -122,8 +122,14 @@ class MicroImageCornerDetector:
         norm = self._normalise(raw)
         w = self.estimate_w(norm)
         rendered, step = self.render(norm, w)
-        grid = find_board(rendered, board)
-        grid = resolve_orientation(rendered, grid, board)
+        try:
+            grid = find_board(rendered, board)
+            grid = resolve_orientation(rendered, grid, board)
+        except DetectionError as exc:
+            raise DetectionError(
+                f'board not found in the image rendered from the micro-images at inverse '
+                f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
+                f'{exc}') from None
         x0 = grid.reshape(-1, 2) * step                            # (C, 2) raw px
         spacing = _min_spacing(grid) * step
         contrast = _board_contrast(rendered, grid)
@@ -193,8 +199,9 @@ class MicroImageCornerDetector:
         order = idx[np.argsort(spread)[::-1][:200]]
         order = order[spread[np.searchsorted(idx, order)] > 0.1]
         if order.size < 5:
-            raise DetectionError('the raw frame shows no texture in its micro-images (no board'
-                                 ' or a uniform scene)')
+            raise DetectionError('the raw frame shows no texture in its micro-images (no board,'
+                                 ' a uniform scene, or a board so close to the plane conjugate'
+                                 ' to the micro-lenses that each micro-image sees one square)')
         grid = self.grid
         steps = [grid.row_vector, 0.5 * grid.row_vector + grid.column_vector,
                  -0.5 * grid.row_vector + grid.column_vector] if grid.lattice == 'hex' else \
