@@ -159,7 +159,16 @@ class DecodeNode(Node):
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
             white = read_image(p['white_image_file'])
-            self._set_white(white if white.ndim == 2 else white.mean(axis=2))
+            white = white if white.ndim == 2 else white.mean(axis=2)
+            if p['calibration_file'] and cal.lenslet_grid is not None:
+                from lf_mpc_calib.errors import InvalidInputError
+                from lf_mpc_calib.lenslet.white_image import check_grid_size
+                try:
+                    check_grid_size(cal.lenslet_grid, white.shape)
+                except LFCalibError as exc:
+                    raise InvalidInputError(f"parameters 'calibration_file' and "
+                                            f"'white_image_file' disagree: {exc}") from None
+            self._set_white(white)
         else:
             self.create_subscription(Image, D.WHITE_TOPIC, self._on_white, latched,
                                      callback_group=group)

@@ -198,6 +198,7 @@ def test_calibration_node_save_and_reset(session_run):
     out = session_run['out']
     assert session_run['saved'].success and f'{POSES} captured frames' in \
         session_run['saved'].message
+    out = out / 'latest'                        # each save in its own folder
     assert (out / 'lf_camera.yaml').is_file() and (out / 'manifest.yaml').is_file()
     assert (out / 'lf_camera_observations.csv').is_file()
     assert len(list(out.glob('frame_*.png'))) == POSES
@@ -223,3 +224,40 @@ def test_config_files_name_every_parameter(ros_context, repo_root, name, node_cl
         assert declared == set(values)  # the config file lists every parameter, no others
     finally:
         node.destroy_node()
+
+
+def test_calibration_node_survives_unexpected_exceptions(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Fuzz issue 13 #5.3: an exception other than the package's own (a LinAlgError from the
+    eigen-solve) escaped ~/calibrate and ended the node with every captured pose."""
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(tmp_path))])
+    kept = [np.zeros((2, 2), np.uint8) for _ in range(4)]
+    node.session.frames = list(kept)            # stand-ins for four captured poses
+    calls = []
+
+    def eigen_failure():
+        calls.append('calibrate')
+        raise np.linalg.LinAlgError('Eigenvalues did not converge')
+
+    def conversion_failure(msg, what):
+        calls.append(what)
+        raise RuntimeError('unexpected in a callback')
+
+    node.session.calibrate = eigen_failure
+    node._to_mono = conversion_failure
+    with spinning(ros_context, node):
+        c = _clients(ros_node)
+        for _ in range(2):                      # answered, and the node keeps serving
+            answer = call_service(ros_executor, c['calibrate'])
+            assert not answer.success
+            assert 'LinAlgError: Eigenvalues did not converge' in answer.message
+        pub = ros_node.create_publisher(Image, 'image_raw', 10)
+        wait_for_subscribers(ros_executor, pub)
+        pub.publish(array_to_image(np.zeros((4, 6), np.uint8), 'mono8'))
+        wait_for(ros_executor, lambda: 'image_raw' in calls, 'the failing image callback')
+        answer = call_service(ros_executor, c['calibrate'])
+        assert not answer.success and 'Eigenvalues' in answer.message
+    assert calls.count('calibrate') == 3
+    assert node.session.num_poses == 4
+    assert all(a is b for a, b in zip(node.session.frames, kept))
