@@ -26,9 +26,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.simulation.dataset import load_poses, random_poses, write_dataset
-from lf_mpc_calib.simulation.optics import (
-    BAYER_PATTERNS, Checkerboard, default_board, preset, PRESETS)
+from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS
 
 
 def register(subparsers):
@@ -77,6 +75,7 @@ def register(subparsers):
 
 
 def _board(args, camera):
+    from lf_mpc_calib.simulation.optics import Checkerboard, default_board
     board = default_board(camera)
     if args.board is None and args.square is None:
         return board
@@ -93,6 +92,8 @@ def _board(args, camera):
 
 def run(args):
     """Render the dataset; returns the exit code."""
+    from lf_mpc_calib.simulation.dataset import load_poses, random_poses, write_dataset
+    from lf_mpc_calib.simulation.optics import preset
     overrides = {}
     if args.noise is not None:
         overrides['sensor__noise'] = args.noise
