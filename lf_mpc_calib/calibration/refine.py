@@ -70,6 +70,7 @@ class RefinementProblem:
         self.board_t = np.ascontiguousarray(obs.board[self.order].T)      # (3, N)
         ijuv = obs.ijuv[self.order]
         self.i, self.j, self.u, self.v = (np.ascontiguousarray(ijuv[:, k]) for k in range(4))
+        self.point = np.asarray(obs.point)[self.order].astype(np.int64)
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
         # per-micro-lens-type terms: theta[10:] (module docstring)
@@ -310,6 +311,30 @@ class _LM:
         except np.linalg.LinAlgError:
             return None
 
+    def cluster_meat(self, neq, res, jac, cluster):
+        """
+        Sum over clusters of e_c e_c^T (nf, nf): the meat of the cluster-robust covariance.
+
+        res (2, N), jac (16 + K, 2, N): the (robustified) residuals and Jacobian at the
+        solution; cluster (N,) int labels of rays whose errors may be correlated (one board
+        corner of one pose seen in every view). e_c is the cluster's score J_c^T r_c with its
+        pose part eliminated as in the Schur complement (g_m - H_mp H_pp^-1 g_p), so that
+        S^-1 (sum e_c e_c^T) S^-1 is the model block of the full sandwich covariance.
+        """
+        _, h_mp, h_pp, _, _ = neq
+        sel = jac[self.rows]                                          # (nf + 6, 2, N)
+        score = np.einsum('krn,rn->kn', sel, res)                    # (nf + 6, N)
+        labels, first, inv = np.unique(cluster, return_index=True, return_inverse=True)
+        g = np.stack([np.bincount(inv, weights=row, minlength=len(labels)) for row in score])
+        nf = len(self.free_idx)
+        try:
+            gain = np.einsum('pmk,pkl->pml', h_mp, np.linalg.inv(h_pp))   # (P, nf, 6)
+        except np.linalg.LinAlgError:
+            return None
+        pose = self.pb.pose_index[first]
+        e = g[:nf] - np.einsum('cmk,kc->mc', gain[pose], g[nf:])
+        return e @ e.T, len(labels)
+
     def run(self, theta, poses, max_iterations, progress, ftol=1e-12):
         pb = self.pb
         res, jac = pb.evaluate(theta, poses)
@@ -495,19 +520,16 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
         res_f, jac_f = pb.evaluate(theta, poses)
         cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
         neq = lm.normal_equations(rs, js)
-    cov = lm.covariance(neq)
-    n_unknown = int(free.sum()) + N_POSE * pb.n_poses
-    dof = max(2 * pb.n - n_unknown, 1)
-    sigma2 = 2.0 * cost_f / dof
+    cov = _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost_f)
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
     if cov is not None:
         for k, idx in enumerate(np.flatnonzero(free[:N_MODEL])):
-            stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0) * sigma2))
+            stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0)))
     lens_types = None
     if pb.types is not None:
         n_model = int(free[:N_MODEL].sum())
         lens_types = pb.types.terms_with_std(
-            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:] * sigma2)
+            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:])
         # decoded rays (ray reprojection error) see the type-corrected (u, v)
         obs = replace(obs, ijuv=lens_types.corrected_ijuv(obs.ijuv, obs.lens_type))
     model = MPCModel.from_vector(theta[:N_MODEL])
@@ -523,6 +545,43 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
         converged=bool(converged), message=message, fixed=fixed,
         method=method if method is not None else getattr(initial, 'method', 'exact'),
         loss=loss, cost=float(cost_f), lens_types=lens_types, **summary)
+
+
+def _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost):
+    """
+    Covariance (nf, nf) of the free model parameters, or None when singular.
+
+    The larger (per parameter, by the larger diagonal) of two estimates:
+
+    - the classic (J^T J)^-1 s^2, right for independent errors of every ray;
+    - the cluster-robust sandwich S^-1 (sum_c e_c e_c^T) S^-1 (:meth:`_LM.cluster_meat`)
+      clustered by (pose, board point), with the small-sample factor
+      G/(G-1) (N-1)/(N-K) for G clusters, N residuals, K unknowns.
+
+    A corner detector's error is largely common to the views of one corner (the views see
+    the same image patch): on such data the classic estimate is several times too small
+    (measured |error|/sigma up to 13 with a per-corner offset of 0.13 px) while the sandwich
+    stays honest; on independent errors both agree.
+    """
+    s_inv = lm.covariance(neq)
+    if s_inv is None:
+        return None
+    n_unknown = int(free.sum()) + N_POSE * pb.n_poses
+    n_res = 2 * pb.n
+    sigma2 = 2.0 * cost / max(n_res - n_unknown, 1)
+    classic = s_inv * sigma2
+    res, jac = pb.evaluate(theta, poses)
+    _, rs, js = _robust(loss, f_scale, res, jac)
+    meat = lm.cluster_meat(neq, rs, js, pb.pose_index * (pb.point.max() + 1) + pb.point)
+    if meat is None:
+        return classic
+    meat, n_clusters = meat
+    factor = (n_clusters / max(n_clusters - 1, 1)) * (n_res - 1) / max(n_res - n_unknown, 1)
+    sandwich = factor * (s_inv @ meat @ s_inv)
+    # scale the sandwich up where the classic diagonal is larger (keeps it a covariance)
+    d = np.sqrt(np.maximum(np.diag(classic), 0.0) / np.maximum(np.diag(sandwich), 1e-300))
+    d = np.maximum(d, 1.0)
+    return sandwich * np.outer(d, d)
 
 
 def _lens_type_terms(obs, terms):

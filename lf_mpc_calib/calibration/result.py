@@ -25,7 +25,8 @@ class CalibrationResult:
     its observation (Dansereau et al.), millimetres.
     per_pose_rms_px (P,), view_ids (V, 2) distinct (i, j), per_view_rms_px (V,): the same RMS
     per pose and per view.
-    stddev: {parameter name: standard deviation} from the final Jacobian, (J^T J)^-1 times the
+    stddev: {parameter name: standard deviation} from the final Jacobian: the cluster-robust
+    (sandwich) covariance clustered by (pose, board point), never below (J^T J)^-1 times the
     residual variance (intrinsic block by Schur complement); NaN for fixed parameters.
     iterations, converged, message: solver report (converged False means the solver stopped
     on its iteration limit or could not reduce the cost; the result is then the last iterate).
