@@ -27,22 +27,21 @@ def read_text(path, what='YAML file'):
     path = Path(path)
     try:
         if path.is_dir():
-            raise InvalidInputError(f'{what} {path} is a folder, expected a file')
+            raise InvalidInputError(f'cannot read {what} {path}: it is a folder, expected a file')
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise InvalidInputError(f'{what} {path}: {size} bytes, expected a text file of at '
-                                    f'most {MAX_BYTES} bytes')
+            raise InvalidInputError(f'cannot read {what} {path}: {size} bytes, expected a text '
+                                    f'file of at most {MAX_BYTES} bytes')
         data = path.read_bytes()
     except FileNotFoundError:
-        raise InvalidInputError(f'{what} {path} does not exist') from None
+        raise InvalidInputError(f'cannot read {what} {path}: it does not exist') from None
     except OSError as exc:
-        raise InvalidInputError(f'{what} {path}: cannot read it ({exc.strerror or exc})'
-                                ) from None
+        raise InvalidInputError(f'cannot read {what} {path}: {exc.strerror or exc}') from None
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as exc:
-        raise InvalidInputError(f'{what} {path}: not UTF-8 text (byte {exc.start}); expected '
-                                f'a YAML file, got a binary file') from None
+        raise InvalidInputError(f'cannot read {what} {path}: not UTF-8 text (byte {exc.start}); '
+                                f'expected a YAML file, got a binary file') from None
 
 
 def load_yaml(text, what='YAML text'):
