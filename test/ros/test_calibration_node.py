@@ -261,3 +261,26 @@ def test_calibration_node_survives_unexpected_exceptions(
     assert calls.count('calibrate') == 3
     assert node.session.num_poses == 4
     assert all(a is b for a, b in zip(node.session.frames, kept))
+
+
+def test_calibration_node_capture_gives_the_last_rejection(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Fuzz issue 13 #5.5: after malformed frames ~/capture said only 'no valid image within
+    4 s (7 malformed images ignored)', a running total without a reason."""
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('capture_timeout', value=1.0), Parameter('output_dir', value=str(tmp_path))])
+    node.session.decoder = object()             # 'ready': the capture waits for a frame
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    bad = Image(height=4, width=6, encoding='yuv422', step=12, data=bytes(48))
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        pub.publish(bad)                        # before the call: counted in the total only
+        wait_for(ros_executor, lambda: node.bad_images == 1, 'the first malformed image')
+        timer = ros_node.create_timer(0.2, lambda: pub.publish(bad))
+        answer = call_service(ros_executor, _clients(ros_node)['capture'])
+        ros_node.destroy_timer(timer)
+    assert not answer.success
+    during = int(answer.message.split('(')[1].split(' malformed images ignored during')[0])
+    assert during >= 1 and node.bad_images >= during + 1
+    assert "the last: unsupported image encoding 'yuv422'" in answer.message, answer.message
+    assert f'{node.bad_images} malformed images since the start' in answer.message
