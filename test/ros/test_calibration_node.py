@@ -226,12 +226,18 @@ def test_config_files_name_every_parameter(ros_context, repo_root, name, node_cl
         node.destroy_node()
 
 
+# the module's session node keeps running: the tests below talk to a node of their own
+ISOLATED_NAME, ISOLATED_IMAGES = '/lf_calibration_isolated', 'isolated_image_raw'
+ISOLATED = ['--ros-args', '-r', f'__node:={ISOLATED_NAME[1:]}', '-r',
+            f'image_raw:={ISOLATED_IMAGES}', '-r', 'white_image:=isolated_white_image']
+
+
 def test_calibration_node_survives_unexpected_exceptions(
         ros_context, ros_executor, ros_node, tmp_path):
     """Fuzz issue 13 #5.3: an exception other than the package's own (a LinAlgError from the
     eigen-solve) escaped ~/calibrate and ended the node with every captured pose."""
-    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
-        Parameter('output_dir', value=str(tmp_path))])
+    node = CalibrationNode(context=ros_context, cli_args=ISOLATED, parameter_overrides=[
+        *SMALL_BOARD, Parameter('output_dir', value=str(tmp_path))])
     kept = [np.zeros((2, 2), np.uint8) for _ in range(4)]
     node.session.frames = list(kept)            # stand-ins for four captured poses
     calls = []
@@ -247,12 +253,12 @@ def test_calibration_node_survives_unexpected_exceptions(
     node.session.calibrate = eigen_failure
     node._to_mono = conversion_failure
     with spinning(ros_context, node):
-        c = _clients(ros_node)
+        c = _clients(ros_node, ISOLATED_NAME)
         for _ in range(2):                      # answered, and the node keeps serving
             answer = call_service(ros_executor, c['calibrate'])
             assert not answer.success
             assert 'LinAlgError: Eigenvalues did not converge' in answer.message
-        pub = ros_node.create_publisher(Image, 'image_raw', 10)
+        pub = ros_node.create_publisher(Image, ISOLATED_IMAGES, 10)
         wait_for_subscribers(ros_executor, pub)
         pub.publish(array_to_image(np.zeros((4, 6), np.uint8), 'mono8'))
         wait_for(ros_executor, lambda: 'image_raw' in calls, 'the failing image callback')
@@ -267,17 +273,18 @@ def test_calibration_node_capture_gives_the_last_rejection(
         ros_context, ros_executor, ros_node, tmp_path):
     """Fuzz issue 13 #5.5: after malformed frames ~/capture said only 'no valid image within
     4 s (7 malformed images ignored)', a running total without a reason."""
-    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
-        Parameter('capture_timeout', value=1.0), Parameter('output_dir', value=str(tmp_path))])
+    node = CalibrationNode(context=ros_context, cli_args=ISOLATED, parameter_overrides=[
+        *SMALL_BOARD, Parameter('capture_timeout', value=1.0),
+        Parameter('output_dir', value=str(tmp_path))])
     node.session.decoder = object()             # 'ready': the capture waits for a frame
-    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    pub = ros_node.create_publisher(Image, ISOLATED_IMAGES, 10)
     bad = Image(height=4, width=6, encoding='yuv422', step=12, data=bytes(48))
     with spinning(ros_context, node):
         wait_for_subscribers(ros_executor, pub)
         pub.publish(bad)                        # before the call: counted in the total only
         wait_for(ros_executor, lambda: node.bad_images == 1, 'the first malformed image')
         timer = ros_node.create_timer(0.2, lambda: pub.publish(bad))
-        answer = call_service(ros_executor, _clients(ros_node)['capture'])
+        answer = call_service(ros_executor, _clients(ros_node, ISOLATED_NAME)['capture'])
         ros_node.destroy_timer(timer)
     assert not answer.success
     during = int(answer.message.split('(')[1].split(' malformed images ignored during')[0])
