@@ -165,17 +165,19 @@ class CalibrationSession:
                 f'{grid.shape[0]}x{grid.shape[1]}); expected the white image of the camera '
                 f'(a uniformly lit, diffuse scene)')
         candidate = _Detector(self.board, raw_white, decoder, use, self.corner_options)
-        detections = []
+        detections, view_size = [], None
         for k, raw in enumerate(self.frames):
             try:
-                detections.append(candidate.detect(raw, pose=k)[1])
+                lf, det = candidate.detect(raw, pose=k)
             except DetectionError as exc:
                 raise DetectionError(
                     f'with this white image captured pose {k} no longer shows the board '
                     f'({exc}); white image refused, session unchanged (reset the session to '
                     f'change cameras)') from exc
+            detections.append(det)
+            view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
-        self.detections = detections
+        self.detections, self.view_size = detections, view_size
         self.result = None
         return grid
 
