@@ -46,6 +46,8 @@ def bad_inputs(root):
     files['utf16'].write_text(_table(_valid_rows()), encoding='utf-16')
     files['empty'] = root / 'empty.yaml'
     files['empty'].write_text('')
+    files['header_only'] = root / 'header_only.csv'
+    files['header_only'].write_text(HEADER)
     files['truncated_png'] = root / 'truncated.png'
     files['truncated_png'].write_bytes(b'\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0')
     rows = _valid_rows()
