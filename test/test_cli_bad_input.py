@@ -8,6 +8,7 @@ every input slot) as soon as it is registered.
 import argparse
 import contextlib
 import io
+import warnings
 
 import numpy as np
 import pytest
@@ -162,7 +163,9 @@ def test_every_subcommand_is_covered():
 @pytest.mark.parametrize('argv', [argv for _, argv in CASES], ids=[i for i, _ in CASES])
 def test_bad_input_gives_a_message_not_a_traceback(argv):
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter('error')         # a warning is noise before the message
         try:
             rc = main(argv)
         except SystemExit as exc:              # argparse: usage errors
