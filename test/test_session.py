@@ -140,3 +140,44 @@ def test_session_save_without_captures_raises(scene, tmp_path):
     session = CalibrationSession(scene[1], white=scene[2])
     with pytest.raises(InvalidInputError, match='nothing to save'):
         session.save(tmp_path)
+
+
+def test_session_refused_white_leaves_the_session_unchanged(scene):
+    """Fuzz issue 13 #5.1: a wrong white image once emptied the captured poses."""
+    from lf_mpc_calib.errors import DetectionError, LFCalibError
+    camera, board, white, frames, _, _ = scene
+    session = CalibrationSession(board, white=white, min_poses=2)
+    assert all(session.capture(f).accepted for f in frames[:2])
+    result = session.calibrate()
+    before = (session.white, session.grid, session.decoder, list(session.frames),
+              list(session.detections), session.result)
+    half = white[::2, ::2]
+    with pytest.raises(InvalidInputError,
+                       match=r'white image is \d+x\d+ px but the 2 captured frames are'):
+        session.set_white(half)
+    with pytest.raises(LFCalibError):           # not a white image: no lenslet grid in it
+        session.set_white(np.full_like(white, 200))
+    with pytest.raises(DetectionError, match='not a flat field'):
+        session.set_white(frames[0])            # a raw frame is not the camera's white
+    after = (session.white, session.grid, session.decoder, list(session.frames),
+             list(session.detections), session.result)
+    assert all(a is b for a, b in zip(before[:3], after[:3]))
+    assert [a is b for a, b in zip(before[3], after[3])] == [True, True]
+    assert [a is b for a, b in zip(before[4], after[4])] == [True, True]
+    assert after[5] is result and session.num_poses == 2
+    # the right white again: poses kept, detected again, calibration redone on demand
+    assert session.set_white(white) is session.grid and session.num_poses == 2
+    assert session.result is None
+    np.testing.assert_allclose(session.calibrate().model.to_vector(),
+                               result.model.to_vector(), rtol=1e-12)
+
+
+def test_session_refuses_a_repeated_pose(scene):
+    """Fuzz issue 13 #5: six identical poses were captured without a word."""
+    camera, board, white, frames, _, _ = scene
+    session = CalibrationSession(board, white=white, min_poses=2)
+    assert session.capture(frames[0]).accepted
+    report = session.capture(frames[0].copy())
+    assert not report.accepted and 'has not moved since pose 0' in report.reason
+    assert session.num_poses == 1 and session.rejected == 1
+    assert session.capture(frames[1]).accepted

@@ -36,8 +36,6 @@ columns. Residuals then stay in raw pixels.
 from dataclasses import replace
 
 import numpy as np
-import scipy.optimize
-import scipy.sparse
 
 from lf_mpc_calib.calibration.closed_form import closed_form, validate_observations
 from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
@@ -187,6 +185,7 @@ class RefinementProblem:
         cols = np.repeat(cols[:, None, :], 2, axis=1)
         width = nf + N_POSE
         indptr = np.arange(0, 2 * self.n * width + 1, width)
+        import scipy.sparse  # only the 'trf' path needs scipy (keeps the CLI start fast)
         return scipy.sparse.csr_matrix((block.reshape(-1), cols.reshape(-1), indptr),
                                        shape=(2 * self.n, nf + N_POSE * self.n_poses))
 
@@ -405,6 +404,7 @@ class _LM:
 
 def _run_trf(pb, free, theta, poses, loss, f_scale, max_iterations, progress):
     """scipy.optimize.least_squares with the analytic CSR Jacobian."""
+    import scipy.optimize  # imported here: the default 'lm' path runs without scipy
     free_idx = np.flatnonzero(free)
     nf = len(free_idx)
     state = {'n': 0}

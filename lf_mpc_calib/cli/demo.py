@@ -21,10 +21,6 @@ from pathlib import Path
 
 import numpy as np
 
-from lf_mpc_calib.calibration.closed_form import aligned_truth
-from lf_mpc_calib.camera.model import PARAMETER_NAMES
-from lf_mpc_calib.camera.rotations import rotation_matrix
-
 
 def register(subparsers):
     """Add the ``demo`` subcommand."""
@@ -60,6 +56,9 @@ def run(args):
         args.output_dir = args.output
         args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
         return demo.run(args)
+    from lf_mpc_calib.calibration.closed_form import aligned_truth
+    from lf_mpc_calib.camera.model import PARAMETER_NAMES
+    from lf_mpc_calib.camera.rotations import rotation_matrix
     from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.io.images import read_float_image
     from lf_mpc_calib.lenslet.white_image import make_decoder

@@ -29,10 +29,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.simulation.dataset import (
-    capture_poses, load_poses, random_poses, write_dataset)
-from lf_mpc_calib.simulation.optics import (
-    BAYER_PATTERNS, Checkerboard, default_board, preset, PRESETS)
+from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS
 
 
 def register(subparsers):
@@ -84,6 +81,7 @@ def register(subparsers):
 
 
 def _board(args, camera):
+    from lf_mpc_calib.simulation.optics import Checkerboard, default_board
     board = default_board(camera)
     if args.board is None and args.square is None:
         return board
@@ -100,6 +98,9 @@ def _board(args, camera):
 
 def run(args):
     """Render the dataset; returns the exit code."""
+    from lf_mpc_calib.simulation.dataset import (
+        capture_poses, load_poses, random_poses, write_dataset)
+    from lf_mpc_calib.simulation.optics import preset
     overrides = {}
     if args.noise is not None:
         overrides['sensor__noise'] = args.noise

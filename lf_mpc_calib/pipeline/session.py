@@ -30,6 +30,8 @@ from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.white_image import make_decoder
 from lf_mpc_calib.pipeline.offline import MIN_POSES
 
+REPEAT_SHIFT_PX = 0.05   # a captured pose whose corners all moved less than this repeats one
+
 
 @dataclass(frozen=True, eq=False)
 class CaptureReport:
@@ -137,21 +139,44 @@ class CalibrationSession:
     def set_white(self, white):
         """
         Set the white image: estimates the lenslet grid (unless one was given), builds the
-        decoder and the usable views. Frames captured before are detected again with the new
-        decoder (those no longer showing the board are dropped); the calibration is cleared.
-        Raises an LFCalibError when no grid can be estimated from it.
+        decoder and the usable views, and detects the frames captured before again with it.
+        Returns the grid.
+
+        The new white is checked completely before anything changes: its size (that of the
+        frames already captured, and of a given grid), that a lenslet grid is found in it, that
+        it gives usable views, and that every kept frame still shows the board with it. A
+        white that fails any check raises an LFCalibError and leaves the session as it was
+        (to change cameras, :meth:`reset` first). The calibration is cleared when it succeeds.
         """
         raw_white = np.asarray(white)
         w = as_float_image(raw_white, 'white')
+        if self.frames and np.shape(self.frames[0])[:2] != w.shape[:2]:
+            f_h, f_w = np.shape(self.frames[0])[:2]
+            raise InvalidInputError(
+                f'white image is {w.shape[1]}x{w.shape[0]} px but the {self.num_poses} '
+                f'captured frames are {f_w}x{f_h} px; expected a white image of the same '
+                f'camera (reset the session to change cameras)')
         grid, decoder = make_decoder(w, views=self.views, demosaic=self.demosaic,
                                      grid=self._given_grid)
         use = decoder.valid if self.strict_views else decoder.bright
+        if not np.any(use):
+            raise DetectionError(
+                f'white image {w.shape[1]}x{w.shape[0]} px gives no usable view (lenslet grid '
+                f'{grid.shape[0]}x{grid.shape[1]}); expected the white image of the camera '
+                f'(a uniformly lit, diffuse scene)')
+        candidate = _Detector(self.board, raw_white, decoder, use, self.corner_options)
+        detections = []
+        for k, raw in enumerate(self.frames):
+            try:
+                detections.append(candidate.detect(raw, pose=k)[1])
+            except DetectionError as exc:
+                raise DetectionError(
+                    f'with this white image captured pose {k} no longer shows the board '
+                    f'({exc}); white image refused, session unchanged (reset the session to '
+                    f'change cameras)') from exc
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
+        self.detections = detections
         self.result = None
-        frames = self.frames
-        self.frames, self.detections = [], []
-        for raw in frames:
-            self.capture(raw)
         return grid
 
     def reset(self):
@@ -162,17 +187,8 @@ class CalibrationSession:
 
     # ---- capture and calibrate ----------------------------------------------------------
     def _detect(self, raw):
-        from lf_mpc_calib.features.corners import detect_corners
-        img = as_float_image(raw, 'raw')
-        white_shape = np.shape(self.white)[:2]
-        if img.shape[:2] != white_shape:
-            raise InvalidInputError(
-                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
-                f'{white_shape[1]}x{white_shape[0]} px')
-        lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
-        det = detect_corners(lf, self.board, pose=len(self.frames),
-                             options=self.corner_options)
-        return lf, det
+        return _Detector(self.board, self.white, self.decoder, self.use,
+                         self.corner_options).detect(raw, pose=len(self.frames))
 
     def capture(self, raw):
         """
@@ -187,6 +203,7 @@ class CalibrationSession:
                                     'before capturing')
         try:
             lf, det = self._detect(raw)
+            self._refuse_repeated_pose(det.observations)
         except DetectionError as exc:
             self.rejected += 1
             return CaptureReport(False, reason=str(exc), poses=self.num_poses)
@@ -205,6 +222,21 @@ class CalibrationSession:
         return CaptureReport(True, pose, len(obs), int(d['corners_found']),
                              int(d['corners_total']), int(d['views_used']),
                              int(d['views_available']), per_view, '', self.num_poses)
+
+    def _refuse_repeated_pose(self, obs):
+        """DetectionError when ``obs`` repeats a kept pose: the same corners in the same views
+        within REPEAT_SHIFT_PX (a board that has not moved adds no constraint, only weight)."""
+        for k, kept in enumerate(self.detections):
+            old = kept.observations
+            common, a, b = np.intersect1d(_row_keys(obs), _row_keys(old), return_indices=True)
+            if len(common) < 0.9 * max(len(obs), len(old)):
+                continue
+            shift = np.median(np.linalg.norm(obs.ijuv[a, 2:] - old.ijuv[b, 2:], axis=1))
+            if shift < REPEAT_SHIFT_PX:
+                raise DetectionError(
+                    f'the board has not moved since pose {k}: median corner shift '
+                    f'{shift:.3g} px < {REPEAT_SHIFT_PX} px over {len(common)} rays; expected '
+                    f'a new board pose (move or tilt the board)')
 
     def calibrate(self):
         """
@@ -279,6 +311,36 @@ class CalibrationSession:
         mpath.write_text(yaml.safe_dump(manifest, sort_keys=False, default_flow_style=None))
         written.append(mpath)
         return written
+
+
+@dataclass(frozen=True)
+class _Detector:
+    """Decoding and corner detection with one white image (the session's, or a candidate)."""
+
+    board: object
+    white: np.ndarray
+    decoder: object
+    use: np.ndarray
+    corner_options: object
+
+    def detect(self, raw, *, pose):
+        """(decoded light field, Detection) of one raw frame; DetectionError without a board."""
+        from lf_mpc_calib.features.corners import detect_corners
+        img = as_float_image(raw, 'raw')
+        white_shape = np.shape(self.white)[:2]
+        if img.shape[:2] != white_shape:
+            raise InvalidInputError(
+                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
+                f'{white_shape[1]}x{white_shape[0]} px')
+        lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
+        det = detect_corners(lf, self.board, pose=pose, options=self.corner_options)
+        return lf, det
+
+
+def _row_keys(obs):
+    """One key (N,) per ray, equal for equal (board point, i, j): the three as raw bytes."""
+    rows = np.ascontiguousarray(np.column_stack([obs.point.astype(float), obs.ijuv[:, :2]]))
+    return rows.view(np.dtype((np.void, rows.dtype.itemsize * 3))).ravel()
 
 
 def _as_uint(image):

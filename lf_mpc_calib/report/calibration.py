@@ -20,9 +20,9 @@ if present). matplotlib's Agg backend is used; nothing is shown on screen.
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.rotations import rotation_matrix
 from lf_mpc_calib.report.figures import pyplot
 
 
@@ -93,13 +93,13 @@ def plot_poses(result, path, *, board=None, title=''):
         scale = 0.2 * float(np.median(np.abs(tr[:, 2]))) if len(tr) else 1.0
     cmap = plt.get_cmap('viridis')
     for n, (r, t, pid) in enumerate(zip(rv, tr, result.pose_ids)):
-        rot = Rotation.from_rotvec(r)
+        rot = rotation_matrix(r)
         colour = cmap(n / max(1, len(rv) - 1))
         if board is not None:
-            p = rot.apply(board) + t
+            p = board @ rot.T + t
             ax.scatter(p[:, 0], p[:, 2], -p[:, 1], s=2, color=colour)
             pts_all.append(p)
-        axes = rot.apply(np.eye(3) * 0.3 * scale)
+        axes = (np.eye(3) * 0.3 * scale) @ rot.T
         for a, c in zip(axes, 'rgb'):
             ax.plot([t[0], t[0] + a[0]], [t[2], t[2] + a[2]], [-t[1], -t[1] - a[1]], color=c)
         ax.text(t[0], t[2], -t[1], str(int(pid)), fontsize=7)
