@@ -28,3 +28,13 @@ class ConvergenceError(LFCalibError):
 
 class CalibrationFileError(LFCalibError, ValueError):
     """A calibration file is missing a key, has another format version, or is malformed."""
+
+
+def shorten(text, limit=120):
+    """``text`` as a string of at most ``limit`` characters (an error must not echo a 25 MB
+    value into a log): the start, an ellipsis and how many characters were left out."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 30, 10)
+    return f'{text[:keep]}... ({len(text) - keep} more characters)'

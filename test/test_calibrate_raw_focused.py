@@ -37,7 +37,7 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     root, cam = multifocus
     out = tmp_path / 'cal.yaml'
     rc = main(['calibrate-raw', str(root), '-o', str(out), '--report', str(tmp_path / 'rep'),
-               '--fix', 'k_1,k_2'])
+               '--fix', 'k_1,k_2', '--accept-uncertain'])
     text = capsys.readouterr()
     assert rc == 0, text.err
     assert 'camera type: focused' in text.out
@@ -58,6 +58,14 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     assert cal.errors['rms_reprojection_px'] < 0.3
     report = (tmp_path / 'rep' / 'detections.txt').read_text()
     assert 'lens type 2:' in report and 'micro-images (median)' in report
+
+
+def test_calibrate_raw_focused_refuses_an_undetermined_camera(multifocus, tmp_path, capsys):
+    root, _ = multifocus
+    rc = main(['calibrate-raw', str(root), '-o', str(tmp_path / 'c.yaml'), '--fix', 'k_1,k_2'])
+    err = capsys.readouterr().err
+    assert rc != 0 and 'sigma' in err and 'Traceback' not in err
+    assert not (tmp_path / 'c.yaml').exists()
 
 
 def test_focused_data_given_as_conventional_is_refused(multifocus, tmp_path, capsys):

@@ -131,3 +131,24 @@ def test_rotation_round_trip_and_jacobian():
         num = (rotation_matrix(w + e) - rotation_matrix(w - e)) / (2 * h)
         # central differences: truncation ~h^2, rounding ~1e-16/h
         np.testing.assert_allclose(d[:, k], num, rtol=0, atol=1e-8)
+
+
+def test_rotations_match_scipy_up_to_pi():
+    """The numpy rotations (no scipy import) agree with scipy's Rotation, an independent
+    implementation, from tiny angles to angles next to pi (where the log map is delicate)."""
+    from scipy.spatial.transform import Rotation
+    rng = np.random.default_rng(8)
+    axes = rng.normal(size=(400, 3))
+    axes /= np.linalg.norm(axes, axis=1)[:, None]
+    angles = np.concatenate([rng.uniform(0, np.pi, 390), [0, 1e-12, 1e-6, 1e-3, 0.5,
+                                                          np.pi - 1e-3, np.pi - 1e-7,
+                                                          np.pi - 1e-12, 3.0, 2.0]])
+    w = axes * angles[:, None]
+    r = rotation_matrix(w)
+    np.testing.assert_allclose(r, Rotation.from_rotvec(w).as_matrix(), rtol=0, atol=2e-15)
+    back = rotation_vector(r)
+    # near pi, w and -w are the same rotation: compare the rotations they give
+    np.testing.assert_allclose(rotation_matrix(back), r, rtol=0, atol=4e-15)
+    far = angles < np.pi - 1e-6
+    np.testing.assert_allclose(back[far], w[far], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(back, axis=1), angles, rtol=0, atol=1e-12)

@@ -3,10 +3,11 @@ Rotation helpers: Rodrigues vectors to matrices, their derivatives, and back.
 
 A rotation vector w (3,) is the axis times the angle in radians; R(w) rotates by that angle
 about that axis (right hand). All functions are vectorised over a leading axis of P rotations.
+Pure numpy (Rodrigues' formula and Shepperd's quaternion extraction), so that importing the
+calibration does not load scipy.spatial.
 """
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.errors import InvalidInputError
 
@@ -45,8 +46,50 @@ def rotation_matrix(rotation_vectors):
     Return R (P, 3, 3) for rotation vectors (P, 3); a single (3,) vector gives (3, 3).
     """
     w, single = _as_rotvecs(rotation_vectors)
-    r = Rotation.from_rotvec(w).as_matrix()
+    r = _rodrigues(w)
     return r[0] if single else r
+
+
+def _rodrigues(w):
+    """R (P, 3, 3) = I + a [w]_x + b [w]_x^2, a = sin t / t, b = (1 - cos t) / t^2, t = |w|."""
+    theta2 = np.einsum('pi,pi->p', w, w)
+    theta = np.sqrt(theta2)
+    small = theta2 < 1e-8
+    safe = np.where(small, 1.0, theta)
+    a = np.where(small, 1 - theta2 / 6 + theta2 ** 2 / 120, np.sin(safe) / safe)
+    b = np.where(small, 0.5 - theta2 / 24 + theta2 ** 2 / 720, 2 * (np.sin(safe / 2) / safe) ** 2)
+    wx = skew(w)
+    return np.eye(3)[None] + a[:, None, None] * wx + b[:, None, None] * (wx @ wx)
+
+
+def _matrix_to_rotvec(r):
+    """Rotation vectors (P, 3) of exact rotations r (P, 3, 3), via unit quaternions (Shepperd's
+    choice of the largest of 1 + trace and the diagonal, so accurate up to the angle pi)."""
+    n = r.shape[0]
+    trace = np.trace(r, axis1=1, axis2=2)
+    diag = np.diagonal(r, axis1=1, axis2=2)
+    choice = np.argmax(np.column_stack([diag, trace]), axis=1)
+    q = np.empty((n, 4))                                          # (x, y, z, w)
+    t = choice == 3
+    q[t, 0] = r[t, 2, 1] - r[t, 1, 2]
+    q[t, 1] = r[t, 0, 2] - r[t, 2, 0]
+    q[t, 2] = r[t, 1, 0] - r[t, 0, 1]
+    q[t, 3] = 1 + trace[t]
+    for i in range(3):
+        s = choice == i
+        j, k = (i + 1) % 3, (i + 2) % 3
+        q[s, i] = 1 - trace[s] + 2 * r[s, i, i]
+        q[s, j] = r[s, j, i] + r[s, i, j]
+        q[s, k] = r[s, k, i] + r[s, i, k]
+        q[s, 3] = r[s, k, j] - r[s, j, k]
+    q /= np.linalg.norm(q, axis=1)[:, None]
+    q[q[:, 3] < 0] *= -1
+    sin_half = np.linalg.norm(q[:, :3], axis=1)
+    angle = 2 * np.arctan2(sin_half, q[:, 3])
+    small = angle < 1e-3
+    scale = np.where(small, 2 + angle ** 2 / 12 + 7 * angle ** 4 / 2880,
+                     angle / np.where(small, 1.0, sin_half))
+    return scale[:, None] * q[:, :3]
 
 
 def rotation_vector(matrices):
@@ -65,7 +108,7 @@ def rotation_vector(matrices):
     u, _, vt = np.linalg.svd(m)
     d = np.sign(np.linalg.det(u @ vt))
     u[:, :, 2] *= d[:, None]
-    w = Rotation.from_matrix(u @ vt).as_rotvec()
+    w = _matrix_to_rotvec(u @ vt)
     return w[0] if single else w
 
 
@@ -77,7 +120,7 @@ def rotation_matrix_jacobian(rotation_vectors):
     dR/dw_k = (w_k [w]_x + [w x (I - R) e_k]_x) R / |w|^2, and [e_k]_x at w = 0.
     """
     w, _ = _as_rotvecs(rotation_vectors)
-    r = Rotation.from_rotvec(w).as_matrix()
+    r = _rodrigues(w)
     theta2 = np.einsum('pi,pi->p', w, w)
     eye = np.eye(3)
     small = theta2 < 1e-20

@@ -3,15 +3,7 @@
 from pathlib import Path
 import re
 
-import numpy as np
-import yaml
-
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.io.images import read_image, to_uint, write_image
-from lf_mpc_calib.io.lytro import is_lytro_file
-from lf_mpc_calib.lenslet.decode import Decoder, mosaic
-from lf_mpc_calib.lenslet.estimate import estimate_grid
-from lf_mpc_calib.lenslet.grid import LensletGrid
 
 
 def register(subparsers):
@@ -44,6 +36,13 @@ def _parse_views(text):
 
 def run(args):
     """Decode and write the views; returns the exit code."""
+    import numpy as np
+    import yaml
+
+    from lf_mpc_calib.io.images import read_image, to_uint, write_image
+    from lf_mpc_calib.io.lytro import is_lytro_file
+    from lf_mpc_calib.lenslet.decode import Decoder, mosaic
+    from lf_mpc_calib.lenslet.estimate import estimate_grid
     views = _parse_views(args.views)
     raw = read_image(args.raw)
     white_file, camera_metadata = args.white, None
@@ -53,9 +52,8 @@ def run(args):
         args.bayer = args.bayer or bayer
     white = read_image(white_file)
     if args.grid:
-        with open(args.grid) as f:
-            doc = yaml.safe_load(f)
-        grid = LensletGrid.from_dict(doc.get('lenslet_grid', doc))
+        from lf_mpc_calib.io.raw_dataset import load_grid
+        grid = load_grid(args.grid)
     else:
         grey = white
         if args.bayer:

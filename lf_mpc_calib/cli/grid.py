@@ -2,13 +2,6 @@
 
 import sys
 
-import numpy as np
-import yaml
-
-from lf_mpc_calib.io.images import read_image
-from lf_mpc_calib.io.lytro import is_lytro_file
-from lf_mpc_calib.lenslet.estimate import estimate_grid_with_quality
-
 
 def register(subparsers):
     """Add the ``grid`` subcommand."""
@@ -29,6 +22,12 @@ def register(subparsers):
 
 def run(args):
     """Estimate the grid and write the files; returns the exit code."""
+    import numpy as np
+    import yaml
+
+    from lf_mpc_calib.io.images import read_image
+    from lf_mpc_calib.io.lytro import is_lytro_file
+    from lf_mpc_calib.lenslet.estimate import estimate_grid_with_quality
     white = read_image(args.white)
     camera_metadata = None
     if is_lytro_file(args.white):

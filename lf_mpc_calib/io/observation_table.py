@@ -8,11 +8,12 @@ micro-lens type of a multi-focus camera, an integer per ray); other extra column
 
 import csv
 from pathlib import Path
+import warnings
 
 import numpy as np
 
 from lf_mpc_calib.camera.observations import COLUMNS, Observations
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, shorten
 
 LENS_TYPE_COLUMN = 'lens_type'
 
@@ -37,29 +38,94 @@ def write_observations(path, obs):
 
 
 def read_observations(path):
-    """Read a CSV written by :func:`write_observations` (or any tool using its columns)."""
-    with open(path, newline='') as f:
-        reader = csv.reader(f)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise InvalidInputError(f'{path}: empty file, expected a header {COLUMNS}') from None
-        if tuple(header[:len(COLUMNS)]) != COLUMNS:
-            raise InvalidInputError(
-                f'{path}: header must start with {",".join(COLUMNS)}, got {",".join(header)}')
-        typed = len(header) > len(COLUMNS) and header[len(COLUMNS)] == LENS_TYPE_COLUMN
-        width = len(COLUMNS) + int(typed)
-        rows = []
-        for line_no, row in enumerate(reader, start=2):
-            if not row:
-                continue
-            try:
-                rows.append([float(x) for x in row[:width]])
-            except ValueError:
-                raise InvalidInputError(
-                    f'{path}:{line_no}: expected {len(COLUMNS)} numbers, got {row}') from None
-            if len(rows[-1]) != width:
-                raise InvalidInputError(
-                    f'{path}:{line_no}: expected {width} columns, got {len(row)}')
-    a = np.array(rows, dtype=float).reshape(-1, width)
+    """
+    Read a CSV written by :func:`write_observations` (or any tool using its columns).
+
+    The body is parsed at once by NumPy's C parser; only when that fails is the file read again
+    row by row, to name the row and column of the first bad cell. Refused: a missing path, a
+    folder, a file that is not UTF-8 text, a bad header or cell, and rays listed twice (the same
+    pose, point and (i, j)).
+    """
+    lines = _read_lines(path)
+    if not lines:
+        raise InvalidInputError(f'{path}: empty file, expected a header {",".join(COLUMNS)}')
+    header = [h.strip() for h in next(csv.reader(lines[:1]))]
+    if tuple(header[:len(COLUMNS)]) != COLUMNS:
+        raise InvalidInputError(
+            f'{path}: header must start with {",".join(COLUMNS)}, got '
+            f'{shorten(",".join(header))}')
+    typed = len(header) > len(COLUMNS) and header[len(COLUMNS)] == LENS_TYPE_COLUMN
+    names = COLUMNS + ((LENS_TYPE_COLUMN,) if typed else ())
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)   # 'no data': refused below
+            a = np.loadtxt(lines[1:], delimiter=',', usecols=range(len(names)), dtype=float,
+                           ndmin=2, comments=None)
+    except ValueError:
+        a = _parse_rows(path, lines, names)
+    a = a.reshape(-1, len(names))
+    if not len(a):
+        raise InvalidInputError(f'{path}: no rows after the header; expected one row per ray '
+                                f'({",".join(names)})')
+    _refuse_repeated_rays(path, a)
     return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9], a[:, 9] if typed else None)
+
+
+def _read_lines(path):
+    """The file's lines as text, or InvalidInputError saying why it cannot be read."""
+    try:
+        with open(path, encoding='utf-8', newline='') as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise InvalidInputError(f'{path}: no such file, expected an observation table (CSV)'
+                                ) from None
+    except IsADirectoryError:
+        raise InvalidInputError(f'{path}: is a folder, expected an observation table (CSV)'
+                                ) from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f'{path}: not UTF-8 text (byte {exc.start}); expected an '
+                                f'observation table (CSV), got a binary or UTF-16 file'
+                                ) from None
+    except OSError as exc:
+        raise InvalidInputError(f'{path}: cannot read the observation table: '
+                                f'{exc.strerror or exc}') from None
+    if '\0' in text:
+        raise InvalidInputError(f'{path}: holds NUL bytes; expected an observation table '
+                                f'(CSV text), got a binary file')
+    return text.splitlines()
+
+
+def _parse_rows(path, lines, names):
+    """The slow path: parse row by row and name the first bad cell (row, column, value)."""
+    rows = []
+    for line_no, row in enumerate(csv.reader(lines[1:]), start=2):
+        if not row or not ''.join(row).strip():
+            continue
+        if len(row) < len(names):
+            raise InvalidInputError(f'{path}:{line_no}: expected {len(names)} columns '
+                                    f'({",".join(names)}), got {len(row)}')
+        values = []
+        for name, cell in zip(names, row):
+            try:
+                values.append(float(cell))
+            except ValueError:
+                raise InvalidInputError(f'{path}:{line_no}: column {name}: expected a number, '
+                                        f'got {shorten(cell)!r}') from None
+        rows.append(values)
+    return np.array(rows, dtype=float).reshape(-1, len(names))
+
+
+def _refuse_repeated_rays(path, a):
+    """Refuse a table listing one ray (pose, point, i, j) twice: it would weigh it double."""
+    if len(a) < 2:
+        return
+    key = a[:, [0, 1, 5, 6]]
+    order = np.lexsort(key.T[::-1])
+    ordered = key[order]
+    repeated = np.all(ordered[1:] == ordered[:-1], axis=1)
+    if repeated.any():
+        k = int(order[np.argmax(repeated)])
+        raise InvalidInputError(
+            f'{path}: {int(repeated.sum())} row(s) repeat a ray already listed (same pose, '
+            f'point, i, j), e.g. pose {a[k, 0]:g} point {a[k, 1]:g} (i, j) = ({a[k, 5]:g}, '
+            f'{a[k, 6]:g}); expected each ray once (remove the duplicated rows)')

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from lf_mpc_calib.calibration import calibrate
+from lf_mpc_calib.calibration.determination import check_determined, determination
 from lf_mpc_calib.calibration.fit_check import check_model_fit
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
@@ -52,14 +53,17 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
 
 
 def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_options=None,
-                          calibrate_options=None, min_poses=MIN_POSES, progress=None):
+                          calibrate_options=None, min_poses=MIN_POSES, progress=None,
+                          accept_uncertain=False):
     """
     Detect the board in the micro-images of every frame and calibrate; returns a
     :class:`lf_mpc_calib.pipeline.offline.RawCalibration` with camera_type 'focused'.
 
     lens_types (M,) per micro-image of the grid (None: from a simulated camera, else one
-    type); progress(index, total, frame_path, message) as for ``calibrate_raw``. Raises
-    DetectionError when fewer than ``min_poses`` frames show the board.
+    type); progress(index, total, frame_path, message) and accept_uncertain as for
+    ``calibrate_raw`` (poses that leave the intrinsics too uncertain are refused unless
+    ``accept_uncertain``). Raises DetectionError when fewer than ``min_poses`` frames show
+    the board.
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
@@ -107,6 +111,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     timings['calibrate'] = time.perf_counter() - t0
     noise = float(np.median([d.diagnostics['fit_residual_rms_px'] for _, d in detections]))
     ratio = check_model_fit(result.rms_reprojection_px, noise)
+    det_figures = (determination(result) if accept_uncertain
+                   else check_determined(result, board_points=dataset.board.points()))
     truth = None
     if dataset.camera is not None and dataset.camera.camera_type == 'focused':
         w = None if obs.lens_type is None else \
@@ -119,7 +125,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           tuple(det.grid.image_size), dataset.board, truth, timings,
                           dataset.name, None, noise, ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
-                          camera_type='focused')
+                          det_figures, camera_type='focused')
 
 
 def resolve_camera_type(dataset, claimed='auto', *, grid=None):

@@ -30,6 +30,8 @@ from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.white_image import make_decoder
 from lf_mpc_calib.pipeline.offline import MIN_POSES
 
+REPEAT_SHIFT_PX = 0.05   # a captured pose whose corners all moved less than this repeats one
+
 
 @dataclass(frozen=True, eq=False)
 class CaptureReport:
@@ -137,21 +139,46 @@ class CalibrationSession:
     def set_white(self, white):
         """
         Set the white image: estimates the lenslet grid (unless one was given), builds the
-        decoder and the usable views. Frames captured before are detected again with the new
-        decoder (those no longer showing the board are dropped); the calibration is cleared.
-        Raises an LFCalibError when no grid can be estimated from it.
+        decoder and the usable views, and detects the frames captured before again with it.
+        Returns the grid.
+
+        The new white is checked completely before anything changes: its size (that of the
+        frames already captured, and of a given grid), that a lenslet grid is found in it, that
+        it gives usable views, and that every kept frame still shows the board with it. A
+        white that fails any check raises an LFCalibError and leaves the session as it was
+        (to change cameras, :meth:`reset` first). The calibration is cleared when it succeeds.
         """
         raw_white = np.asarray(white)
         w = as_float_image(raw_white, 'white')
+        if self.frames and np.shape(self.frames[0])[:2] != w.shape[:2]:
+            f_h, f_w = np.shape(self.frames[0])[:2]
+            raise InvalidInputError(
+                f'white image is {w.shape[1]}x{w.shape[0]} px but the {self.num_poses} '
+                f'captured frames are {f_w}x{f_h} px; expected a white image of the same '
+                f'camera (reset the session to change cameras)')
         grid, decoder = make_decoder(w, views=self.views, demosaic=self.demosaic,
                                      grid=self._given_grid)
         use = decoder.valid if self.strict_views else decoder.bright
+        if not np.any(use):
+            raise DetectionError(
+                f'white image {w.shape[1]}x{w.shape[0]} px gives no usable view (lenslet grid '
+                f'{grid.shape[0]}x{grid.shape[1]}); expected the white image of the camera '
+                f'(a uniformly lit, diffuse scene)')
+        candidate = _Detector(self.board, raw_white, decoder, use, self.corner_options)
+        detections, view_size = [], None
+        for k, raw in enumerate(self.frames):
+            try:
+                lf, det = candidate.detect(raw, pose=k)
+            except DetectionError as exc:
+                raise DetectionError(
+                    f'with this white image captured pose {k} no longer shows the board '
+                    f'({exc}); white image refused, session unchanged (reset the session to '
+                    f'change cameras)') from exc
+            detections.append(det)
+            view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
+        self.detections, self.view_size = detections, view_size
         self.result = None
-        frames = self.frames
-        self.frames, self.detections = [], []
-        for raw in frames:
-            self.capture(raw)
         return grid
 
     def reset(self):
@@ -162,17 +189,8 @@ class CalibrationSession:
 
     # ---- capture and calibrate ----------------------------------------------------------
     def _detect(self, raw):
-        from lf_mpc_calib.features.corners import detect_corners
-        img = as_float_image(raw, 'raw')
-        white_shape = np.shape(self.white)[:2]
-        if img.shape[:2] != white_shape:
-            raise InvalidInputError(
-                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
-                f'{white_shape[1]}x{white_shape[0]} px')
-        lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
-        det = detect_corners(lf, self.board, pose=len(self.frames),
-                             options=self.corner_options)
-        return lf, det
+        return _Detector(self.board, self.white, self.decoder, self.use,
+                         self.corner_options).detect(raw, pose=len(self.frames))
 
     def capture(self, raw):
         """
@@ -187,6 +205,7 @@ class CalibrationSession:
                                     'before capturing')
         try:
             lf, det = self._detect(raw)
+            self._refuse_repeated_pose(det.observations)
         except DetectionError as exc:
             self.rejected += 1
             return CaptureReport(False, reason=str(exc), poses=self.num_poses)
@@ -205,6 +224,21 @@ class CalibrationSession:
         return CaptureReport(True, pose, len(obs), int(d['corners_found']),
                              int(d['corners_total']), int(d['views_used']),
                              int(d['views_available']), per_view, '', self.num_poses)
+
+    def _refuse_repeated_pose(self, obs):
+        """DetectionError when ``obs`` repeats a kept pose: the same corners in the same views
+        within REPEAT_SHIFT_PX (a board that has not moved adds no constraint, only weight)."""
+        for k, kept in enumerate(self.detections):
+            old = kept.observations
+            common, a, b = np.intersect1d(_row_keys(obs), _row_keys(old), return_indices=True)
+            if len(common) < 0.9 * max(len(obs), len(old)):
+                continue
+            shift = np.median(np.linalg.norm(obs.ijuv[a, 2:] - old.ijuv[b, 2:], axis=1))
+            if shift < REPEAT_SHIFT_PX:
+                raise DetectionError(
+                    f'the board has not moved since pose {k}: median corner shift '
+                    f'{shift:.3g} px < {REPEAT_SHIFT_PX} px over {len(common)} rays; expected '
+                    f'a new board pose (move or tilt the board)')
 
     def calibrate(self):
         """
@@ -237,48 +271,93 @@ class CalibrationSession:
 
     def save(self, output_dir, camera_name='camera'):
         """
-        Write the session to ``output_dir``; returns the written paths.
+        Write the session into a new folder ``output_dir/<camera_name>_<YYYYmmdd-HHMMSS>``;
+        returns the written paths (the manifest last). ``output_dir/latest`` links to it.
 
         ``<camera_name>.yaml`` (when calibrated) and ``<camera_name>_observations.csv``
         beside it; ``white.png``, ``frame_NNN.png`` (the captured raw frames, 16-bit PNG for
-        float input) and ``manifest.yaml`` (board, white, frames, bayer), a data set for
-        ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Raises InvalidInputError when nothing was
-        captured and nothing calibrated.
+        float input) and ``manifest.yaml`` (board, white, frames, bayer and the SHA-256 of
+        every file), a data set for ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Atomic: the
+        files go to a hidden temporary folder renamed into place once complete, so a save cut
+        off leaves earlier saves as they were and no folder that looks complete. Raises
+        InvalidInputError when nothing was captured and nothing calibrated.
         """
-        import yaml
+        from lf_mpc_calib.io import raw_dataset as rd
         from lf_mpc_calib.io.calibration_file import save_calibration
         from lf_mpc_calib.io.images import write_image
         if not self.frames and self.result is None:
             raise InvalidInputError('nothing to save: no frame captured yet')
-        out = Path(output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        yaml_path = out / f'{camera_name}.yaml'
-        if self.result is not None:
-            save_calibration(yaml_path, self.calibration_file(camera_name))
-            written.append(yaml_path)
-        if self.detections:
-            obs_path = observations_path(yaml_path)
-            write_observations(obs_path, self.observations)
-            written.append(obs_path)
-        if self.white is not None:
-            written.append(write_image(out / WHITE_FILE, _as_uint(self.white)))
+        tmp, final = rd.new_session_folder(output_dir, camera_name)
+        try:
+            names = self._write_files(tmp, camera_name, save_calibration, write_image)
+            frames = [n for n in names if n.startswith('frame_')]
+            calibration = f'{camera_name}.yaml' if self.result is not None else None
+            manifest = {'format': MANIFEST_FORMAT, 'camera_type': self.camera_type,
+                        'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
+                        'bayer': self.demosaic, 'views': list(self.views),
+                        'calibration': calibration}
+            rd.write_manifest(tmp, manifest, names)
+            rd.publish_folder(tmp, final)
+        except BaseException:
+            rd.discard_folder(tmp)
+            raise
+        return [final / n for n in names] + [final / MANIFEST]
+
+    def _write_files(self, folder, camera_name, save_calibration, write_image):
+        """Write every file but the manifest into ``folder`` (each via a temporary name and
+        os.replace); returns their names."""
+        from lf_mpc_calib.io.raw_dataset import write_file_atomically
+        folder = Path(folder)
         names = []
-        for k, raw in enumerate(self.frames):
-            name = f'frame_{k:03d}.png'
-            written.append(write_image(out / name, _as_uint(raw)))
+
+        def put(name, write):
+            write_file_atomically(folder / name, write)
             names.append(name)
-        for stale in sorted(out.glob('frame_*.png')):
-            if stale.name not in names:
-                stale.unlink()
-        manifest = {'format': MANIFEST_FORMAT, 'camera_type': self.camera_type,
-                    'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': names,
-                    'bayer': self.demosaic, 'views': list(self.views),
-                    'calibration': yaml_path.name if self.result is not None else None}
-        mpath = out / MANIFEST
-        mpath.write_text(yaml.safe_dump(manifest, sort_keys=False, default_flow_style=None))
-        written.append(mpath)
-        return written
+
+        yaml_path = folder / f'{camera_name}.yaml'
+        if self.result is not None:
+            cal = self.calibration_file(camera_name)
+            put(yaml_path.name, lambda p: save_calibration(p, cal))
+        if self.detections:
+            obs = self.observations
+            put(observations_path(yaml_path).name, lambda p: write_observations(p, obs))
+        if self.white is not None:
+            white = _as_uint(self.white)
+            put(WHITE_FILE, lambda p: write_image(p, white))
+        for k, raw in enumerate(self.frames):
+            frame = _as_uint(raw)
+            put(f'frame_{k:03d}.png', lambda p, frame=frame: write_image(p, frame))
+        return names
+
+
+@dataclass(frozen=True)
+class _Detector:
+    """Decoding and corner detection with one white image (the session's, or a candidate)."""
+
+    board: object
+    white: np.ndarray
+    decoder: object
+    use: np.ndarray
+    corner_options: object
+
+    def detect(self, raw, *, pose):
+        """(decoded light field, Detection) of one raw frame; DetectionError without a board."""
+        from lf_mpc_calib.features.corners import detect_corners
+        img = as_float_image(raw, 'raw')
+        white_shape = np.shape(self.white)[:2]
+        if img.shape[:2] != white_shape:
+            raise InvalidInputError(
+                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
+                f'{white_shape[1]}x{white_shape[0]} px')
+        lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
+        det = detect_corners(lf, self.board, pose=pose, options=self.corner_options)
+        return lf, det
+
+
+def _row_keys(obs):
+    """One key (N,) per ray, equal for equal (board point, i, j): the three as raw bytes."""
+    rows = np.ascontiguousarray(np.column_stack([obs.point.astype(float), obs.ijuv[:, :2]]))
+    return rows.view(np.dtype((np.void, rows.dtype.itemsize * 3))).ravel()
 
 
 def _as_uint(image):

@@ -20,9 +20,9 @@ if present). matplotlib's Agg backend is used; nothing is shown on screen.
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.rotations import rotation_matrix
 from lf_mpc_calib.report.figures import pyplot
 
 
@@ -44,12 +44,16 @@ def summary_text(result, *, truth=None, title=''):
         value = getattr(result.model, name)
         sd = result.stddev.get(name, float('nan'))
         row = f'{name:<10}{value:>16.8g}'
-        row += f'{"fixed":>13}' if name in fixed else f'{sd:>13.3g}'
+        held = getattr(result, 'held', {}) or {}
+        row += (f'{"held at 0":>13}' if name in held else f'{"fixed":>13}' if name in fixed
+                else f'{sd:>13.3g}')
         if truth is not None:
             t = getattr(truth, name)
             rel = f'{abs(value - t) / abs(t) * 100:>11.4f}%' if t != 0 else f'{"-":>12}'
             row += f'{t:>16.8g}{rel}'
         lines.append(row)
+    for name, reason in (getattr(result, 'held', {}) or {}).items():
+        lines.append(f'{name}: {reason}')
     lines.append('')
     lines.append(f'RMS reprojection error:     {result.rms_reprojection_px:.6g} px')
     lines.append(f'RMS ray re-projection error: {result.rms_ray_reprojection_mm:.6g} mm')
@@ -89,13 +93,13 @@ def plot_poses(result, path, *, board=None, title=''):
         scale = 0.2 * float(np.median(np.abs(tr[:, 2]))) if len(tr) else 1.0
     cmap = plt.get_cmap('viridis')
     for n, (r, t, pid) in enumerate(zip(rv, tr, result.pose_ids)):
-        rot = Rotation.from_rotvec(r)
+        rot = rotation_matrix(r)
         colour = cmap(n / max(1, len(rv) - 1))
         if board is not None:
-            p = rot.apply(board) + t
+            p = board @ rot.T + t
             ax.scatter(p[:, 0], p[:, 2], -p[:, 1], s=2, color=colour)
             pts_all.append(p)
-        axes = rot.apply(np.eye(3) * 0.3 * scale)
+        axes = (np.eye(3) * 0.3 * scale) @ rot.T
         for a, c in zip(axes, 'rgb'):
             ax.plot([t[0], t[0] + a[0]], [t[2], t[2] + a[2]], [-t[1], -t[1] - a[1]], color=c)
         ax.text(t[0], t[2], -t[1], str(int(pid)), fontsize=7)

@@ -77,10 +77,9 @@ from lf_mpc_calib.camera.board import Checkerboard as BoardGeometry
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.camera.model import MPCModel
+from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS  # noqa: F401 (re-exported)
 
 CAMERA_TYPES = ('conventional', 'focused')
-BAYER_PATTERNS = ('rggb', 'bggr', 'grbg', 'gbrg')
-PRESETS = ('lytro', 'illum', 'focused-keplerian', 'focused-galilean', 'focused-multifocus')
 
 
 def _positive(name, value):
