@@ -92,7 +92,7 @@ def main():
     for name in CAMERAS:
         for noise in noises:
             k, pp, z, rms, n, used, skipped = run_one(name, scale, noise, 0, args.samples,
-                                                        args.radius_fraction)
+                                                      args.radius_fraction)
             print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {pp:10.4f} {z:15.2f} '
                   f'{rms:8.4f} {n:6d} {used:6d}')
             for s in skipped:
