@@ -28,7 +28,7 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LF
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
-from lf_mpc_calib.lenslet.white_image import check_grid_size
+from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
 
 MIN_POSES = 3
 
@@ -37,8 +37,9 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
     """The MicroImageCornerDetector of a data set (lens types from its simulated camera)."""
     white = read_float_image(dataset.white) if white is None else white
     try:
-        if grid is None:
-            grid = estimate_grid(white)
+        if grid is None:   # a Bayer white: each CFA phase balanced first, as the decoder does
+            grid = estimate_grid(white if dataset.demosaic is None
+                                 else bayer_neutral(white, dataset.demosaic))
         else:
             check_grid_size(grid, np.shape(white))
     except LFCalibError as exc:
@@ -140,7 +141,6 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
     or None for a simulated data set).
     """
     from lf_mpc_calib.lenslet.camera_type import PITCH_CONVENTIONAL, camera_type_of
-    from lf_mpc_calib.lenslet.white_image import bayer_neutral
     cam = dataset.camera
     if cam is not None:
         if claimed not in ('auto', cam.camera_type):
