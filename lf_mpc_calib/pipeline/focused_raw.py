@@ -163,3 +163,36 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
             f'{np.median([e.edge_share for e in evidence]):.2f}, pitch {est.pitch:.1f} px'
             if evidence else 'no frame showed the board')
     return found, est, text
+
+
+class FocusedFrameDetector:
+    """
+    The calibration session's detector of a focused camera (:mod:`lf_mpc_calib.pipeline.
+    session`): ``detect(raw, pose=k) -> (None, Detection)`` like its decoder-based one; grid
+    the micro-image grid; white the white image as given.
+    """
+
+    def __init__(self, board, white, grid=None, lens_types=None):
+        from lf_mpc_calib.io.images import as_float_image
+        w = as_float_image(white, 'white')
+        w = w.mean(axis=2) if w.ndim == 3 else w
+        try:
+            self.detector = MicroImageCornerDetector(w, grid, lens_types=lens_types)
+        except LFCalibError as exc:
+            raise DetectionError(f'white image {w.shape[1]}x{w.shape[0]} px: {exc}') from exc
+        self.board = board
+        self.grid = self.detector.grid
+        self.white = white
+        self.image_size = (int(w.shape[1]), int(w.shape[0]))
+
+    def detect(self, raw, *, pose):
+        """(None, Detection) of one raw frame; DetectionError without a board."""
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.io.images import as_float_image
+        img = as_float_image(raw, 'raw')
+        img = img.mean(axis=2) if img.ndim == 3 else img
+        if (img.shape[1], img.shape[0]) != self.image_size:
+            raise InvalidInputError(
+                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
+                f'{self.image_size[0]}x{self.image_size[1]} px')
+        return None, self.detector.detect(img, self.board, pose=pose)
