@@ -28,12 +28,25 @@ def dataset(tmp_path_factory):
     return root
 
 
+def test_cli_calibrate_raw_refuses_undetermined_camera(dataset, tmp_path, capsys):
+    # 4 poses of a +-5 degree crop leave the intrinsics several per cent uncertain: no file,
+    # the figures and the poses to add instead
+    out = tmp_path / 'calibration.yaml'
+    rc = main(['calibrate-raw', str(dataset), '-o', str(out), '--views', '7x7', '--quiet'])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert re.search(r'do not determine the camera: sigma of \S+ [0-9.]+ (%|px) \(limit', err)
+    assert 'To do: ' in err and '--accept-uncertain' in err
+    assert not out.exists()
+
+
 def test_cli_calibrate_raw_writes_file_table_and_report(dataset, tmp_path, capsys):
     out = tmp_path / 'calibration.yaml'
     rc = main(['calibrate-raw', str(dataset), '-o', str(out), '--report',
-               str(tmp_path / 'report'), '--views', '7x7'])
+               str(tmp_path / 'report'), '--views', '7x7', '--accept-uncertain'])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
+    assert 'WARNING (--accept-uncertain): sigma of' in captured.out
     # Progress per image (a skipped frame goes to stderr with its reason), then the summary.
     both = captured.out + captured.err
     for k in range(4):
@@ -85,7 +98,7 @@ def test_cli_calibrate_raw_grid_file_from_grid_and_calibration(dataset, tmp_path
     given = yaml.safe_load(grid_yaml.read_text())['lenslet_grid']
     out = tmp_path / 'calibration.yaml'
     rc = main(['calibrate-raw', str(dataset), '-o', str(out), '--views', '7x7', '--grid',
-               str(grid_yaml)])
+               str(grid_yaml), '--accept-uncertain'])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     assert f'lenslet grid from {grid_yaml}' in captured.out
@@ -96,7 +109,7 @@ def test_cli_calibrate_raw_grid_file_from_grid_and_calibration(dataset, tmp_path
     assert load_calibration(out).errors['rms_reprojection_px'] < 0.7
     out2 = tmp_path / 'again.yaml'
     assert main(['calibrate-raw', str(dataset), '-o', str(out2), '--views', '7x7', '--quiet',
-                 '--grid', str(out)]) == 0, capsys.readouterr().err
+                 '--grid', str(out), '--accept-uncertain']) == 0, capsys.readouterr().err
     np.testing.assert_allclose(load_calibration(out2).model.to_vector(),
                                load_calibration(out).model.to_vector(), rtol=1e-9,
                                err_msg='same grid, same frames: the same calibration')

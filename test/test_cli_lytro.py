@@ -61,7 +61,7 @@ def test_cli_calibrate_raw_on_lytro_files_matches_png(lytro, tmp_path, capsys):
     out = tmp_path / 'lytro.yaml'
     rc = main(['calibrate-raw', str(root / 'frames'), '--white', str(root / 'whites'),
                '--board', '8x5', '--square', '0.0065', '--views', '7x7', '-o', str(out),
-               '--quiet'])
+               '--quiet', '--accept-uncertain'])   # 4 poses of a 0.2 crop: undetermined
     captured = capsys.readouterr()
     assert rc == 0, captured.err
     cal = load_calibration(out)
@@ -74,7 +74,8 @@ def test_cli_calibrate_raw_on_lytro_files_matches_png(lytro, tmp_path, capsys):
     # by far less than its own uncertainty (measured: < 0.01 sigma, RMS 0.1892 px both).
     ref_out = tmp_path / 'png.yaml'
     assert main(['calibrate-raw', str(png), '--bayer', 'grbg', '--views', '7x7', '-o',
-                 str(ref_out), '--board', '8x5', '--square', '0.0065', '--quiet']) == 0
+                 str(ref_out), '--board', '8x5', '--square', '0.0065', '--quiet',
+                 '--accept-uncertain']) == 0
     ref = load_calibration(ref_out)
     assert cal.num_poses == ref.num_poses >= 3
     assert cal.errors['rms_reprojection_px'] < 0.7

@@ -7,7 +7,7 @@ import pytest
 
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.io.calibration_file import load_calibration
-from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, InvalidInputError
 from lf_mpc_calib.io.observation_table import observations_path, read_observations
 from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
 from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
@@ -33,10 +33,23 @@ def illum_dir(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def illum_run(illum_dir):
+    # this crop does not determine the camera (see the next test): accept_uncertain lets the
+    # pipeline's mechanics be tested on it
     lines = []
-    run = calibrate_raw(load_raw_dataset(illum_dir),
+    run = calibrate_raw(load_raw_dataset(illum_dir), accept_uncertain=True,
                         progress=lambda k, n, p, m: lines.append((k, n, p, m)))
     return run, lines
+
+
+def test_calibrate_raw_refuses_undetermined_camera_with_figures(illum_dir, illum_run):
+    # The 0.2 Illum crop (+-5 degree field, boards near the focus distance) leaves k_j and the
+    # principal point several per cent / pixels uncertain (below): refused with the figures
+    # and the poses to add, not written with a silent error.
+    run, _ = illum_run
+    assert run.determination.refusals
+    with pytest.raises(DegenerateConfigurationError,
+                       match=r'do not determine the camera: sigma of .* \(limit .*To do: '):
+        calibrate_raw(load_raw_dataset(illum_dir))
 
 
 def _signed(model, truth):
@@ -140,7 +153,7 @@ def test_calibrate_raw_plain_folder_skips_frame_without_board(illum_dir, tmp_pat
     shutil.copy(illum_dir / 'white.png', tmp_path / 'frame_999_empty.png')
     ds = load_raw_dataset(tmp_path, board=Checkerboard(8, 5, 0.0065))
     assert ds.camera is None and len(ds.frames) == 8
-    run = calibrate_raw(ds, views=(7, 7))
+    run = calibrate_raw(ds, views=(7, 7), accept_uncertain=True)
     assert [p.name for p, _ in run.skipped] == ['frame_999_empty.png']
     assert 'no checkerboard of 8x5' in run.skipped[0][1]
     assert len(run.pose_frames) == 7

@@ -195,3 +195,27 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
         advice.append(f'add tilted poses near the image corners: principal point sigma '
                       f'({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px)')
     return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice))
+
+
+def guidance_so_far(observations, *, board_points=None, min_poses=MIN_POSES,
+                    calibrate_options=None):
+    """
+    Calibrate the poses captured so far (quietly) and return their :class:`CaptureGuidance`.
+
+    observations: the Observations of every kept pose; board_points (M, 3): the board;
+    calibrate_options: keyword arguments of ``lf_mpc_calib.calibration.calibrate``. Fewer than
+    ``min_poses`` poses, or poses that do not calibrate yet, give the advice to add poses
+    (with the reason) instead of an error. Returns (CaptureGuidance, CalibrationResult or None).
+    """
+    from lf_mpc_calib.calibration.refine import calibrate
+    from lf_mpc_calib.errors import LFCalibError
+    n = int(np.unique(observations.pose).size) if len(observations) else 0
+    if n < min_poses:
+        return capture_guidance(None, poses=n, min_poses=min_poses), None
+    try:
+        result = calibrate(observations, **(calibrate_options or {}))
+    except LFCalibError as exc:
+        return CaptureGuidance(n, advice=(
+            f'the {n} poses do not calibrate yet ({exc}): add poses tilted 15-30 deg about '
+            'both axes, nearer and farther than the focus distance',)), None
+    return capture_guidance(result, poses=n, board_points=board_points), result

@@ -522,12 +522,13 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
         neq = lm.normal_equations(rs, js)
     cov = _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost_f)
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
+    n_model = int(free[:N_MODEL].sum())
+    model_cov = None if cov is None else cov[:n_model, :n_model].copy()
     if cov is not None:
         for k, idx in enumerate(np.flatnonzero(free[:N_MODEL])):
             stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0)))
     lens_types = None
     if pb.types is not None:
-        n_model = int(free[:N_MODEL].sum())
         lens_types = pb.types.terms_with_std(
             theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:])
         # decoded rays (ray reprojection error) see the type-corrected (u, v)
@@ -544,7 +545,8 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
         pose_ids=grouped.pose_ids.copy(), stddev=stddev, iterations=int(it),
         converged=bool(converged), message=message, fixed=fixed,
         method=method if method is not None else getattr(initial, 'method', 'exact'),
-        loss=loss, cost=float(cost_f), lens_types=lens_types, **summary)
+        loss=loss, cost=float(cost_f), lens_types=lens_types, covariance=model_cov,
+        **summary)
 
 
 def _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost):
@@ -621,7 +623,43 @@ def _initial_solution(obs, method):
 MAX_RMS_PX = 1e3   # no camera this model describes leaves a reprojection error this large
 
 
-def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_scale=1.0,
+SIGNIFICANCE = 3.0
+"""A distortion term is kept free only when |value| exceeds this many standard deviations."""
+HOLD_ORDER = ('k_2', 'k_1', 'k_3', 'k_4')
+"""Distortion terms tested for significance; k_1 only once k_2 is held (nested radial terms)."""
+
+
+def _hold_undetermined(obs, result, fixed, refit):
+    """
+    Hold at 0, one at a time, the distortion terms the data do not determine.
+
+    Like OpenCV's fixed-K3 default, but decided by the data: of the free terms that may be
+    tested (k_2 before k_1; k_3, k_4 on their own), the least significant with
+    |value| < SIGNIFICANCE * sigma is set to 0 and held, and the model refined again, until
+    every free term is significant. refit(initial, fixed) refines from a result.
+    Returns (result, {name: reason}).
+    """
+    held = {}
+    while True:
+        free = [n for n in HOLD_ORDER if n not in fixed
+                and not (n == 'k_1' and 'k_2' not in fixed)]
+        ratios = {}
+        for n in free:
+            value, sigma = float(getattr(result.model, n)), float(result.stddev.get(n, np.nan))
+            ratios[n] = abs(value) / sigma if np.isfinite(sigma) and sigma > 0 else 0.0
+        weak = [n for n in free if ratios[n] < SIGNIFICANCE]
+        if not weak:
+            return result, held
+        name = min(weak, key=lambda n: ratios[n])
+        value, sigma = float(getattr(result.model, name)), float(result.stddev.get(name, np.nan))
+        held[name] = (f'not determined by the data ({name} = {value:.3g} +- {sigma:.2g}, '
+                      f'{ratios[name]:.1f} sigma < {SIGNIFICANCE:g}): held at 0')
+        fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | {name})
+        start = replace(result, model=result.model.replace(**{name: 0.0}))
+        result = refit(start, fixed)
+
+
+def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', f_scale=1.0,
               max_iterations=100, progress=None, solver='lm', raise_on_failure=False,
               lens_type_terms='auto'):
     """
@@ -629,9 +667,12 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
 
     obs: Observations of a planar board (Z = 0), >= 2 poses. method: closed form 'exact'
     (default; falls back to 'paper' when its B is not positive definite, and
-    ``result.method`` says which started the refinement) or 'paper'. distortion=False holds
-    k_1..k_4 at 0 (the six intrinsics only, as in the paper's simulation); otherwise k_1..k_4
-    are refined (k_3, k_4 start from the closed form's shear estimate). fix: further names
+    ``result.method`` says which started the refinement) or 'paper'. distortion: 'auto'
+    (default) refines k_1..k_4 and then holds at 0, one by one, those the data do not
+    determine (|value| < 3 sigma; k_2 before k_1), each named with its reason in
+    ``result.held``; True refines all four; False holds k_1..k_4 at 0 (the six intrinsics
+    only, as in the paper's simulation). k_3, k_4 start from the closed form's shear
+    estimate. fix: further names
     from PARAMETER_NAMES held at their closed-form values. loss, f_scale, max_iterations,
     progress, solver: see :func:`refine`.
     Returns a CalibrationResult. A refinement that stops without converging returns with
@@ -641,6 +682,8 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
     closed form ignores the types; the refinement estimates their terms jointly).
     """
     _lens_type_terms(obs, lens_type_terms)
+    if distortion not in ('auto', True, False):
+        raise InvalidInputError(f"distortion must be 'auto', True or False, got {distortion!r}")
     free, fixed = _free_mask(fix)
     _check_options(loss, f_scale, max_iterations, solver)
     init = _initial_solution(obs, method)
@@ -667,6 +710,14 @@ def calibrate(obs, *, method='exact', distortion=True, fix=(), loss='linear', f_
         result = refine(obs, init, fix=fixed, loss=loss, f_scale=f_scale,
                         max_iterations=max_iterations, progress=progress, solver=solver,
                         method=method, lens_type_terms=lens_type_terms)
+    if distortion == 'auto':
+        def refit(start, held_fixed):
+            return refine(obs, start, fix=held_fixed, loss=loss, f_scale=f_scale,
+                          max_iterations=max_iterations, progress=progress, solver=solver,
+                          method=method, lens_type_terms=lens_type_terms)
+        result, held = _hold_undetermined(obs, result, fixed, refit)
+        if held:
+            result = replace(result, initial=init.model, held=held)
     if raise_on_failure and not result.converged:
         raise ConvergenceError(
             f'the refinement did not converge after {result.iterations} iterations: '

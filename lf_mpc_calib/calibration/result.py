@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lf_mpc_calib.camera.rotations import rotation_matrix
-from lf_mpc_calib.camera.model import point_ray_distance
+from lf_mpc_calib.camera.model import PARAMETER_NAMES, point_ray_distance
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,10 +28,14 @@ class CalibrationResult:
     stddev: {parameter name: standard deviation} from the final Jacobian: the cluster-robust
     (sandwich) covariance clustered by (pose, board point), never below (J^T J)^-1 times the
     residual variance (intrinsic block by Schur complement); NaN for fixed parameters.
+    covariance (F, F): the covariance those come from, over the F free model parameters in
+    PARAMETER_NAMES order (the names whose stddev is finite), or None.
     iterations, converged, message: solver report (converged False means the solver stopped
     on its iteration limit or could not reduce the cost; the result is then the last iterate).
-    fixed: names held fixed; method: the closed-form method used; loss: the loss minimised;
-    cost: final 0.5 * sum of squared (robustified) residuals.
+    fixed: names held fixed; held: {name: reason} of the distortion terms held at 0 because
+    the data did not determine them (``calibrate(distortion='auto')``); method: the
+    closed-form method used; loss: the loss minimised; cost: final 0.5 * sum of squared
+    (robustified) residuals.
     lens_types: the per-micro-lens-type terms estimated with the model
     (:class:`lf_mpc_calib.calibration.type_terms.LensTypeTerms`) or None; with them,
     residuals_px are in raw pixels and the model decodes the type-corrected (u, v).
@@ -57,7 +61,34 @@ class CalibrationResult:
     loss: str = 'linear'
     cost: float = float('nan')
     lens_types: object = None
+    held: dict = field(default_factory=dict)
+    covariance: np.ndarray = None
     extras: dict = field(default_factory=dict)
+
+    def free_names(self):
+        """Names of the free model parameters (PARAMETER_NAMES order): the covariance's axes."""
+        return tuple(n for n in PARAMETER_NAMES if np.isfinite(self.stddev.get(n, np.nan)))
+
+    def principal_point_stddev(self):
+        """
+        (u, v) standard deviation (2,) of the principal point (-u_0/k_u, -v_0/k_v) in pixels.
+
+        By the delta method from ``covariance`` (the correlation of u_0 with k_u counts);
+        from the stddev alone when there is no covariance; NaN where not estimated.
+        """
+        m = self.model
+        names = self.free_names()
+        out = []
+        for off, scale in (('u_0', 'k_u'), ('v_0', 'k_v')):
+            k, o = float(getattr(m, scale)), float(getattr(m, off))
+            grad = {off: -1.0 / k, scale: o / (k * k)}
+            if self.covariance is not None and len(names) == len(self.covariance):
+                g = np.array([grad.get(n, 0.0) for n in names])
+                out.append(float(np.sqrt(max(g @ self.covariance @ g, 0.0))))
+            else:
+                out.append(float(np.hypot(*(grad[n] * self.stddev.get(n, np.nan)
+                                            for n in (off, scale)))))
+        return np.array(out)
 
     def pose_matrices(self):
         """Return R (P, 3, 3) of the board poses."""

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from lf_mpc_calib.cli.calibrate_raw import distortion_option
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 
@@ -35,6 +36,9 @@ def register(subparsers):
                    help='input format: the observation table, or the Raytrix R12 data set CSV')
     p.add_argument('--no-distortion', action='store_true',
                    help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
+    p.add_argument('--all-distortion', action='store_true',
+                   help='keep k_1..k_4 free even where the data do not determine them '
+                        '(default: each is held at 0 unless it exceeds 3 sigma)')
     p.add_argument('--fix', default='', metavar='NAMES',
                    help='comma-separated parameters held at their closed-form values '
                         '(k_1, k_2: 0; k_3, k_4: the closed form\'s shear estimate), of '
@@ -136,7 +140,7 @@ def run(args):
         write_observations(args.save_observations, obs)
         print(f'wrote {args.save_observations}')
     progress = None if args.quiet else ProgressPrinter()
-    options = dict(method=args.method, distortion=not args.no_distortion, fix=fix,
+    options = dict(method=args.method, distortion=distortion_option(args), fix=fix,
                    loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations)
     lens_types = None
     terms = args.lens_type_terms

@@ -72,14 +72,39 @@ def register(subparsers):
                         'from the manifest')
     p.add_argument('--min-poses', type=int, default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
-    p.add_argument('--no-distortion', action='store_true',
-                   help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
-    p.add_argument('--fix', default='', metavar='NAMES',
-                   help='comma-separated parameters to hold fixed')
+    add_model_arguments(p)
+    p.add_argument('--accept-uncertain', action='store_true',
+                   help='write the calibration even when the poses leave the intrinsics more '
+                        'uncertain than 1 %% (k) or 0.5 px (principal point) 1-sigma '
+                        '(default: refuse with the poses to add)')
     add_hand_eye_arguments(p, 'a frame file name (or stem, or 0-based index in the data set); '
                               'default: the robot_poses of the dataset\'s manifest.yaml')
     p.add_argument('--quiet', action='store_true', help='no progress per image')
     p.set_defaults(func=run)
+
+
+def add_model_arguments(p):
+    """The options of which model parameters are estimated, shared with ``calibrate``."""
+    p.add_argument('--no-distortion', action='store_true',
+                   help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
+    p.add_argument('--all-distortion', action='store_true',
+                   help='keep k_1..k_4 free even where the data do not determine them '
+                        '(default: each is held at 0 unless it exceeds 3 sigma)')
+    p.add_argument('--fix', default='', metavar='NAMES',
+                   help='comma-separated parameters to hold fixed')
+
+
+def distortion_option(args):
+    """The ``distortion`` argument of ``calibrate`` from the command line."""
+    if args.no_distortion:
+        return False
+    return True if getattr(args, 'all_distortion', False) else 'auto'
+
+
+def print_held(result, out):
+    """Print the distortion terms held at 0 because the data did not determine them."""
+    for name, reason in result.held.items():
+        print(f'  {name}: {reason}', file=out)
 
 
 def add_hand_eye_arguments(p, frame_help):
@@ -153,7 +178,7 @@ def run(args):
     from lf_mpc_calib.calibration.guidance import capture_guidance
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
     views = parse_views(args.views)
-    options = {'distortion': not args.no_distortion}
+    options = {'distortion': distortion_option(args)}
     fix = parse_fix(args.fix)
     if fix:
         options['fix'] = fix
@@ -179,7 +204,7 @@ def run(args):
               f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
     result_run = calibrate_raw(dataset, views=views, grid=dataset.grid,
                                calibrate_options=options, min_poses=args.min_poses,
-                               progress=progress)
+                               progress=progress, accept_uncertain=args.accept_uncertain)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
     he = mapping = None
@@ -201,12 +226,18 @@ def run(args):
           f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.intrinsics_dict().items()), file=out)
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.distortion_dict().items()), file=out)
+    print_held(r, out)
     print(f'model fit: RMS {r.rms_reprojection_px:.3f} px = {result_run.fit_ratio:.2f} x the '
           f'corner noise {result_run.corner_noise_px:.3f} px measured across views', file=out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
         print(f'  also: {advice}', file=out)
+    for problem in result_run.determination.refusals:
+        print(f'WARNING (--accept-uncertain): {problem}: the poses do not determine the camera',
+              file=out)
+    for warning in result_run.determination.warnings:
+        print(f'WARNING: {warning}', file=out)
     for p in written[:2]:
         print(f'wrote {p}', file=out)
     if args.report:

@@ -7,7 +7,7 @@
 With ``--ros`` the same session runs through the ROS 2 nodes (simulated camera, calibration
 node, decode node) in one process: :mod:`lf_mpc_calib.ros.demo`.
 
-Renders a white image and raw frames of a checkerboard at random poses (the optics-based
+Renders a white image and raw frames of a checkerboard at a careful user's poses (the optics-based
 simulator), estimates the lenslet grid, decodes every frame, finds the corners across views,
 calibrates, and prints the recovered parameters against the optics' ground truth; then renders
 one more frame at a new pose, measures the board corners in 3-D with the calibrated model
@@ -64,7 +64,7 @@ def run(args):
     from lf_mpc_calib.lenslet.white_image import make_decoder
     from lf_mpc_calib.measurement.accuracy import corner_accuracy
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
-    from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
+    from lf_mpc_calib.simulation.dataset import capture_poses, write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.render import render_raw
 
@@ -73,7 +73,9 @@ def run(args):
     camera = preset(args.preset, scale=args.scale)
     board = default_board(camera)
     rng = np.random.default_rng(args.seed)
-    rvecs, tvecs = random_poses(camera, board, args.poses + 1, rng=rng)
+    # a careful user's poses (both sides of the focus distance, tilts about both axes), then
+    # one more frame to measure
+    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng)
     print(f'simulated camera: {camera.name} {camera.sensor.size[0]}x{camera.sensor.size[1]} '
           f'px, board {board.cols}x{board.rows} x {board.square * 1e3:.1f} mm, '
           f'{args.poses} calibration poses -> {out}')
@@ -89,7 +91,8 @@ def run(args):
         print(f'  {path.name if path else "all"}: {message}')
 
     dataset = load_raw_dataset(out / 'dataset')
-    calib = calibrate_raw(dataset, progress=detected)
+    # a demo shows its result even when the poses leave it uncertain, and says so below
+    calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
     write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
     result = calib.result
     truth, _, _ = aligned_truth(calib.truth, result.model, rotation_matrix(rvecs[:-1]),
@@ -106,6 +109,12 @@ def run(args):
         print(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
     pp_est, pp_true = result.model.principal_point, truth.principal_point
     print(f'principal point {pp_est.round(3)} px, truth {pp_true.round(3)} px')
+    for name, reason in result.held.items():
+        print(f'  {name}: {reason}')
+    for problem in calib.determination.refusals:
+        print(f'NOT DETERMINED: {problem}: a real session would be refused; add poses')
+    for warning in calib.determination.warnings:
+        print(f'WARNING: {warning}')
 
     # ---- live measurement of a new frame with the calibrated model ----
     raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)

@@ -1,7 +1,7 @@
 """
 ``lf-mpc-calib simulate``: render a raw light-field dataset with its ground truth.
 
-    lf-mpc-calib simulate --preset lytro --poses 5 --seed 0 -o DIR [--scale 0.2]
+    lf-mpc-calib simulate --preset lytro --poses 6 --seed 0 -o DIR [--scale 0.2]
         [--noise SIGMA] [--poses-file POSES.yaml] [--board 8x6 --square 0.02]
         [--samples 4] [--bayer rggb] [--bit-depth 16] [--upright] [--scene planes]
         [--arm eye-in-hand|eye-to-hand]
@@ -9,7 +9,10 @@
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
 --poses-file (a list of {rotation_vector, translation_m}, board -> MPC camera frame, or a
-calibration file) or are drawn at random (tilts up to --max-tilt degrees, board in view).
+calibration file), or for conventional presets are a careful user's set (boards at 0.6-1.5 x
+the focus distance alternating near and far, tilted 30 degrees about both axes in turn:
+:func:`~lf_mpc_calib.simulation.dataset.capture_poses`), or with --random-poses (and always for
+focused presets) are drawn at random (tilts up to --max-tilt degrees, board in view).
 ``--scene planes`` (conventional presets) renders instead textured planes at 0.55-1.9 x the focus
 distance, one slanted, with the board among them, and writes beside each frame_NNN.png its
 ground-truth depth of the central view depth_NNN.npy (float32 metres, NaN where no surface;
@@ -37,8 +40,8 @@ def register(subparsers):
                     'dataset folder (manifest, white image, raw frames, ground truth).')
     p.add_argument('--preset', choices=PRESETS, default='lytro',
                    help='camera preset (default: %(default)s)')
-    p.add_argument('--poses', type=int, default=5,
-                   help='number of random board poses (default: %(default)s)')
+    p.add_argument('--poses', type=int, default=6,
+                   help='number of board poses (default: %(default)s)')
     p.add_argument('--seed', type=int, default=0,
                    help='seed of the poses and the noise (default: %(default)s)')
     p.add_argument('-o', '--output', required=True, metavar='DIR', help='dataset folder')
@@ -53,6 +56,9 @@ def register(subparsers):
                    help='inner corners (default: sized to the field of view)')
     p.add_argument('--square', type=float, default=None, metavar='METRES',
                    help='square size (default: sized to the field of view)')
+    p.add_argument('--random-poses', action='store_true',
+                   help='draw the poses at random (default for conventional presets: boards '
+                        'at 0.6-1.5 x the focus distance tilted about both axes in turn)')
     p.add_argument('--max-tilt', type=float, default=30.0, metavar='DEG',
                    help='largest random tilt of the board (default: %(default)s)')
     p.add_argument('--samples', type=int, default=4,
@@ -92,7 +98,8 @@ def _board(args, camera):
 
 def run(args):
     """Render the dataset; returns the exit code."""
-    from lf_mpc_calib.simulation.dataset import load_poses, random_poses, write_dataset
+    from lf_mpc_calib.simulation.dataset import (
+        capture_poses, load_poses, random_poses, write_dataset)
     from lf_mpc_calib.simulation.optics import preset
     overrides = {}
     if args.noise is not None:
@@ -114,8 +121,11 @@ def run(args):
         rvecs, tvecs = load_poses(args.poses_file)
     else:
         rng = np.random.default_rng(args.seed)
-        rvecs, tvecs = random_poses(camera, board, args.poses, rng=rng,
-                                    max_tilt_deg=args.max_tilt)
+        if args.random_poses or camera.camera_type != 'conventional':
+            rvecs, tvecs = random_poses(camera, board, args.poses, rng=rng,
+                                        max_tilt_deg=args.max_tilt)
+        else:
+            rvecs, tvecs = capture_poses(camera, board, args.poses, rng=rng)
     w, h = camera.sensor.size
     if not args.quiet:
         print(f'{camera.name} ({camera.camera_type}) {w}x{h} px, '

@@ -26,6 +26,8 @@ Layout (format_version 1; 2 when the lenslet grid carries a deformation)::
                                              # model, serial, zoom_step, focus_step,
                                              # exposure_s, bayer, ..., white_image: {file,
                                              # serial, zoom_step, focus_step, ...})
+    held: {k_1: reason, ...}                 # optional (absent: none): distortion terms held
+                                             # at 0 because the data did not determine them
     hand_eye: {...}                          # optional (absent: no robot): the mount of the
                                              # camera on / beside a robot arm, versioned on its
                                              # own (lf_mpc_calib.calibration.hand_eye):
@@ -104,6 +106,7 @@ class CalibrationFile:
     lens_types: dict = None
     camera_metadata: dict = None
     hand_eye: dict = None
+    held: dict = None
 
     def __post_init__(self):
         if self.camera_type not in CAMERA_TYPES:
@@ -134,6 +137,9 @@ class CalibrationFile:
             object.__setattr__(self, 'image_size', size)
         if self.views is not None:
             object.__setattr__(self, 'views', _check_views(self.views))
+        if self.held is not None and not isinstance(self.held, dict):
+            raise CalibrationFileError(
+                f'held must be a mapping of parameter names to reasons, got {self.held!r}')
         if self.camera_metadata is not None and not isinstance(self.camera_metadata, dict):
             raise CalibrationFileError(
                 f'camera_metadata must be a mapping, got {type(self.camera_metadata).__name__}')
@@ -163,7 +169,8 @@ class CalibrationFile:
                    rotation_vectors=result.rotation_vectors, translations=result.translations,
                    views=views, image_size=image_size, lenslet_grid=lenslet_grid,
                    frames=default_frames(camera), lens_types=lens_types,
-                   camera_metadata=camera_metadata, hand_eye=hand_eye)
+                   camera_metadata=camera_metadata, hand_eye=hand_eye,
+                   held=dict(getattr(result, 'held', {}) or {}) or None)
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
@@ -188,6 +195,8 @@ class CalibrationFile:
         }
         if self.camera_metadata is not None:
             d['camera_metadata'] = self.camera_metadata
+        if self.held:
+            d['held'] = {str(k): str(v) for k, v in self.held.items()}
         if self.hand_eye is not None:
             d['hand_eye'] = self.hand_eye
         return d
@@ -228,7 +237,7 @@ class CalibrationFile:
                        frames=dict(d['frames']), software=dict(d['software']),
                        format_version=d['format_version'], lens_types=d.get('lens_types'),
                        camera_metadata=d.get('camera_metadata'),
-                       hand_eye=d.get('hand_eye'))
+                       hand_eye=d.get('hand_eye'), held=d.get('held'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:

@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.calibration import calibrate
+from lf_mpc_calib.calibration.determination import check_determined, determination
 from lf_mpc_calib.calibration.fit_check import check_model_fit, corner_noise_px
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.observations import Observations
@@ -50,7 +51,8 @@ class RawCalibration:
     fit_ratio: RMS reprojection / corner noise (checked by
     :mod:`~lf_mpc_calib.calibration.fit_check`); camera_metadata: the data set's (Lytro
     files), for the calibration file, or None; white: the white image's file (or in-memory
-    frame) the grid came from, for the report.
+    frame) the grid came from, for the report; determination: how well the poses determine
+    the camera (:class:`~lf_mpc_calib.calibration.determination.Determination`).
     """
 
     result: object
@@ -69,6 +71,7 @@ class RawCalibration:
     fit_ratio: float = float('nan')
     camera_metadata: dict = None
     white: object = None
+    determination: object = None
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -90,7 +93,7 @@ def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None
 # ---- calibration ----------------------------------------------------------------------------
 def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
                   calibrate_options=None, min_poses=MIN_POSES, strict_views=True,
-                  progress=None):
+                  progress=None, accept_uncertain=False):
     """
     Decode every frame, detect the board, calibrate.
 
@@ -104,6 +107,11 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     calibrating. Raises DetectionError when fewer than ``min_poses`` frames show the board,
     or when the calibrated model does not explain the detections (RMS reprojection far above
     the corner noise the detector measured, :mod:`lf_mpc_calib.calibration.fit_check`).
+    Raises DegenerateConfigurationError, with the figures and the poses to add, when the
+    poses leave the intrinsics too uncertain for the accuracy aimed at
+    (:mod:`lf_mpc_calib.calibration.determination`), unless ``accept_uncertain`` (then
+    ``run.determination.refusals`` lists the shortfalls); ``run.determination.warnings``
+    flags figures whose 3 sigma exceed the accuracy aimed at.
     """
     timings = {'grid': 0.0, 'decode': 0.0, 'detect': 0.0, 'calibrate': 0.0}
     t0 = time.perf_counter()
@@ -162,10 +170,12 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     noise = corner_noise_px([d.diagnostics['line_residual_rms_px'] for _, d in detections],
                             [len(d.observations) for _, d in detections])
     ratio = check_model_fit(result.rms_reprojection_px, noise)
+    det = (determination(result) if accept_uncertain
+           else check_determined(result, board_points=dataset.board.points()))
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
                           use, noise, ratio, getattr(dataset, 'camera_metadata', None),
-                          dataset.white)
+                          dataset.white, det)
 
 
 # ---- outputs --------------------------------------------------------------------------------

@@ -44,12 +44,16 @@ def summary_text(result, *, truth=None, title=''):
         value = getattr(result.model, name)
         sd = result.stddev.get(name, float('nan'))
         row = f'{name:<10}{value:>16.8g}'
-        row += f'{"fixed":>13}' if name in fixed else f'{sd:>13.3g}'
+        held = getattr(result, 'held', {}) or {}
+        row += (f'{"held at 0":>13}' if name in held else f'{"fixed":>13}' if name in fixed
+                else f'{sd:>13.3g}')
         if truth is not None:
             t = getattr(truth, name)
             rel = f'{abs(value - t) / abs(t) * 100:>11.4f}%' if t != 0 else f'{"-":>12}'
             row += f'{t:>16.8g}{rel}'
         lines.append(row)
+    for name, reason in (getattr(result, 'held', {}) or {}).items():
+        lines.append(f'{name}: {reason}')
     lines.append('')
     lines.append(f'RMS reprojection error:     {result.rms_reprojection_px:.6g} px')
     lines.append(f'RMS ray re-projection error: {result.rms_ray_reprojection_mm:.6g} mm')

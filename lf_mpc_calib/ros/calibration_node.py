@@ -9,7 +9,8 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
 
 - ``~/capture``: takes the next frame arriving after the call (waits up to
   ``capture_timeout`` s without blocking the other callbacks), decodes it and detects the
-  board; answers corners found per view or why the frame was rejected.
+  board; answers corners found per view or why the frame was rejected, and what the poses
+  so far determine and which pose to add (capture guidance, also on ``~/status``).
 - ``~/calibrate``: calibrates the captured poses (its own callback group); answers the RMS
   errors and publishes the latched outputs.
 - ``~/save``: writes a new folder ``output_dir/<camera_name>_<date-time>`` (linked as
@@ -17,6 +18,11 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   frames, the white image and a manifest with their checksums, atomically
   (``lf-mpc-calib calibrate-raw output_dir`` re-calibrates the latest offline).
 - ``~/reset``: forgets the captures and the calibration.
+
+``~/status`` (std_msgs/String, latched): after each accepted capture and each calibration,
+JSON of :meth:`lf_mpc_calib.calibration.guidance.CaptureGuidance.to_dict` plus ``summary``
+(one line) and, after a calibration, ``flags`` (figures whose 3 sigma exceed the 1 % / 0.5 px
+aimed at, or whose sigma does: :mod:`lf_mpc_calib.calibration.determination`).
 
 Latched outputs after a calibration: ``~/camera_info`` (CameraInfo of the rectified central
 view), ``~/calibration`` (std_msgs/String, the calibration file) and ``/tf_static`` (every
@@ -100,6 +106,7 @@ class CalibrationNode(Node):
         self.info_pub = self.create_publisher(CameraInfo, '~/camera_info', latched)
         self.calibration_pub = self.create_publisher(String, '~/calibration', latched)
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
+        self.status_pub = self.create_publisher(String, '~/status', latched)
 
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
@@ -221,7 +228,29 @@ class CalibrationNode(Node):
             per = np.asarray(report.corners_per_view)
             response.message += '; corners per view (rows j, columns i): ' + \
                 ' / '.join(' '.join(str(int(c)) for c in row) for row in per)
+            response.message += '; pose set: ' + self._guide()
         return response
+
+    def _guide(self, result=None):
+        """Publish the capture guidance on ~/status; returns its one-line summary."""
+        import json
+        from lf_mpc_calib.calibration.determination import determination
+        from lf_mpc_calib.calibration.guidance import capture_guidance, guidance_so_far
+        with self._lock:
+            obs, s = self.session.observations, self.session
+        points = s.board.points()
+        if result is None:
+            guide, result = guidance_so_far(obs, board_points=points, min_poses=s.min_poses,
+                                            calibrate_options=s.calibrate_options)
+        else:
+            guide = capture_guidance(result, board_points=points)
+        status = dict(guide.to_dict(), summary=guide.summary())
+        if result is not None:
+            d = determination(result)
+            status['flags'] = list(d.refusals + d.warnings)
+            status['held'] = dict(result.held)
+        self.status_pub.publish(self._String(data=json.dumps(status)))
+        return status['summary'] + ''.join(f'; {f}' for f in status.get('flags', ()))
 
     def _on_calibrate(self, request, response):
         from lf_mpc_calib.io.calibration_file import dumps
@@ -249,6 +278,7 @@ class CalibrationNode(Node):
             f'{result.rms_reprojection_px:.4f} px, ray reprojection '
             f'{result.rms_ray_reprojection_mm:.5f} mm, '
             f'{"converged" if result.converged else "not converged"} ({result.message})')
+        response.message += '; pose set: ' + self._guide(result)
         self.get_logger().info(response.message)
         return response
 

@@ -4,6 +4,7 @@ Simulated raw datasets on disk: rendered frames, white image, manifest and groun
 Public API::
 
     random_poses(camera, board, n, *, rng, max_tilt_deg=30.0) -> (rvecs (n, 3), tvecs (n, 3))
+    capture_poses(camera, board, n, *, rng) -> (rvecs (n, 3), tvecs (n, 3)): well-conditioned
     board_in_view(camera, board, rvec, tvec, *, margin_px=None) -> bool
     load_poses(path) -> (rvecs (P, 3), tvecs (P, 3))
     ground_truth_file(camera, rvecs, tvecs) -> CalibrationFile
@@ -117,6 +118,62 @@ def random_poses(camera, board, n, *, rng, max_tilt_deg=30.0, distance_range=(0.
         if board_in_view(camera, board, rvec, tvec):
             rvecs.append(rvec)
             tvecs.append(tvec)
+    return np.array(rvecs), np.array(tvecs)
+
+
+CAPTURE_DEPTHS = (0.6, 1.5)
+"""Board depths of :func:`capture_poses`, as fractions of the camera's focus distance."""
+CAPTURE_TILT_DEG = 30.0
+"""Tilt of the board in :func:`capture_poses`."""
+_TILT_PATTERN = ((1, 0), (0, 1), (-1, 0), (0, -1), (0.7, 0.7), (-0.7, -0.7), (0.7, -0.7),
+                 (-0.7, 0.7))
+"""Tilt directions (about the board's x, y axes) cycled through by :func:`capture_poses`."""
+
+
+def capture_poses(camera, board, n, *, rng, depth_range=CAPTURE_DEPTHS,
+                  tilt_deg=CAPTURE_TILT_DEG, max_tries=400):
+    """
+    Board poses (MPC frame) as a careful user captures them: well-conditioned by design.
+
+    The board centres lie at depths spread over depth_range x the focus distance
+    (``camera.scene_distance``), alternating near and far, so both sides of the focus
+    distance are seen (k_i, k_j rest on parallax, which vanishes at the focus distance); the
+    tilts of tilt_deg cycle about the board's x and y axes, both signs, then diagonally, so
+    both axes are covered. rng jitters depth (+-5 %), tilt (+-5 deg), roll (+-10 deg) and the
+    sideways position; a pose that does not keep the board in view is drawn again, its tilt
+    and offsets reduced after every 25 tries. Returns rvecs (n, 3), tvecs (n, 3).
+    """
+    if int(n) != n or n < 1:
+        raise InvalidInputError(f'number of poses must be a positive integer, got {n!r}')
+    n = int(n)
+    fractions = np.geomspace(depth_range[0], depth_range[1], n) if n > 1 else np.ones(1)
+    order = np.array([k // 2 if k % 2 == 0 else n - 1 - k // 2 for k in range(n)])
+    centre = np.array([(board.cols - 1) * board.square / 2,
+                       (board.rows - 1) * board.square / 2, 0.0])
+    rvecs, tvecs = [], []
+    for k in range(n):
+        dx, dy = _TILT_PATTERN[k % len(_TILT_PATTERN)]
+        for attempt in range(max_tries):
+            shrink = 0.8 ** (attempt // 25)
+            tilt = tilt_deg * shrink
+            ax = math.radians(dx * tilt + shrink * rng.uniform(-5.0, 5.0))
+            ay = math.radians(dy * tilt + shrink * rng.uniform(-5.0, 5.0))
+            roll = math.radians(shrink * rng.uniform(-10.0, 10.0))
+            rmat = Rotation.from_euler('zyx', [roll, ay, ax]).as_matrix()
+            z = camera.scene_distance * fractions[order[k]] * rng.uniform(0.95, 1.05)
+            w, h = camera.field_of_view(z)
+            xy = shrink * rng.uniform(-0.15, 0.15, 2) * np.array([w, h])
+            t = np.array([xy[0], xy[1], z]) - rmat @ centre
+            rvec, tvec = camera.pose_from_physical(rmat, t)
+            if board_in_view(camera, board, rvec, tvec):
+                rvecs.append(rvec)
+                tvecs.append(tvec)
+                break
+        else:
+            raise InvalidInputError(
+                f'could not place a {board.cols}x{board.rows} board of {board.square} m squares '
+                f'in view of {camera.name} at {fractions[order[k]]:.2f} x the focus distance; '
+                'use a smaller board')
     return np.array(rvecs), np.array(tvecs)
 
 

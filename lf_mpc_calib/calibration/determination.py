@@ -1,0 +1,89 @@
+"""
+Do the poses determine the camera? The calibration stage's check of its own uncertainty.
+
+A calibration that fits the detections (:mod:`~lf_mpc_calib.calibration.fit_check`) can still
+be a few per cent off when the poses leave the intrinsics weakly determined (boards near the
+focus distance, where parallax across views vanishes; too little tilt; a narrow field of view).
+Its honest standard deviations (:mod:`~lf_mpc_calib.calibration.refine`, cluster-robust) say
+so. Against the accuracy aimed at (k_i, k_j, k_u, k_v within TARGET_K_PCT, principal point
+within TARGET_PP_PX):
+
+- sigma above the target: the poses do not determine the camera; the calibration is refused
+  with the figures and the pose advice of
+  :func:`~lf_mpc_calib.calibration.guidance.capture_guidance`;
+- 3 sigma above the target: the result is kept but flagged (``warnings``): it may miss the
+  target, by up to the 3-sigma figure given.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lf_mpc_calib.calibration.guidance import capture_guidance
+from lf_mpc_calib.errors import DegenerateConfigurationError
+
+SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
+TARGET_K_PCT = 1.0
+"""Accuracy aimed at for k_i, k_j, k_u, k_v, in % of the value."""
+TARGET_PP_PX = 0.5
+"""Accuracy aimed at for the principal point, in view pixels."""
+FLAG_SIGMAS = 3.0
+"""A result is flagged when this many sigma exceed the target."""
+
+
+@dataclass(frozen=True)
+class Determination:
+    """
+    How well a result determines the camera.
+
+    sigma_pct {k_i, k_j, k_u, k_v: relative sigma in %}; sigma_principal_point_px (2,);
+    refusals: one line per figure whose sigma exceeds the target; warnings: one line per
+    figure whose 3 sigma exceeds it (and its sigma does not).
+    """
+
+    sigma_pct: dict
+    sigma_principal_point_px: tuple
+    refusals: tuple
+    warnings: tuple
+
+    @property
+    def determined(self):
+        """True when no sigma exceeds the target."""
+        return not self.refusals
+
+
+def determination(result, *, target_k_pct=TARGET_K_PCT, target_pp_px=TARGET_PP_PX):
+    """The :class:`Determination` of a CalibrationResult against the targets."""
+    sigma = {n: 100.0 * float(result.stddev.get(n, np.nan)) / abs(float(getattr(result.model, n)))
+             for n in SCALES}
+    pp = tuple(float(v) for v in result.principal_point_stddev())
+    figures = [(f'{n}', v, '%', target_k_pct) for n, v in sigma.items()]
+    figures += [(f'principal point {a}', v, 'px', target_pp_px) for a, v in zip('uv', pp)]
+    refusals, warnings = [], []
+    for name, s, unit, target in figures:
+        if not s <= target:
+            refusals.append(f'sigma of {name} {s:.2f} {unit} (limit {target:g} {unit})')
+        elif FLAG_SIGMAS * s > target:
+            warnings.append(f'{name} is within +-{FLAG_SIGMAS * s:.2f} {unit} (3 sigma), more '
+                            f'than the {target:g} {unit} aimed at')
+    return Determination(sigma, pp, tuple(refusals), tuple(warnings))
+
+
+def check_determined(result, *, board_points=None, target_k_pct=TARGET_K_PCT,
+                     target_pp_px=TARGET_PP_PX):
+    """
+    Return the :class:`Determination`; raise DegenerateConfigurationError when it refuses.
+
+    The message names every figure over its limit and the poses to add (board_points (M, 3)
+    of the board, for the depth advice).
+    """
+    d = determination(result, target_k_pct=target_k_pct, target_pp_px=target_pp_px)
+    if d.determined:
+        return d
+    guide = capture_guidance(result, board_points=board_points)
+    advice = '; '.join(guide.advice) or (
+        'add poses: boards nearer and farther than the focus distance, tilted 15-30 deg about '
+        'both axes')
+    raise DegenerateConfigurationError(
+        'calibration: the poses do not determine the camera: ' + ', '.join(d.refusals)
+        + f'. To do: {advice} (or pass --accept-uncertain to write it anyway)')
