@@ -137,3 +137,18 @@ def test_bad_input():
         closed_form(obs.ijuv)
     with pytest.raises(InvalidInputError, match='NaN or inf'):
         closed_form(Observations(obs.pose, obs.point, obs.board, obs.ijuv * np.nan))
+
+
+def test_absurd_values_are_refused_before_the_eigen_solve():
+    """Fuzz issue 13 #5.3: one huge u gave numpy's 'Eigenvalues did not converge'."""
+    from lf_mpc_calib.simulation.observations import paper_scene
+    _, _, _, obs = paper_scene(n_poses=3, n_views=3, noise_px=0.1, rng=np.random.default_rng(2))
+    ijuv = obs.ijuv.copy()
+    ijuv[7, 2] = 1e200
+    huge = Observations(obs.pose, obs.point, obs.board, ijuv)
+    with pytest.raises(InvalidInputError, match=r'i, j, u, v reach 1e\+200 px \(row 7, pose'):
+        closed_form(huge)
+    board = obs.board.copy()
+    board[3, 0] = 1e9
+    with pytest.raises(InvalidInputError, match='X, Y, Z reach 1e.09 m'):
+        closed_form(Observations(obs.pose, obs.point, board, obs.ijuv))

@@ -66,6 +66,8 @@ def test_unreadable_files_are_refused_with_the_reason(tmp_path):
         read_observations(binary)
     with pytest.raises(InvalidInputError, match='empty file'):
         read_observations(_write(tmp_path, ''))
+    with pytest.raises(InvalidInputError, match='no rows after the header'):
+        read_observations(_write(tmp_path, HEADER + '\n\n'))
     with pytest.raises(InvalidInputError, match='header must start with'):
         read_observations(_write(tmp_path, 'a,b\n' + 'x' * 10_000 + '\n'))
 

@@ -214,3 +214,18 @@ def test_calibrate_exact_falls_back_to_paper_when_b_is_not_positive_definite():
     rel = np.abs(est - truth.to_vector()[:6]) / np.abs(truth.to_vector()[:6])
     # sigma = 1 px with 3 poses: the paper reports ~0.25 % (k) / 0.5 % (u_0, v_0) at this noise
     assert rel.max() < 0.02, rel
+
+
+def test_absurd_rms_is_a_convergence_error():
+    """Fuzz issue 13 #5.5: u, v scaled up gave an RMS of 1e11 px written as a result."""
+    from lf_mpc_calib.simulation.observations import paper_scene
+    _, _, _, obs = paper_scene(n_poses=3, n_views=3, noise_px=0.3, rng=np.random.default_rng(4))
+    ijuv = obs.ijuv.copy()
+    ijuv[:, 2:] *= 1e4                         # wrong units: 0.3 px of noise becomes 3000 px
+    scaled = Observations(obs.pose, obs.point, obs.board, ijuv)
+    with pytest.raises(ConvergenceError,
+                       match=r'RMS reprojection error .* px after the refinement \(limit 1000'):
+        calibrate(scaled)
+    ijuv[:, 2:] *= 1e8                         # and far beyond any sensor: refused on input
+    with pytest.raises(InvalidInputError, match='i, j, u, v reach'):
+        calibrate(Observations(obs.pose, obs.point, obs.board, ijuv))

@@ -123,9 +123,12 @@ def test_session_save_round_trips_through_calibrate_raw(calibrated, tmp_path):
     names = {p.name for p in paths}
     assert {'lf_camera.yaml', 'lf_camera_observations.csv', 'white.png', 'manifest.yaml',
             'frame_000.png'} <= names
-    manifest = yaml.safe_load((tmp_path / 'manifest.yaml').read_text())
+    saved = tmp_path / 'latest'                 # the new folder of this save
+    assert {p.parent for p in paths} == {saved.resolve()}
+    manifest = yaml.safe_load((saved / 'manifest.yaml').read_text())
     assert len(manifest['frames']) == POSES
-    cal = load_calibration(tmp_path / 'lf_camera.yaml')
+    assert sorted(manifest['sha256']) == sorted(names - {'manifest.yaml'})
+    cal = load_calibration(saved / 'lf_camera.yaml')
     np.testing.assert_allclose(cal.model.to_vector(), session.result.model.to_vector(),
                                rtol=1e-9)  # the YAML holds full precision
     # offline re-calibration from the saved frames gives the same model (same decoder,
@@ -181,3 +184,80 @@ def test_session_refuses_a_repeated_pose(scene):
     assert not report.accepted and 'has not moved since pose 0' in report.reason
     assert session.num_poses == 1 and session.rejected == 1
     assert session.capture(frames[1]).accepted
+
+
+def test_session_save_is_atomic_and_never_touches_earlier_saves(scene, tmp_path, monkeypatch):
+    """Fuzz issue 13 #5.2: a save cut off once left new and old files mixed under one
+    manifest, and calibrate-raw calibrated 'five poses' from two sessions."""
+    from lf_mpc_calib.io import images
+    from lf_mpc_calib.pipeline.offline import load_raw_dataset
+    camera, board, white, frames, _, _ = scene
+    first = CalibrationSession(board, white=white, min_poses=2)
+    for f in frames[:3]:
+        assert first.capture(f).accepted
+    first_dir = first.save(tmp_path, 'cam')[-1].parent
+    before = {p.name: p.read_bytes() for p in first_dir.iterdir()}
+    assert (tmp_path / 'latest').resolve() == first_dir.resolve()
+
+    second = CalibrationSession(board, white=white, min_poses=2)
+    for f in frames[3:5]:
+        assert second.capture(f).accepted
+    calls = []
+
+    def dies_on_the_second_frame(path, image):
+        calls.append(path)
+        if len(calls) == 3:                     # white, frame 0, then the "kill"
+            raise OSError(28, 'No space left on device')
+        return real(path, image)
+
+    real = images.write_image
+    monkeypatch.setattr(images, 'write_image', dies_on_the_second_frame)
+    with pytest.raises(OSError, match='No space'):
+        second.save(tmp_path, 'cam')
+    monkeypatch.setattr(images, 'write_image', real)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(['latest', first_dir.name])
+    assert {p.name: p.read_bytes() for p in first_dir.iterdir()} == before
+    assert len(load_raw_dataset(tmp_path).frames) == 3   # 'latest': still the first save
+
+    second_dir = second.save(tmp_path, 'cam')[-1].parent
+    assert second_dir != first_dir and (tmp_path / 'latest').resolve() == second_dir.resolve()
+    assert len(load_raw_dataset(tmp_path).frames) == 2
+    assert len(load_raw_dataset(first_dir).frames) == 3
+
+
+def test_calibrate_raw_refuses_a_folder_not_matching_its_manifest(scene, tmp_path):
+    import shutil
+    from lf_mpc_calib.pipeline.offline import load_raw_dataset
+    camera, board, white, frames, _, _ = scene
+    session = CalibrationSession(board, white=white, min_poses=2)
+    for f in frames[:2]:
+        assert session.capture(f).accepted
+    saved = session.save(tmp_path / 'out', 'cam')[-1].parent
+
+    def copy(name):
+        folder = tmp_path / name
+        shutil.copytree(saved, folder)
+        return folder
+
+    changed = copy('changed')
+    shutil.copy(changed / 'frame_000.png', changed / 'frame_001.png')
+    with pytest.raises(InvalidInputError,
+                       match=r'do not match manifest.*frame_001.png \(changed\)'):
+        load_raw_dataset(changed)
+    extra = copy('extra')
+    shutil.copy(extra / 'frame_000.png', extra / 'frame_002.png')
+    with pytest.raises(InvalidInputError, match='not in the manifest: frame_002.png'):
+        load_raw_dataset(extra)
+    missing = copy('missing')
+    (missing / 'frame_001.png').unlink()
+    with pytest.raises(InvalidInputError, match='frame_001.png'):
+        load_raw_dataset(missing)
+    truncated = copy('truncated')
+    text = (truncated / 'manifest.yaml').read_text()
+    (truncated / 'manifest.yaml').write_text(text[:len(text) // 2] + '\n  - [')
+    with pytest.raises(InvalidInputError, match='manifest .*: not valid YAML'):
+        load_raw_dataset(truncated)
+    binary = copy('binary')
+    (binary / 'manifest.yaml').write_bytes(bytes(range(256)))
+    with pytest.raises(InvalidInputError, match='manifest .*: not UTF-8 text'):
+        load_raw_dataset(binary)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
+from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError, shorten
 from lf_mpc_calib.camera.rotations import rotation_vector
 from lf_mpc_calib.camera.model import MPCModel
 from lf_mpc_calib.camera.observations import Observations
@@ -87,6 +87,24 @@ def group_by_pose(obs):
     return _Grouped(ids, order, bounds)
 
 
+MAX_ABS_PIXEL = 1e7     # |i|, |j|, |u|, |v| beyond this are no camera's indices or pixels
+MAX_ABS_BOARD_M = 1e4   # board coordinates beyond this are no calibration target's, in metres
+
+
+def _refuse_absurd_values(obs):
+    """Refuse values no camera produces before they reach the eigen-solves (where one huge u
+    gave numpy's 'Eigenvalues did not converge' instead of a reason)."""
+    for name, values, limit, unit in (('i, j, u, v', obs.ijuv, MAX_ABS_PIXEL, 'px'),
+                                      ('X, Y, Z', obs.board, MAX_ABS_BOARD_M, 'm')):
+        worst = float(np.abs(values).max())
+        if not worst <= limit:
+            row = int(np.argmax(np.abs(values).max(axis=1)))
+            raise InvalidInputError(
+                f'{name} reach {worst:.3g} {unit} (row {row}, pose {obs.pose[row]}, point '
+                f'{obs.point[row]}); expected at most {limit:g} {unit} (check the units and '
+                f'columns of the table)')
+
+
 def validate_observations(obs, *, planar=False):
     """
     Check an observation table for calibration; raise InvalidInputError naming the problem.
@@ -105,7 +123,8 @@ def validate_observations(obs, *, planar=False):
     if len(grouped.pose_ids) < 2:
         raise InvalidInputError(
             f'calibration needs >= 2 board poses, got {len(grouped.pose_ids)} '
-            f'(pose ids {grouped.pose_ids.tolist()})')
+            f'(pose ids {shorten(grouped.pose_ids.tolist())})')
+    _refuse_absurd_values(obs)
     scale = max(float(np.abs(obs.board).max()), 1e-300)
     if planar and np.abs(obs.board[:, 2]).max() > 1e-9 * scale:
         raise InvalidInputError(

@@ -620,6 +620,9 @@ def _initial_solution(obs, method):
             raise exc from None
 
 
+MAX_RMS_PX = 1e3   # no camera this model describes leaves a reprojection error this large
+
+
 SIGNIFICANCE = 3.0
 """A distortion term is kept free only when |value| exceeds this many standard deviations."""
 HOLD_ORDER = ('k_2', 'k_1', 'k_3', 'k_4')
@@ -674,8 +677,9 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
     progress, solver: see :func:`refine`.
     Returns a CalibrationResult. A refinement that stops without converging returns with
     ``converged`` False and the reason in ``message``; with ``raise_on_failure=True`` it raises
-    ConvergenceError instead. lens_type_terms: see :func:`refine` (the closed form ignores the
-    types; the refinement estimates their terms jointly).
+    ConvergenceError instead; an RMS reprojection error over MAX_RMS_PX (absurd: wrong units
+    or columns) always raises ConvergenceError. lens_type_terms: see :func:`refine` (the
+    closed form ignores the types; the refinement estimates their terms jointly).
     """
     _lens_type_terms(obs, lens_type_terms)
     if distortion not in ('auto', True, False):
@@ -718,4 +722,10 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
         raise ConvergenceError(
             f'the refinement did not converge after {result.iterations} iterations: '
             f'{result.message} (RMS {result.rms_reprojection_px:.3g} px)')
+    if not result.rms_reprojection_px <= MAX_RMS_PX:
+        raise ConvergenceError(
+            f'RMS reprojection error {result.rms_reprojection_px:.3g} px after the refinement '
+            f'(limit {MAX_RMS_PX:g} px): the model does not describe these observations; '
+            f'expected (i, j, u, v) in pixels and the board in metres (check the units and '
+            f'the columns of the table)')
     return result

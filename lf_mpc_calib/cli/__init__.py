@@ -8,10 +8,11 @@ parsed arguments and returning an exit code). Add a module name to SUBCOMMANDS t
 
 import argparse
 import importlib
+import os
 import sys
 
 from lf_mpc_calib import __version__
-from lf_mpc_calib.errors import LFCalibError
+from lf_mpc_calib.errors import LFCalibError, shorten
 
 SUBCOMMANDS = (
     'grid',
@@ -48,10 +49,22 @@ def main(argv=None):
     try:
         return int(args.func(args) or 0)
     except LFCalibError as exc:
-        print(f'lf-mpc-calib {args.command}: error: {exc}', file=sys.stderr)
+        print(f'lf-mpc-calib {args.command}: error: {shorten(exc, 2000)}', file=sys.stderr)
+        return 1
+    except OSError as exc:          # the file system refused (permission, disk full, ...)
+        where = f'{exc.filename}: ' if exc.filename else ''
+        print(f'lf-mpc-calib {args.command}: error: {where}{exc.strerror or exc}',
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:        # noqa: B902 - a bug: one line, the details on request
+        if os.environ.get('LF_MPC_CALIB_DEBUG'):
+            raise
+        print(f'lf-mpc-calib {args.command}: internal error: {type(exc).__name__}: '
+              f'{shorten(exc, 500)} (please report it; LF_MPC_CALIB_DEBUG=1 shows where)',
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == '__main__':

@@ -43,7 +43,6 @@ def run(args):
     from lf_mpc_calib.io.lytro import is_lytro_file
     from lf_mpc_calib.lenslet.decode import Decoder, mosaic
     from lf_mpc_calib.lenslet.estimate import estimate_grid
-    from lf_mpc_calib.lenslet.grid import LensletGrid
     views = _parse_views(args.views)
     raw = read_image(args.raw)
     white_file, camera_metadata = args.white, None
@@ -53,9 +52,8 @@ def run(args):
         args.bayer = args.bayer or bayer
     white = read_image(white_file)
     if args.grid:
-        with open(args.grid) as f:
-            doc = yaml.safe_load(f)
-        grid = LensletGrid.from_dict(doc.get('lenslet_grid', doc))
+        from lf_mpc_calib.io.raw_dataset import load_grid
+        grid = load_grid(args.grid)
     else:
         grey = white
         if args.bayer:

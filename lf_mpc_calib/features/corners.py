@@ -332,15 +332,55 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     Returns a :class:`Detection` (observations with ``pose`` as their pose index, central-view
     corners for overlays, diagnostics: views used per corner, line residual RMS, drops).
     Raises DetectionError when the board is not found in the central view.
+
+    Stages: the board in the central view (:func:`_find_in_central_view`), corners followed
+    view by view outwards (:func:`_track_views`), corners kept on consistent lines across
+    views (:func:`_robust_lines`), observation rows (:func:`_observation_rows`).
     """
     opt = options or CornerOptions()
+    views, i_values, j_values, valid = _checked_views(lightfield)
+    n_j, n_i = views.shape[:2]
+    jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
+    (jc, ic), central, grid = _find_in_central_view(views, valid, ii, jj, board, opt)
+    half = _window_for(grid, opt.window)
+    m = board.n_points
+    uv, found, stats = _track_views(views, valid, ii, jj, (jc, ic), central,
+                                    grid.reshape(m, 2), half, opt)
+    ij_all = np.column_stack([ii.ravel(), jj.ravel()]).astype(float)
+    found, residual_rms, dropped = _robust_lines(ij_all, uv, found, opt.line_threshold)
+    stats['off_line'] = int(dropped)
+    per_corner = found.sum(axis=0)
+    enough = per_corner >= opt.min_views
+    found &= enough[None, :]
+    if not found.any():
+        raise DetectionError('no corner was found consistently across views')
+
+    obs = _observation_rows(lightfield, board, pose, uv, found, n_i)
+    central_uv = np.where(found[jc * n_i + ic][:, None], uv[jc * n_i + ic], np.nan)
+    diagnostics = dict(stats)
+    diagnostics.update({
+        'views_used': int(np.count_nonzero(found.any(axis=1))),
+        'views_available': int(np.count_nonzero(valid)),
+        'corners_found': int(np.count_nonzero(found.any(axis=0))),
+        'corners_total': m,
+        'views_per_corner': per_corner.astype(int),
+        'line_residual_rms_px': float(residual_rms),
+        'window': half,
+        'central_view': (int(i_values[ic]), int(j_values[jc])),
+    })
+    return Detection(obs, central_uv, central, diagnostics)
+
+
+def _checked_views(lightfield):
+    """(views (n_j, n_i, rows, cols), i_values (n_i,), j_values (n_j,), valid (n_j, n_i)) of
+    a decoded light field (RGB views averaged), or the error naming the mismatch."""
     views = np.asarray(lightfield.views)
     if views.ndim == 5 and views.shape[-1] == 3:  # RGB views of a Bayer camera: intensity
         views = views.mean(axis=-1, dtype=np.float32)
     if views.ndim != 4:
         raise InvalidInputError(
             f'lightfield.views must have shape (n_j, n_i, rows, cols), got {views.shape}')
-    n_j, n_i, height, width = views.shape
+    n_j, n_i = views.shape[:2]
     i_values = np.asarray(lightfield.i_values)
     j_values = np.asarray(lightfield.j_values)
     valid = np.asarray(getattr(lightfield, 'valid', np.ones((n_j, n_i), bool)), dtype=bool)
@@ -350,8 +390,12 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
             f'not match views {views.shape}')
     if not valid.any():
         raise DetectionError('no usable view in the light field')
-    # Central view: the valid view closest to (0, 0).
-    jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
+    return views, i_values, j_values, valid
+
+
+def _find_in_central_view(views, valid, ii, jj, board, opt):
+    """((jc, ic) of the valid view closest to (0, 0), that view (rows, cols) float32, the
+    board's corner grid (rows, cols, 2) found and oriented in it)."""
     dist = np.where(valid, np.hypot(ii, jj), np.inf)
     jc, ic = np.unravel_index(np.argmin(dist), dist.shape)
     central = views[jc, ic].astype(np.float32)
@@ -366,10 +410,20 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
             error = exc
     if grid is None:
         raise error or _not_found(central, board)
-    half = _window_for(grid, opt.window)
-    m = board.n_points
-    seed = grid.reshape(m, 2)
+    return (jc, ic), central, grid
 
+
+def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
+    """
+    Corners refined in the central view from ``seed`` (M, 2), then in every other valid view,
+    ring by ring outwards, from lines fitted through the views done so far.
+
+    Returns uv (n_j * n_i, M, 2) NaN where not found, found (n_j * n_i, M) bool and the drop
+    counts {'low_contrast', 'moved_too_far', 'off_line'}.
+    """
+    n_j, n_i = views.shape[:2]
+    jc, ic = centre
+    m = len(seed)
     # Per-view images, normalised so that thresholds are relative.
     order = sorted(((max(abs(ii[a, b] - ii[jc, ic]), abs(jj[a, b] - jj[jc, ic])),
                      np.hypot(ii[a, b] - ii[jc, ic], jj[a, b] - jj[jc, ic]), a, b)
@@ -411,15 +465,11 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
             ok[idx[low]] = False
         uv[flat][ok] = ref[ok]
         found[flat] = ok
+    return uv, found, stats
 
-    found, residual_rms, dropped = _robust_lines(ij_all, uv, found, opt.line_threshold)
-    stats['off_line'] = int(dropped)
-    per_corner = found.sum(axis=0)
-    enough = per_corner >= opt.min_views
-    found &= enough[None, :]
-    if not found.any():
-        raise DetectionError('no corner was found consistently across views')
 
+def _observation_rows(lightfield, board, pose, uv, found, n_i):
+    """Observations of the found corners: view indices and pixels by ``lightfield.ijuv_of``."""
     rows = []
     board_pts = board.points()
     for flat in np.flatnonzero(found.any(axis=1)):
@@ -429,20 +479,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
         rows.append((pts, ijuv))
     point = np.concatenate([p for p, _ in rows])
     ijuv = np.concatenate([q for _, q in rows])
-    obs = Observations(np.full(len(point), int(pose)), point, board_pts[point], ijuv)
-    central_uv = np.where(found[jc * n_i + ic][:, None], uv[jc * n_i + ic], np.nan)
-    diagnostics = dict(stats)
-    diagnostics.update({
-        'views_used': int(np.count_nonzero(found.any(axis=1))),
-        'views_available': int(np.count_nonzero(valid)),
-        'corners_found': int(np.count_nonzero(found.any(axis=0))),
-        'corners_total': m,
-        'views_per_corner': per_corner.astype(int),
-        'line_residual_rms_px': float(residual_rms),
-        'window': half,
-        'central_view': (int(i_values[ic]), int(j_values[jc])),
-    })
-    return Detection(obs, central_uv, central, diagnostics)
+    return Observations(np.full(len(point), int(pose)), point, board_pts[point], ijuv)
 
 
 def _predict(coef, found, uv, ij_all, flat, central_uv):

@@ -50,7 +50,7 @@ import numpy as np
 import yaml
 
 from lf_mpc_calib import __version__
-from lf_mpc_calib.errors import CalibrationFileError, LFCalibError
+from lf_mpc_calib.errors import CalibrationFileError, LFCalibError, shorten
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.camera.model import DISTORTION_NAMES, INTRINSIC_NAMES, MPCModel, PARAMETER_NAMES
 
@@ -310,13 +310,18 @@ def dumps(cal):
     return yaml.safe_dump(cal.to_dict(), sort_keys=False, default_flow_style=None)
 
 
-def loads(text):
-    """Parse YAML text written by :func:`dumps` into a CalibrationFile."""
+def loads(text, what='calibration file'):
+    """Parse YAML text written by :func:`dumps` into a CalibrationFile (errors start with
+    ``what`` and are shortened: a malformed file must not echo a huge value into a log)."""
+    from lf_mpc_calib.io.yaml_file import load_yaml
     try:
-        d = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CalibrationFileError(f'calibration file is not valid YAML: {exc}') from exc
-    return CalibrationFile.from_dict(d)
+        d = load_yaml(text, what)
+    except LFCalibError as exc:
+        raise CalibrationFileError(str(exc)) from None
+    try:
+        return CalibrationFile.from_dict(d)
+    except CalibrationFileError as exc:
+        raise CalibrationFileError(f'{what}: {shorten(exc, 400)}') from None
 
 
 def save_calibration(path, cal):
@@ -326,13 +331,11 @@ def save_calibration(path, cal):
 
 
 def load_calibration(path):
-    """Read a calibration file; raises CalibrationFileError naming a missing key or version."""
+    """Read a calibration file; raises CalibrationFileError naming the file and a missing key,
+    the version, or why it cannot be read (missing, a folder, binary, not YAML)."""
+    from lf_mpc_calib.io.yaml_file import read_text
     try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as exc:
-        raise CalibrationFileError(f'cannot read calibration file {path}: {exc}') from exc
-    try:
-        return loads(text)
-    except CalibrationFileError as exc:
-        raise CalibrationFileError(f'{path}: {exc}') from exc
+        text = read_text(path, 'calibration file')
+    except LFCalibError as exc:
+        raise CalibrationFileError(str(exc)) from None
+    return loads(text, f'calibration file {path}')

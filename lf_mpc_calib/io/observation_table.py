@@ -8,6 +8,7 @@ micro-lens type of a multi-focus camera, an integer per ray); other extra column
 
 import csv
 from pathlib import Path
+import warnings
 
 import numpy as np
 
@@ -56,11 +57,16 @@ def read_observations(path):
     typed = len(header) > len(COLUMNS) and header[len(COLUMNS)] == LENS_TYPE_COLUMN
     names = COLUMNS + ((LENS_TYPE_COLUMN,) if typed else ())
     try:
-        a = np.loadtxt(lines[1:], delimiter=',', usecols=range(len(names)), dtype=float,
-                       ndmin=2, comments=None)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore', UserWarning)   # 'no data': refused below
+            a = np.loadtxt(lines[1:], delimiter=',', usecols=range(len(names)), dtype=float,
+                           ndmin=2, comments=None)
     except ValueError:
         a = _parse_rows(path, lines, names)
     a = a.reshape(-1, len(names))
+    if not len(a):
+        raise InvalidInputError(f'{path}: no rows after the header; expected one row per ray '
+                                f'({",".join(names)})')
     _refuse_repeated_rays(path, a)
     return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9], a[:, 9] if typed else None)
 

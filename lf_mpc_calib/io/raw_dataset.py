@@ -4,19 +4,29 @@ optionally a lenslet grid file.
 
 A folder written by ``lf-mpc-calib simulate`` or by a calibration session's ``save`` holds a
 ``manifest.yaml`` naming all of it; a plain folder of PNG/TIFF frames needs the board given.
+A session's manifest also lists the SHA-256 of every file it names (key ``sha256``), and a
+folder whose files do not match it is refused (a save cut off, a file replaced since). Saves go
+to a new folder each (:func:`new_session_folder`, :func:`publish_folder`): ``OUTPUT_DIR/latest``
+links to the newest, and ``OUTPUT_DIR`` itself is read as its ``latest``.
 Frames from a rosbag2 are read by :mod:`lf_mpc_calib.io.rosbag` into the same
 :class:`RawDataset`.
 """
 
 from dataclasses import dataclass
+import datetime
+import hashlib
+import os
 from pathlib import Path
+import shutil
+import tempfile
 
 import numpy as np
 
 from lf_mpc_calib.camera.board import Checkerboard
-from lf_mpc_calib.errors import InvalidInputError, LFCalibError
+from lf_mpc_calib.errors import InvalidInputError, LFCalibError, shorten
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.io.lytro import is_lytro_file, LYTRO_SUFFIXES, lytro_dataset
+from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.white_image import check_grid_size
 
@@ -24,6 +34,8 @@ IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.pgm', '.bmp') + LYTRO_SUFFIXES
 MANIFEST = 'manifest.yaml'
 WHITE_FILE = 'white.png'
 MANIFEST_FORMAT = 'lf_mpc_calib-raw-dataset'
+CHECKSUM_KEY = 'sha256'
+LATEST = 'latest'
 
 
 @dataclass(frozen=True, eq=False)
@@ -103,13 +115,17 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
     folder = Path(folder)
     if not folder.is_dir():
         raise InvalidInputError(f'dataset folder {folder} does not exist')
+    if not (folder / MANIFEST).exists() and (folder / LATEST / MANIFEST).is_file():
+        folder = folder / LATEST                # a calibration node's output_dir
     manifest = {}
     mpath = folder / MANIFEST
-    if mpath.is_file():
-        import yaml
-        manifest = yaml.safe_load(mpath.read_text()) or {}
+    if mpath.exists():
+        manifest = read_yaml(mpath, 'manifest') or {}
         if not isinstance(manifest, dict):
-            raise InvalidInputError(f'{mpath}: expected a mapping, got {type(manifest)}')
+            raise InvalidInputError(f'manifest {mpath}: expected a mapping, got '
+                                    f'{type(manifest).__name__}')
+        if CHECKSUM_KEY in manifest:
+            verify_checksums(folder, manifest)
     if board is None:
         if 'board' not in manifest:
             raise InvalidInputError(
@@ -153,6 +169,107 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
                       checked_grid(grid, white), camera_metadata)
 
 
+def sha256_of(path):
+    """Hex SHA-256 of the file ``path``."""
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_checksums(folder, manifest):
+    """
+    Refuse (InvalidInputError) a folder whose files do not match its manifest's ``sha256``
+    list: a listed file missing or changed, a file the manifest names (white, frames,
+    calibration) not listed, or an image in the folder the manifest does not know.
+    """
+    mpath = Path(folder) / MANIFEST
+    sums = manifest[CHECKSUM_KEY]
+    if not isinstance(sums, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in sums.items()):
+        raise InvalidInputError(f'manifest {mpath}: {CHECKSUM_KEY} must map file names to '
+                                f'hex digests, got {shorten(repr(sums))}')
+    named = [manifest.get('white'), manifest.get('calibration'), *manifest.get('frames', [])]
+    unlisted = [str(n) for n in named if isinstance(n, str) and n not in sums]
+    bad = []
+    for name, digest in sums.items():
+        path = Path(folder) / name
+        if Path(name).name != name or not path.is_file():
+            bad.append(f'{shorten(name, 60)} (missing)')
+        elif sha256_of(path) != digest:
+            bad.append(f'{name} (changed)')
+    extra = sorted(p.name for p in Path(folder).iterdir()
+                   if p.suffix.lower() in IMAGE_SUFFIXES and p.name not in sums)
+    if bad or unlisted or extra:
+        raise InvalidInputError(
+            f'{folder}: the files do not match manifest.yaml (a save cut off, or files changed '
+            f'since): ' + '; '.join(part for part in (
+                'listed but ' + ', '.join(bad[:5]) if bad else '',
+                'named but without checksum: ' + ', '.join(unlisted[:5]) if unlisted else '',
+                'not in the manifest: ' + ', '.join(extra[:5]) if extra else '') if part)
+            + '; expected a complete saved session (use another saved folder)')
+
+
+def new_session_folder(output_dir, name):
+    """
+    (temporary folder, final folder) for one save into ``output_dir``: the files go into the
+    temporary folder (hidden, in ``output_dir``) and :func:`publish_folder` renames it to the
+    final ``<name>_<YYYYmmdd-HHMMSS>[_N]`` folder, so a save cut off never leaves a partial
+    folder under a final name and never touches earlier saves.
+    """
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    final, n = out / f'{name}_{stamp}', 1
+    while final.exists():
+        n += 1
+        final = out / f'{name}_{stamp}_{n}'
+    return Path(tempfile.mkdtemp(prefix=f'.{final.name}.', suffix='.partial', dir=out)), final
+
+
+def write_file_atomically(path, write):
+    """Call ``write(temporary_path)`` then move the result to ``path`` with os.replace."""
+    path = Path(path)
+    tmp = path.with_name(f'.{path.stem}.partial{path.suffix}')   # same suffix: same format
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def write_manifest(folder, manifest, files):
+    """Write ``manifest`` + the SHA-256 of ``files`` (names in ``folder``) as manifest.yaml,
+    last and atomically; returns its path."""
+    import yaml
+    doc = dict(manifest)
+    doc[CHECKSUM_KEY] = {name: sha256_of(Path(folder) / name) for name in files}
+    text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+    return write_file_atomically(Path(folder) / MANIFEST, lambda p: Path(p).write_text(text))
+
+
+def publish_folder(tmp, final):
+    """Rename the complete temporary folder to ``final`` and point ``latest`` at it."""
+    os.rename(tmp, final)
+    link = final.parent / LATEST
+    if link.exists() and not link.is_symlink():
+        return final                            # a user's own 'latest': leave it alone
+    tmp_link = final.parent / f'.{LATEST}.{os.getpid()}'
+    if tmp_link.is_symlink():
+        tmp_link.unlink()
+    os.symlink(final.name, tmp_link)
+    os.replace(tmp_link, link)
+    return final
+
+
+def discard_folder(tmp):
+    """Remove a temporary save folder after a failure."""
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def load_grid(path):
     """
     The LensletGrid held in a YAML file.
@@ -161,14 +278,8 @@ def load_grid(path):
     calibration file (its ``lenslet_grid``, see :mod:`lf_mpc_calib.io.calibration_file`), or a
     bare ``LensletGrid.to_dict()`` mapping.
     """
-    import yaml
     path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f'grid file {path} does not exist')
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InvalidInputError(f'grid file {path}: not readable YAML ({exc})') from exc
+    doc = read_yaml(path, 'grid file')
     if not isinstance(doc, dict):
         raise InvalidInputError(f'grid file {path}: expected a mapping, got {type(doc).__name__}')
     if 'format_version' in doc and 'intrinsics' in doc:
@@ -181,15 +292,15 @@ def load_grid(path):
         doc = doc['lenslet_grid']
         if not isinstance(doc, dict):
             raise InvalidInputError(f'grid file {path}: lenslet_grid must be a mapping, got '
-                                    f'{doc!r}')
+                                    f'{shorten(repr(doc))}')
     elif 'lattice' not in doc:
         raise InvalidInputError(
             f'grid file {path}: expected a lenslet_grid mapping (lf-mpc-calib grid or a '
-            f'calibration file), got keys {sorted(doc)}')
+            f'calibration file), got keys {shorten(sorted(map(str, doc)))}')
     try:
         return LensletGrid.from_dict(doc)
     except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f'grid file {path}: {exc}') from exc
+        raise InvalidInputError(f'grid file {path}: {shorten(exc, 300)}') from None
 
 
 def checked_grid(grid, white):

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from lf_mpc_calib.errors import InvalidInputError
 
@@ -145,10 +144,8 @@ def read_robot_poses(path):
         raise InvalidInputError(f'robot poses file {path} does not exist')
     if path.suffix.lower() == '.csv':
         return _read_csv(path)
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise InvalidInputError(f'robot poses file {path}: not readable YAML ({exc})') from exc
+    from lf_mpc_calib.io.yaml_file import read_yaml
+    doc = read_yaml(path, 'robot poses file')
     return robot_poses_from_mapping(doc, str(path))
 
 

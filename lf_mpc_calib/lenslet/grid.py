@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, shorten
 
 LATTICES = ('hex', 'rect')
 
@@ -97,6 +97,22 @@ class LatticeDeformation:
         return cls(d['degree'], d['centre'], d['scale'], d['coef'])
 
 
+MAX_IMAGE_SIDE = 1 << 16     # pixels (or lenses) along one side of a raw image, at most
+
+
+def _count_pair(name, value, most):
+    """``value`` as two integers in [1, most] (width/cols, height/rows), else the error."""
+    try:
+        pair = tuple(value)
+        ok = len(pair) == 2 and all(float(x) == int(x) and 1 <= int(x) <= most for x in pair)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise InvalidInputError(f'{name} must be two integers in [1, {most}], got '
+                                f'{shorten(repr(value))}')
+    return tuple(int(x) for x in pair)
+
+
 @dataclass(frozen=True, eq=False)
 class LensletGrid:
     """
@@ -130,8 +146,17 @@ class LensletGrid:
         if origin.shape != (2,) or not np.all(np.isfinite(origin)):
             raise InvalidInputError(f'origin must be 2 finite numbers, got {self.origin!r}')
         object.__setattr__(self, 'origin', origin)
-        object.__setattr__(self, 'shape', tuple(int(x) for x in self.shape))
-        object.__setattr__(self, 'image_size', tuple(int(x) for x in self.image_size))
+        image_size = _count_pair('image_size', self.image_size, MAX_IMAGE_SIDE)
+        shape = _count_pair('shape', self.shape, MAX_IMAGE_SIDE)
+        diagonal = float(np.hypot(*image_size))
+        most = (int(diagonal / self.pitch) + 2, int(diagonal / self.row_spacing) + 2)
+        if shape[0] > most[0] or shape[1] > most[1]:
+            raise InvalidInputError(
+                f'shape {shape[0]}x{shape[1]} lenses cannot fit a {image_size[0]}x'
+                f'{image_size[1]} px image at pitch {self.pitch:g} px, row spacing '
+                f'{self.row_spacing:g} px (at most {most[0]}x{most[1]})')
+        object.__setattr__(self, 'shape', shape)
+        object.__setattr__(self, 'image_size', image_size)
         object.__setattr__(self, 'rotation', float(self.rotation))
         object.__setattr__(self, 'pitch', float(self.pitch))
         object.__setattr__(self, 'row_spacing', float(self.row_spacing))
@@ -200,5 +225,5 @@ class LensletGrid:
         if deformation is not None:
             deformation = LatticeDeformation.from_dict(deformation)
         return cls(d['lattice'], d['pitch'], d['row_spacing'], d['rotation'], d['origin'],
-                   tuple(d['shape']), tuple(d['image_size']), d.get('hex_parity', 1),
+                   d['shape'], d['image_size'], d.get('hex_parity', 1),
                    deformation)

@@ -29,8 +29,8 @@ def robot_poses_for_dataset(folder, path=None):
         return read_robot_poses(path)
     manifest = Path(folder) / 'manifest.yaml'
     if Path(folder).is_dir() and manifest.is_file():
-        import yaml
-        doc = yaml.safe_load(manifest.read_text())
+        from lf_mpc_calib.io.yaml_file import read_yaml
+        doc = read_yaml(manifest, 'manifest')
         if isinstance(doc, dict) and 'robot_poses' in doc:
             return robot_poses_from_mapping(doc, str(manifest))
     return None

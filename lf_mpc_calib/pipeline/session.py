@@ -165,17 +165,19 @@ class CalibrationSession:
                 f'{grid.shape[0]}x{grid.shape[1]}); expected the white image of the camera '
                 f'(a uniformly lit, diffuse scene)')
         candidate = _Detector(self.board, raw_white, decoder, use, self.corner_options)
-        detections = []
+        detections, view_size = [], None
         for k, raw in enumerate(self.frames):
             try:
-                detections.append(candidate.detect(raw, pose=k)[1])
+                lf, det = candidate.detect(raw, pose=k)
             except DetectionError as exc:
                 raise DetectionError(
                     f'with this white image captured pose {k} no longer shows the board '
                     f'({exc}); white image refused, session unchanged (reset the session to '
                     f'change cameras)') from exc
+            detections.append(det)
+            view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
-        self.detections = detections
+        self.detections, self.view_size = detections, view_size
         self.result = None
         return grid
 
@@ -269,48 +271,63 @@ class CalibrationSession:
 
     def save(self, output_dir, camera_name='camera'):
         """
-        Write the session to ``output_dir``; returns the written paths.
+        Write the session into a new folder ``output_dir/<camera_name>_<YYYYmmdd-HHMMSS>``;
+        returns the written paths (the manifest last). ``output_dir/latest`` links to it.
 
         ``<camera_name>.yaml`` (when calibrated) and ``<camera_name>_observations.csv``
         beside it; ``white.png``, ``frame_NNN.png`` (the captured raw frames, 16-bit PNG for
-        float input) and ``manifest.yaml`` (board, white, frames, bayer), a data set for
-        ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Raises InvalidInputError when nothing was
-        captured and nothing calibrated.
+        float input) and ``manifest.yaml`` (board, white, frames, bayer and the SHA-256 of
+        every file), a data set for ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Atomic: the
+        files go to a hidden temporary folder renamed into place once complete, so a save cut
+        off leaves earlier saves as they were and no folder that looks complete. Raises
+        InvalidInputError when nothing was captured and nothing calibrated.
         """
-        import yaml
+        from lf_mpc_calib.io import raw_dataset as rd
         from lf_mpc_calib.io.calibration_file import save_calibration
         from lf_mpc_calib.io.images import write_image
         if not self.frames and self.result is None:
             raise InvalidInputError('nothing to save: no frame captured yet')
-        out = Path(output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        written = []
-        yaml_path = out / f'{camera_name}.yaml'
-        if self.result is not None:
-            save_calibration(yaml_path, self.calibration_file(camera_name))
-            written.append(yaml_path)
-        if self.detections:
-            obs_path = observations_path(yaml_path)
-            write_observations(obs_path, self.observations)
-            written.append(obs_path)
-        if self.white is not None:
-            written.append(write_image(out / WHITE_FILE, _as_uint(self.white)))
+        tmp, final = rd.new_session_folder(output_dir, camera_name)
+        try:
+            names = self._write_files(tmp, camera_name, save_calibration, write_image)
+            frames = [n for n in names if n.startswith('frame_')]
+            calibration = f'{camera_name}.yaml' if self.result is not None else None
+            manifest = {'format': MANIFEST_FORMAT, 'camera_type': self.camera_type,
+                        'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
+                        'bayer': self.demosaic, 'views': list(self.views),
+                        'calibration': calibration}
+            rd.write_manifest(tmp, manifest, names)
+            rd.publish_folder(tmp, final)
+        except BaseException:
+            rd.discard_folder(tmp)
+            raise
+        return [final / n for n in names] + [final / MANIFEST]
+
+    def _write_files(self, folder, camera_name, save_calibration, write_image):
+        """Write every file but the manifest into ``folder`` (each via a temporary name and
+        os.replace); returns their names."""
+        from lf_mpc_calib.io.raw_dataset import write_file_atomically
+        folder = Path(folder)
         names = []
-        for k, raw in enumerate(self.frames):
-            name = f'frame_{k:03d}.png'
-            written.append(write_image(out / name, _as_uint(raw)))
+
+        def put(name, write):
+            write_file_atomically(folder / name, write)
             names.append(name)
-        for stale in sorted(out.glob('frame_*.png')):
-            if stale.name not in names:
-                stale.unlink()
-        manifest = {'format': MANIFEST_FORMAT, 'camera_type': self.camera_type,
-                    'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': names,
-                    'bayer': self.demosaic, 'views': list(self.views),
-                    'calibration': yaml_path.name if self.result is not None else None}
-        mpath = out / MANIFEST
-        mpath.write_text(yaml.safe_dump(manifest, sort_keys=False, default_flow_style=None))
-        written.append(mpath)
-        return written
+
+        yaml_path = folder / f'{camera_name}.yaml'
+        if self.result is not None:
+            cal = self.calibration_file(camera_name)
+            put(yaml_path.name, lambda p: save_calibration(p, cal))
+        if self.detections:
+            obs = self.observations
+            put(observations_path(yaml_path).name, lambda p: write_observations(p, obs))
+        if self.white is not None:
+            white = _as_uint(self.white)
+            put(WHITE_FILE, lambda p: write_image(p, white))
+        for k, raw in enumerate(self.frames):
+            frame = _as_uint(raw)
+            put(f'frame_{k:03d}.png', lambda p, frame=frame: write_image(p, frame))
+        return names
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   so far determine and which pose to add (capture guidance, also on ``~/status``).
 - ``~/calibrate``: calibrates the captured poses (its own callback group); answers the RMS
   errors and publishes the latched outputs.
-- ``~/save``: writes ``output_dir/<camera_name>.yaml``, the observation table, the captured
-  frames, the white image and a manifest (``lf-mpc-calib calibrate-raw output_dir``
-  re-calibrates offline).
+- ``~/save``: writes a new folder ``output_dir/<camera_name>_<date-time>`` (linked as
+  ``output_dir/latest``) with ``<camera_name>.yaml``, the observation table, the captured
+  frames, the white image and a manifest with their checksums, atomically
+  (``lf-mpc-calib calibrate-raw output_dir`` re-calibrates the latest offline).
 - ``~/reset``: forgets the captures and the calibration.
 
 ``~/status`` (std_msgs/String, latched): after each accepted capture and each calibration,
@@ -26,8 +27,10 @@ aimed at, or whose sigma does: :mod:`lf_mpc_calib.calibration.determination`).
 Latched outputs after a calibration: ``~/camera_info`` (CameraInfo of the rectified central
 view), ``~/calibration`` (std_msgs/String, the calibration file) and ``/tf_static`` (every
 captured board pose as ``<camera_name>_board_<n>`` in ``optical_frame``, all in each message).
-Malformed images are logged and ignored. A parameter out of range stops the node at startup
-with its name.
+Malformed images are logged (WARN) and ignored; an exception in any service or callback is
+answered (success false, with the reason) or logged, and never ends the node or its session
+(:mod:`lf_mpc_calib.ros.guard`). A parameter out of range stops the node at startup with its
+name.
 """
 
 import threading
@@ -36,6 +39,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import LFCalibError
 from lf_mpc_calib.ros import defaults as D
+from lf_mpc_calib.ros.guard import guarded_callback, guarded_service
 
 try:
     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -95,6 +99,7 @@ class CalibrationNode(Node):
         self._waiters = []                      # [threading.Event, slot list] per capture
         self.frames_received = 0
         self.bad_images = 0
+        self.last_rejection = ''                # why the last malformed image was ignored
         self._String, self._TFMessage = String, TFMessage
 
         latched = D.latched_qos()
@@ -108,18 +113,24 @@ class CalibrationNode(Node):
             white = read_image(p['white_image_file'])
             self.session.set_white(white if white.ndim == 2 else white.mean(axis=2))
         else:
-            self.create_subscription(Image, D.WHITE_TOPIC, self._on_white, latched,
-                                     callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image,
+            self.create_subscription(Image, D.WHITE_TOPIC,
+                                     guarded_callback(self, D.WHITE_TOPIC, self._on_white),
+                                     latched, callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_subscription(Image, D.IMAGE_TOPIC,
+                                 guarded_callback(self, D.IMAGE_TOPIC, self._on_image),
                                  D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_service(Trigger, '~/capture', self._on_capture,
+        self.create_service(Trigger, '~/capture',
+                            guarded_service(self, 'capture', self._on_capture),
                             callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_service(Trigger, '~/calibrate', self._on_calibrate,
+        self.create_service(Trigger, '~/calibrate',
+                            guarded_service(self, 'calibration', self._on_calibrate),
                             callback_group=MutuallyExclusiveCallbackGroup())
         other = MutuallyExclusiveCallbackGroup()
-        self.create_service(Trigger, '~/save', self._on_save, callback_group=other)
-        self.create_service(Trigger, '~/reset', self._on_reset, callback_group=other)
+        self.create_service(Trigger, '~/save', guarded_service(self, 'save', self._on_save),
+                            callback_group=other)
+        self.create_service(Trigger, '~/reset', guarded_service(self, 'reset', self._on_reset),
+                            callback_group=other)
         self.get_logger().info(
             f'board {board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, views '
             f'{self.session.views}, white from '
@@ -127,17 +138,14 @@ class CalibrationNode(Node):
 
     @staticmethod
     def _load_grid(path):
-        import yaml
         from lf_mpc_calib.errors import InvalidInputError
-        from lf_mpc_calib.lenslet.grid import LensletGrid
+        from lf_mpc_calib.io.raw_dataset import load_grid
         try:
-            with open(path) as f:
-                doc = yaml.safe_load(f)
-            return LensletGrid.from_dict(doc.get('lenslet_grid', doc))
-        except (OSError, yaml.YAMLError, AttributeError, KeyError, TypeError) as exc:
+            return load_grid(path)
+        except LFCalibError as exc:
             raise InvalidInputError(
                 f"parameter 'grid_file' = {path!r}: expected a YAML file with a lenslet_grid "
-                f'(lf-mpc-calib grid or a calibration file): {exc}') from exc
+                f'(lf-mpc-calib grid or a calibration file): {exc}') from None
 
     # ---- images -------------------------------------------------------------------------
     def _to_mono(self, msg, what):
@@ -147,7 +155,8 @@ class CalibrationNode(Node):
                            msg.encoding)
         except LFCalibError as exc:
             self.bad_images += 1
-            self.get_logger().error(f'ignoring malformed {what} image: {exc}')
+            self.last_rejection = str(exc)
+            self.get_logger().warning(f'ignoring malformed {what} image: {exc}')
             return None
 
     def _on_image(self, msg):
@@ -195,11 +204,16 @@ class CalibrationNode(Node):
             response.message = (f'no white image yet (topic {D.WHITE_TOPIC} or parameter '
                                 'white_image_file); 0 frames captured')
             return response
+        bad_before = self.bad_images
         frame = self.next_frame(self.params['capture_timeout'])
         if frame is None:
+            bad = self.bad_images - bad_before
             response.message = (f'no valid image on {D.IMAGE_TOPIC} within '
-                                f'{self.params["capture_timeout"]:g} s '
-                                f'({self.bad_images} malformed images ignored)')
+                                f'{self.params["capture_timeout"]:g} s ('
+                                + (f'{bad} malformed images ignored during this capture, the '
+                                   f'last: {self.last_rejection}' if bad else
+                                   'no image arrived')
+                                + f'; {self.bad_images} malformed images since the start)')
             return response
         with self._lock:
             try:
@@ -282,7 +296,7 @@ class CalibrationNode(Node):
         response.message = (
             f'saved {len(paths)} files ({poses} captured frames, '
             f'{"calibration file" if calibrated else "no calibration yet"}) to '
-            f'{self.params["output_dir"]}')
+            f'{paths[-1].parent} (also {self.params["output_dir"]}/latest)')
         self.get_logger().info(response.message)
         return response
 

@@ -50,6 +50,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import LFCalibError
 from lf_mpc_calib.ros import defaults as D
+from lf_mpc_calib.ros.guard import guarded_callback
 
 try:
     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -154,16 +155,29 @@ class DecodeNode(Node):
                     f'it: {exc}') from exc
             self._set_calibration(cal, p['calibration_file'])
         else:
-            self.create_subscription(String, p['calibration_topic'], self._on_calibration,
-                                     latched, callback_group=group)
+            self.create_subscription(
+                String, p['calibration_topic'],
+                guarded_callback(self, p['calibration_topic'], self._on_calibration),
+                latched, callback_group=group)
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
             white = read_image(p['white_image_file'])
-            self._set_white(white if white.ndim == 2 else white.mean(axis=2))
+            white = white if white.ndim == 2 else white.mean(axis=2)
+            if p['calibration_file'] and cal.lenslet_grid is not None:
+                from lf_mpc_calib.errors import InvalidInputError
+                from lf_mpc_calib.lenslet.white_image import check_grid_size
+                try:
+                    check_grid_size(cal.lenslet_grid, white.shape)
+                except LFCalibError as exc:
+                    raise InvalidInputError(f"parameters 'calibration_file' and "
+                                            f"'white_image_file' disagree: {exc}") from None
+            self._set_white(white)
         else:
-            self.create_subscription(Image, D.WHITE_TOPIC, self._on_white, latched,
-                                     callback_group=group)
-        self.create_subscription(Image, D.IMAGE_TOPIC, self._on_image,
+            self.create_subscription(Image, D.WHITE_TOPIC,
+                                     guarded_callback(self, D.WHITE_TOPIC, self._on_white),
+                                     latched, callback_group=group)
+        self.create_subscription(Image, D.IMAGE_TOPIC,
+                                 guarded_callback(self, D.IMAGE_TOPIC, self._on_image),
                                  D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
         self._worker = threading.Thread(target=self._work, name='lf_decoder_worker',

@@ -188,7 +188,7 @@ def run(args, out=None):
 
         # ---- live measurement of a new pose ----
         new = args.poses
-        cal_file = output_dir / f'{calib.camera_name}.yaml'
+        cal_file = output_dir / 'latest' / f'{calib.camera_name}.yaml'
         expected = _true_corners(sim, result.model, new)
         measured, ids, source = _measure(caller, executor, context, nodes, cal_file, sim,
                                          result.model, new, say)

@@ -25,6 +25,7 @@ from lf_mpc_calib.calibration.hand_eye import check_setup, hand_eye_dict, mount_
 from lf_mpc_calib.camera import transforms
 from lf_mpc_calib.camera.rotations import rotation_matrix, rotation_vector
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.io.yaml_file import read_yaml
 
 DEFAULT_BASE_FRAME = 'base_link'
 DEFAULT_TOOL_FRAME = 'tool0'
@@ -181,7 +182,7 @@ def write_arm_dataset(directory, camera, board, arm, board_rvecs, board_tvecs, *
     import dataclasses
     path = write_dataset(directory, camera, board, board_rvecs, board_tvecs, **options)
     rv, tv = arm.robot_poses(board_rvecs, board_tvecs)
-    manifest = yaml.safe_load(Path(path).read_text())
+    manifest = read_yaml(path, 'manifest')
     manifest[ARM_KEY] = {'setup': arm.setup, 'base_frame': arm.base_frame,
                          'tool_frame': arm.tool_frame}
     manifest[ROBOT_POSES_KEY] = [

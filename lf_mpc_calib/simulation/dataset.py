@@ -38,6 +38,7 @@ import yaml
 from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
 from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
 
@@ -181,11 +182,7 @@ def load_poses(path):
     Read poses from YAML: a list of {rotation_vector, translation_m}, or a mapping with such a
     list under ``poses`` (a calibration file). Returns rvecs (P, 3), tvecs (P, 3).
     """
-    try:
-        with open(path) as f:
-            d = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInputError(f'cannot read poses file {path}: {exc}') from exc
+    d = read_yaml(path, 'poses file')
     poses = d.get('poses') if isinstance(d, dict) else d
     if not isinstance(poses, list) or not poses:
         raise InvalidInputError(
@@ -289,11 +286,7 @@ def read_dataset(directory):
     """Read a dataset folder written by :func:`write_dataset` into a :class:`Dataset`."""
     root = Path(directory)
     path = root / MANIFEST
-    try:
-        with open(path) as f:
-            manifest = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
-        raise InvalidInputError(f'cannot read dataset manifest {path}: {exc}') from exc
+    manifest = read_yaml(path, 'dataset manifest')
     if not isinstance(manifest, dict) or manifest.get('format') != FORMAT:
         raise InvalidInputError(f'{path} is not a {FORMAT} manifest')
     for key in ('camera', 'board', 'white', 'frames', 'ground_truth'):

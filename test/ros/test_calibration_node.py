@@ -206,7 +206,9 @@ def test_calibration_node_latched_outputs(session_run):
 def test_calibration_node_tf_static_holds_every_pose(session_run):
     from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion
     result = session_run['result']
-    full = [m for m in session_run['tf'] if m.transforms][-1]
+    # the simulated camera publishes its own true board pose on /tf_static too
+    full = [m for m in session_run['tf'] if m.transforms and
+            m.transforms[0].child_frame_id.startswith('lf_camera_board_')][-1]
     names = [t.child_frame_id for t in full.transforms]
     assert names == [f'lf_camera_board_{n}' for n in range(POSES)]  # full state per message
     for n, t in enumerate(full.transforms):
@@ -222,6 +224,7 @@ def test_calibration_node_save_and_reset(session_run):
     out = session_run['out']
     assert session_run['saved'].success and f'{POSES} captured frames' in \
         session_run['saved'].message
+    out = out / 'latest'                        # each save in its own folder
     assert (out / 'lf_camera.yaml').is_file() and (out / 'manifest.yaml').is_file()
     assert (out / 'lf_camera_observations.csv').is_file()
     assert len(list(out.glob('frame_*.png'))) == POSES
@@ -247,3 +250,70 @@ def test_config_files_name_every_parameter(ros_context, repo_root, name, node_cl
         assert declared == set(values)  # the config file lists every parameter, no others
     finally:
         node.destroy_node()
+
+
+# the module's session node keeps running: the tests below talk to a node of their own
+ISOLATED_NAME, ISOLATED_IMAGES = '/lf_calibration_isolated', 'isolated_image_raw'
+ISOLATED = ['--ros-args', '-r', f'__node:={ISOLATED_NAME[1:]}', '-r',
+            f'image_raw:={ISOLATED_IMAGES}', '-r', 'white_image:=isolated_white_image']
+
+
+def test_calibration_node_survives_unexpected_exceptions(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Fuzz issue 13 #5.3: an exception other than the package's own (a LinAlgError from the
+    eigen-solve) escaped ~/calibrate and ended the node with every captured pose."""
+    node = CalibrationNode(context=ros_context, cli_args=ISOLATED, parameter_overrides=[
+        *SMALL_BOARD, Parameter('output_dir', value=str(tmp_path))])
+    kept = [np.zeros((2, 2), np.uint8) for _ in range(4)]
+    node.session.frames = list(kept)            # stand-ins for four captured poses
+    calls = []
+
+    def eigen_failure():
+        calls.append('calibrate')
+        raise np.linalg.LinAlgError('Eigenvalues did not converge')
+
+    def conversion_failure(msg, what):
+        calls.append(what)
+        raise RuntimeError('unexpected in a callback')
+
+    node.session.calibrate = eigen_failure
+    node._to_mono = conversion_failure
+    with spinning(ros_context, node):
+        c = _clients(ros_node, ISOLATED_NAME)
+        for _ in range(2):                      # answered, and the node keeps serving
+            answer = call_service(ros_executor, c['calibrate'])
+            assert not answer.success
+            assert 'LinAlgError: Eigenvalues did not converge' in answer.message
+        pub = ros_node.create_publisher(Image, ISOLATED_IMAGES, 10)
+        wait_for_subscribers(ros_executor, pub)
+        pub.publish(array_to_image(np.zeros((4, 6), np.uint8), 'mono8'))
+        wait_for(ros_executor, lambda: 'image_raw' in calls, 'the failing image callback')
+        answer = call_service(ros_executor, c['calibrate'])
+        assert not answer.success and 'Eigenvalues' in answer.message
+    assert calls.count('calibrate') == 3
+    assert node.session.num_poses == 4
+    assert all(a is b for a, b in zip(node.session.frames, kept))
+
+
+def test_calibration_node_capture_gives_the_last_rejection(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Fuzz issue 13 #5.5: after malformed frames ~/capture said only 'no valid image within
+    4 s (7 malformed images ignored)', a running total without a reason."""
+    node = CalibrationNode(context=ros_context, cli_args=ISOLATED, parameter_overrides=[
+        *SMALL_BOARD, Parameter('capture_timeout', value=1.0),
+        Parameter('output_dir', value=str(tmp_path))])
+    node.session.decoder = object()             # 'ready': the capture waits for a frame
+    pub = ros_node.create_publisher(Image, ISOLATED_IMAGES, 10)
+    bad = Image(height=4, width=6, encoding='yuv422', step=12, data=bytes(48))
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        pub.publish(bad)                        # before the call: counted in the total only
+        wait_for(ros_executor, lambda: node.bad_images == 1, 'the first malformed image')
+        timer = ros_node.create_timer(0.2, lambda: pub.publish(bad))
+        answer = call_service(ros_executor, _clients(ros_node, ISOLATED_NAME)['capture'])
+        ros_node.destroy_timer(timer)
+    assert not answer.success
+    during = int(answer.message.split('(')[1].split(' malformed images ignored during')[0])
+    assert during >= 1 and node.bad_images >= during + 1
+    assert "the last: unsupported image encoding 'yuv422'" in answer.message, answer.message
+    assert f'{node.bad_images} malformed images since the start' in answer.message

@@ -199,3 +199,22 @@ def test_decode_node_follows_the_calibration_topic_and_drops_frames(
     _check_points(out['points'].last, scene)
     rate = out['rate'].last.data
     assert rate > 0 if node.frames_processed > 1 else rate == 0  # frames/s, 2-s window
+
+
+def test_decode_node_refuses_hostile_files(ros_context, scene):
+    """Fuzz issue 13 #5.4-5.5: a binary calibration file gave a bare UnicodeDecodeError, and a
+    white image contradicting the calibration's grid was accepted at startup."""
+    from lf_mpc_calib.io.images import write_image
+    folder = scene['folder']
+    binary = folder / 'binary.yaml'
+    binary.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(InvalidInputError, match=f"'calibration_file'.*{binary}: not UTF-8"):
+        DecodeNode(context=ros_context,
+                   parameter_overrides=[Parameter('calibration_file', value=str(binary))])
+    half = folder / 'half_white.png'
+    write_image(half, scene['white'][::2, ::2])
+    with pytest.raises(InvalidInputError, match="'calibration_file' and 'white_image_file' "
+                                                'disagree: the lenslet grid is for'):
+        DecodeNode(context=ros_context, parameter_overrides=[
+            Parameter('calibration_file', value=str(folder / 'truth.yaml')),
+            Parameter('white_image_file', value=str(half))])

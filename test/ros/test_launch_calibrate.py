@@ -104,7 +104,7 @@ class TestCalibrateSession(unittest.TestCase):
         self.assertLess(rms, 0.5, answer.message)
         answer = self._call('/lf_calibration/save')
         self.assertTrue(answer.success, answer.message)
-        saved = os.path.join(OUTPUT, 'lf_mpc_calib', 'lf_camera.yaml')
+        saved = os.path.join(OUTPUT, 'lf_mpc_calib', 'latest', 'lf_camera.yaml')  # newest save
         self.assertTrue(os.path.isfile(saved), f'{saved} not written')
         from lf_mpc_calib.io.calibration_file import load_calibration
         self.assertEqual(load_calibration(saved).num_poses, POSES)

@@ -1,0 +1,463 @@
+"""
+Checkerboard corners inside the micro-images of a raw frame of a focused (plenoptic 2.0) camera.
+
+Geometry (raw pixels, model-free): a scene point whose main-lens image projects, through the
+main-lens centre, to the sensor point x appears in the micro-image centred at c at
+
+    q = c + w (c - x)                                                    (1)
+
+with w the inverse virtual depth (w > 0 Keplerian: inverted micro-images; w < 0 Galilean).
+Neighbouring micro-images (centres e apart) see it w e apart, and (1) is linear in (w, w x):
+every corner's (x, w) follows from its positions in two or more micro-images.
+
+1. The raw frame is divided by the white image (micro-image vignetting removed); the
+   micro-image centres come from the white image's lattice (:mod:`lf_mpc_calib.lenslet`).
+2. A global w is estimated from the disparity between neighbouring textured micro-images.
+3. Patch-based rendering: the image of the board R(x) = N(c(x) + w (c(x) - x)), c(x) the
+   micro-image centre nearest x, on an x grid of step 1 / |w| (one raw pixel per output pixel).
+4. OpenCV finds the board there (:func:`lf_mpc_calib.features.corners.find_board`) and
+   :func:`~lf_mpc_calib.features.corners.resolve_orientation` labels it (square colours,
+   light margin: a grid one square off or part of a larger board is refused).
+5. Each corner is predicted by (1) in every micro-image whose usable disk contains it, refined
+   with cornerSubPix, and validated: it must stay within ``max_step`` of the prediction and show
+   a saddle (the 2nd angular harmonic of a small ring around it dominates, with enough
+   contrast); then (x, w) of each corner is fitted to its micro-images robustly (outliers beyond
+   ``fit_threshold`` dropped), and predicted again from the fit for a second pass.
+6. A corner is kept when at least ``min_views`` micro-images agree and its fitted x lies on the
+   board's homography through all corners (a mislabelled corner cannot), within
+   ``max_label_error`` squares of where the rendered image put it.
+
+Rows: (i, j) = micro-image centre (raw px), (u, v) = refined corner - centre (the focused-camera
+convention of :mod:`lf_mpc_calib.calibration`), lens_type from ``lens_types`` when given.
+"""
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from lf_mpc_calib.camera.observations import Observations
+from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.features.corners import find_board, resolve_orientation
+from lf_mpc_calib.features.interface import Detection
+from lf_mpc_calib.lenslet.grid import LensletGrid
+
+
+@dataclass(frozen=True, eq=False)
+class MicroImageOptions:
+    """
+    Options of :class:`MicroImageCornerDetector`.
+
+    radius_fraction: usable part of a micro-image (fraction of its radius measured on the white);
+    window: cornerSubPix half window (px); max_step: largest move (px) of a refined corner from
+    its prediction; min_saddle: least 2nd-harmonic amplitude of the ring around a corner
+    (fraction of the board's light-dark contrast); fit_threshold: residual (px) of a micro-image
+    from its corner's (x, w) fit beyond which it is dropped; min_views: fewest micro-images per
+    corner; max_label_error: largest distance (squares) of a corner's fitted x from its
+    rendered position and from the board homography; w_range: searched |w| (inverse virtual
+    depth) interval.
+    """
+
+    radius_fraction: float = 0.95
+    window: int = 2
+    max_step: float = 1.0
+    min_saddle: float = 0.15
+    fit_threshold: float = 0.35
+    min_views: int = 3
+    max_label_error: float = 0.1
+    w_range: tuple = (0.12, 0.7)
+    min_corners: int = 3
+
+
+class MicroImageCornerDetector:
+    """
+    FeatureDetector of a focused camera: ``detect(raw, board, *, pose=0) -> Detection``.
+
+    white: (H, W) white image of the camera; grid: its LensletGrid (estimated from ``white``
+    when None); lens_types: (M,) int lens type of each micro-image in ``grid.centres()`` order
+    (multi-focus cameras), or None.
+    """
+
+    def __init__(self, white, grid=None, *, lens_types=None, options=None):
+        white = np.asarray(white, dtype=np.float64)
+        if white.ndim != 2:
+            raise InvalidInputError(f'white must be a 2-D image, got shape {white.shape}')
+        if grid is None:
+            from lf_mpc_calib.lenslet.estimate import estimate_grid
+            grid = estimate_grid(white)
+        if not isinstance(grid, LensletGrid):
+            raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
+        if tuple(grid.image_size) != (white.shape[1], white.shape[0]):
+            raise InvalidInputError(f'grid is for {grid.image_size} images, the white is '
+                                    f'{white.shape[1]} x {white.shape[0]}')
+        self.grid = grid
+        self.options = options or MicroImageOptions()
+        self.centres = grid.centres()
+        if lens_types is not None:
+            lens_types = np.asarray(lens_types, dtype=np.int64).reshape(-1)
+            if lens_types.shape != (len(self.centres),):
+                raise InvalidInputError(f'lens_types must have one entry per micro-image '
+                                        f'({len(self.centres)}), got {lens_types.shape}')
+        self.lens_types = lens_types
+        top = float(np.percentile(white, 99.5))
+        if not top > 0:
+            raise DetectionError('the white image is black: no micro-images to normalise by')
+        self.white_level = top
+        w32 = (white / top).astype(np.float32)
+        self._lit = w32 > 0.35
+        self._inv_white = np.where(self._lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
+            np.float32)
+        self.radius = _micro_image_radius(self._lit, grid)
+        self._lattice = _Lattice(grid)
+
+    # ---- public ------------------------------------------------------------------------------
+    def detect(self, raw, board, *, pose=0):
+        """Return a :class:`Detection` for one raw frame; raises DetectionError with the reason."""
+        raw = np.asarray(raw)
+        if raw.ndim != 2 or raw.shape != self._lit.shape:
+            raise InvalidInputError(f'raw frame must be {self._lit.shape[1]} x '
+                                    f'{self._lit.shape[0]} (2-D) like the white image, got '
+                                    f'shape {raw.shape}')
+        opt = self.options
+        norm = self._normalise(raw)
+        w = self.estimate_w(norm)
+        rendered, step = self.render(norm, w)
+        try:
+            grid = find_board(rendered, board)
+            grid = resolve_orientation(rendered, grid, board)
+        except DetectionError as exc:
+            raise DetectionError(
+                f'board not found in the image rendered from the micro-images at inverse '
+                f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
+                f'{exc}') from None
+        x0 = grid.reshape(-1, 2) * step                            # (C, 2) raw px
+        spacing = _min_spacing(grid) * step
+        contrast = _board_contrast(rendered, grid)
+        smooth = cv2.GaussianBlur(norm, (0, 0), 0.7)
+        rows = []
+        x_fit = np.full_like(x0, np.nan)
+        w_fit = np.full(len(x0), np.nan)
+        counts = np.zeros(len(x0), int)
+        for c_idx in range(len(x0)):
+            res = self._corner(norm, smooth, x0[c_idx], w, contrast)
+            if res is None:
+                continue
+            m_idx, q, xc, wc = res
+            if len(m_idx) < opt.min_views:
+                continue
+            if np.hypot(*(xc - x0[c_idx])) > opt.max_label_error * spacing + 2.0 / abs(w):
+                continue
+            rows.append((c_idx, m_idx, q))
+            x_fit[c_idx], w_fit[c_idx], counts[c_idx] = xc, wc, len(m_idx)
+        kept = self._homography_check(x_fit, board, spacing)
+        rows = [r for r in rows if kept[r[0]]]
+        if len(rows) < opt.min_corners:
+            raise DetectionError(
+                f'only {len(rows)} board corners were found in at least {opt.min_views} '
+                f'micro-images each (need {opt.min_corners}); the board is too blurred, too '
+                'small in the micro-images or partly hidden')
+        pts = board.points()
+        parts = []
+        for c_idx, m_idx, q in rows:
+            cen = self.centres[m_idx]
+            parts.append(Observations(
+                np.full(len(m_idx), pose), np.full(len(m_idx), c_idx),
+                np.repeat(pts[c_idx][None], len(m_idx), axis=0),
+                np.column_stack([cen, q - cen]),
+                None if self.lens_types is None else self.lens_types[m_idx]))
+        obs = Observations.concatenate(parts)
+        central = np.where(kept[:, None] & (counts[:, None] > 0), x_fit / step, np.nan)
+        diag = {'inverse_virtual_depth': float(w), 'render_step_px': float(step),
+                'corners_found': int(len(rows)), 'corners_total': int(board.n_points),
+                'rays': int(len(obs)), 'median_views': float(np.median(counts[counts > 0])),
+                'w_per_corner': w_fit}
+        return Detection(obs, central, rendered, diag)
+
+    # ---- stages ------------------------------------------------------------------------------
+    def _normalise(self, raw):
+        norm = raw.astype(np.float32) * self._inv_white
+        top = float(np.percentile(norm[self._lit], 99.0)) if np.any(self._lit) else 0.0
+        if not top > 0:
+            raise DetectionError('the raw frame is black inside the micro-images')
+        return norm * np.float32(1.0 / top)
+
+    def estimate_w(self, norm):
+        """Global inverse virtual depth w of a normalised raw frame (disparity search)."""
+        opt = self.options
+        r_in = opt.radius_fraction * self.radius
+        cen = self.centres
+        h, w_img = norm.shape
+        inside = ((cen[:, 0] > r_in + 2) & (cen[:, 1] > r_in + 2)
+                  & (cen[:, 0] < w_img - r_in - 3) & (cen[:, 1] < h - r_in - 3))
+        idx = np.nonzero(inside)[0]
+        if idx.size == 0:
+            raise DetectionError('no micro-image lies inside the raw frame')
+        # texture of each micro-image: spread of its samples on a small disk
+        d = _disk_offsets(0.7 * r_in, 1.5)
+        vals = _remap(norm, cen[idx, None, :] + d[None])
+        spread = vals.std(axis=1)
+        order = idx[np.argsort(spread)[::-1][:200]]
+        order = order[spread[np.searchsorted(idx, order)] > 0.1]
+        if order.size < 5:
+            raise DetectionError('the raw frame shows no texture in its micro-images (no board,'
+                                 ' a uniform scene, or a board so close to the plane conjugate'
+                                 ' to the micro-lenses that each micro-image sees one square)')
+        grid = self.grid
+        steps = [grid.row_vector, 0.5 * grid.row_vector + grid.column_vector,
+                 -0.5 * grid.row_vector + grid.column_vector] if grid.lattice == 'hex' else \
+            [grid.row_vector, grid.column_vector]
+        lo, hi = opt.w_range
+        mags = np.arange(lo, hi + 1e-9, 0.025)
+        coarse = np.concatenate([-mags[::-1], mags])
+        base = cen[order]
+        pairs = []
+        for e in steps:
+            nb = self._lattice.nearest(base + e)
+            pairs.append((base[nb >= 0], self.centres[nb[nb >= 0]]))
+        offs = _disk_offsets(r_in, 1.5)
+        cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in coarse]
+        best = float(coarse[int(np.argmin(cost))])
+        fine = best + np.arange(-0.025, 0.0251, 0.005)
+        cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in fine]
+        return float(fine[int(np.argmin(cost))])
+
+    @staticmethod
+    def _pair_cost(norm, pairs, offs, r_in, wc):
+        """Mean squared difference of neighbouring micro-images shifted by w (their step)."""
+        total = 0.0
+        for a, b in pairs:
+            shift = wc * (b - a)
+            sel = np.hypot(*(offs + shift.mean(0)).T) <= r_in
+            if sel.sum() < 8:
+                return np.inf
+            o = offs[sel]
+            va = _remap(norm, a[:, None, :] + o[None])
+            vb = _remap(norm, b[:, None, :] + o[None] + shift[:, None, :])
+            total += float(np.mean((va - vb) ** 2))
+        return total
+
+    def render(self, norm, w):
+        """Patch-based rendering at inverse virtual depth w -> (image (h, w) f32, step (px))."""
+        step = 1.0 / abs(w)
+        h, wd = norm.shape
+        gx = np.arange(0, wd / step, dtype=np.float32) * step
+        gy = np.arange(0, h / step, dtype=np.float32) * step
+        xx, yy = np.meshgrid(gx, gy)
+        xy = np.column_stack([xx.ravel(), yy.ravel()]).astype(np.float64)
+        nb = self._lattice.nearest(xy)
+        c = self.centres[np.maximum(nb, 0)]
+        q = c + w * (c - xy)
+        mx = q[:, 0].reshape(xx.shape).astype(np.float32)
+        my = q[:, 1].reshape(xx.shape).astype(np.float32)
+        out = cv2.remap(norm, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
+                        borderValue=0)
+        out[(nb < 0).reshape(xx.shape)] = 0
+        return out, step
+
+    def _corner(self, norm, smooth, x, w, contrast):
+        """One corner: (micro-image indices (K,), refined q (K, 2), fitted x (2,), w) or None."""
+        opt = self.options
+        half = opt.window
+        r_use = opt.radius_fraction * self.radius - half - 0.5
+        if r_use <= 1.0:
+            return None
+        m_idx, q = None, None
+        for n_pass in range(3):
+            # micro-images whose usable disk contains the predicted corner
+            reach = r_use / abs(w)
+            near = self._lattice.within(x, reach)
+            if near.size == 0:
+                return None
+            cen = self.centres[near]
+            pred = cen + w * (cen - x)
+            ok = np.hypot(*(pred - cen).T) <= r_use
+            near, cen, pred = near[ok], cen[ok], pred[ok]
+            if len(near) < 2:
+                return None
+            ref = _subpix(norm, pred, half)
+            good = np.all(np.isfinite(ref), axis=1)
+            good &= np.hypot(*(ref - pred).T) <= opt.max_step * (2.0 if n_pass == 0 else 1.0)
+            good &= np.hypot(*(ref - cen).T) <= r_use
+            good &= _saddle(smooth, ref, contrast) >= opt.min_saddle
+            if good.sum() < 2:
+                return None
+            fit = _fit_xw(cen[good], ref[good], opt.fit_threshold)
+            if fit is None:
+                return None
+            keep, x_new, w_new = fit
+            m_idx, q = near[good][keep], ref[good][keep]
+            x, w = x_new, w_new
+        return m_idx, q, x, w
+
+    def _homography_check(self, x_fit, board, spacing):
+        """(C,) bool: corners whose fitted x lies on the board's homography (robust)."""
+        found = np.all(np.isfinite(x_fit), axis=1)
+        kept = found.copy()
+        if found.sum() < 4:
+            return kept
+        rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
+        tol = self.options.max_label_error * spacing
+        H, _ = cv2.findHomography(rc[found], x_fit[found], cv2.RANSAC, tol)
+        if H is None:
+            return np.zeros_like(found)
+        proj = cv2.perspectiveTransform(rc.reshape(-1, 1, 2), H).reshape(-1, 2)
+        err = np.hypot(*(proj - np.where(found[:, None], x_fit, 0.0)).T)
+        return found & (err <= tol)
+
+
+class _Lattice:
+    """Nearest micro-image of raw points, from the regular lattice of a LensletGrid."""
+
+    def __init__(self, grid):
+        self.grid = grid
+        self.reg = grid.regular()
+        self.basis = np.column_stack([self.reg.row_vector, self.reg.column_vector])
+        self.inv = np.linalg.inv(self.basis)
+        self.cols, self.rows = grid.shape
+        self.centres = grid.centres()
+
+    def nearest(self, xy):
+        """(N,) index into grid.centres() of the nearest micro-image, -1 outside the grid."""
+        xy = np.asarray(xy, float).reshape(-1, 2)
+        a = (xy - self.reg.origin) @ self.inv.T
+        best = np.full(len(xy), np.inf)
+        k_best = np.zeros(len(xy), np.int64)
+        l_best = np.zeros(len(xy), np.int64)
+        hexa = self.grid.lattice == 'hex'
+        for dl in ((0.0, 1.0) if hexa else (None,)):
+            if dl is None:
+                lc = np.rint(a[:, 1])
+                sh = 0.0
+            else:
+                lc = np.floor(a[:, 1]) + dl
+                sh = 0.5 * ((lc.astype(np.int64) + self.grid.hex_parity) % 2)
+            kc = np.rint(a[:, 0] - sh)
+            d = (a[:, 0] - kc - sh)[:, None] * self.reg.row_vector + \
+                (a[:, 1] - lc)[:, None] * self.reg.column_vector
+            d2 = np.einsum('ij,ij->i', d, d)
+            take = d2 < best
+            best = np.where(take, d2, best)
+            k_best = np.where(take, kc, k_best).astype(np.int64)
+            l_best = np.where(take, lc, l_best).astype(np.int64)
+        inside = (k_best >= 0) & (k_best < self.cols) & (l_best >= 0) & (l_best < self.rows)
+        return np.where(inside, l_best * self.cols + k_best, -1)
+
+    def within(self, x, radius):
+        """Indices of the micro-images whose centre is within ``radius`` px of x (2,)."""
+        a = (np.asarray(x, float) - self.reg.origin) @ self.inv.T
+        span_k = int(np.ceil(radius / self.grid.pitch)) + 2
+        span_l = int(np.ceil(radius / self.grid.row_spacing)) + 2
+        k0, l0 = int(np.round(a[0])), int(np.round(a[1]))
+        ks = np.arange(max(k0 - span_k, 0), min(k0 + span_k + 1, self.cols))
+        ls = np.arange(max(l0 - span_l, 0), min(l0 + span_l + 1, self.rows))
+        if ks.size == 0 or ls.size == 0:
+            return np.zeros(0, np.int64)
+        ll, kk = np.meshgrid(ls, ks, indexing='ij')
+        idx = (ll * self.cols + kk).ravel()
+        d = np.hypot(*(self.centres[idx] - x).T)
+        return idx[d <= radius]
+
+
+def _micro_image_radius(lit, grid):
+    """Radius (px) of the lit disk of a micro-image, from the lit share of the central half."""
+    h, w = lit.shape
+    share = lit[h // 4:3 * h // 4, w // 4:3 * w // 4].mean()
+    return float(np.sqrt(share * grid.pitch * grid.row_spacing / np.pi))
+
+
+def _disk_offsets(radius, step):
+    """Offsets (K, 2) on a square grid of ``step`` px inside a disk of ``radius`` px."""
+    n = int(np.floor(radius / step))
+    g = np.arange(-n, n + 1) * step
+    xx, yy = np.meshgrid(g, g)
+    d = np.column_stack([xx.ravel(), yy.ravel()])
+    return d[np.hypot(*d.T) <= radius]
+
+
+def _remap(img, pts):
+    """Bilinear samples of img at pts (..., 2) -> (...) float32."""
+    shp = pts.shape[:-1]
+    p = pts.reshape(-1, 2).astype(np.float32)
+    n = len(p)
+    width = 4096
+    rows = max(1, -(-n // width))
+    m = np.zeros((rows * width, 2), np.float32)
+    m[:n] = p
+    m = m.reshape(rows, width, 2)
+    out = cv2.remap(img, m[..., 0].copy(), m[..., 1].copy(), cv2.INTER_LINEAR,
+                    borderMode=cv2.BORDER_REPLICATE)
+    return out.reshape(-1)[:n].reshape(shp)
+
+
+def _subpix(img, uv, half):
+    """cornerSubPix at uv (N, 2) -> (N, 2), NaN where the window leaves the image."""
+    h, w = img.shape
+    out = np.full_like(uv, np.nan)
+    ok = (uv[:, 0] >= half + 1) & (uv[:, 1] >= half + 1) & \
+        (uv[:, 0] <= w - half - 2) & (uv[:, 1] <= h - half - 2)
+    if not np.any(ok):
+        return out
+    pts = uv[ok].astype(np.float32).reshape(-1, 1, 2).copy()
+    crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 30, 1e-3)
+    cv2.cornerSubPix(img, pts, (half, half), (-1, -1), crit)
+    out[ok] = pts.reshape(-1, 2)
+    return out
+
+
+_RING = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
+
+
+def _saddle(img, q, contrast, radius=2.0):
+    """
+    (N,) saddle strength at q (N, 2): the 2nd angular harmonic amplitude of a ring of
+    ``radius`` px around each point, minus its 1st (an edge), over the board contrast.
+    """
+    ring = np.column_stack([np.cos(_RING), np.sin(_RING)]) * radius
+    v = _remap(img, q[:, None, :] + ring[None]).astype(np.float64)
+    a1 = np.abs(v @ np.exp(1j * _RING)) * (2.0 / len(_RING))
+    a2 = np.abs(v @ np.exp(2j * _RING)) * (2.0 / len(_RING))
+    return (a2 - a1) / max(contrast, 1e-6)
+
+
+def _fit_xw(c, q, threshold):
+    """
+    Robust fit of (1) q - c = w c - y, y = w x to K micro-images.
+
+    Returns (kept (K,) bool, x (2,), w) or None when fewer than 2 micro-images agree.
+    """
+    keep = np.ones(len(c), bool)
+    for _ in range(4):
+        if keep.sum() < 2:
+            return None
+        a = np.zeros((2 * keep.sum(), 3))
+        cc, qq = c[keep], q[keep]
+        a[0::2, 0], a[0::2, 1] = cc[:, 0], -1.0
+        a[1::2, 0], a[1::2, 2] = cc[:, 1], -1.0
+        rhs = (qq - cc).ravel()
+        sol, *_ = np.linalg.lstsq(a, rhs, rcond=None)
+        w, y = sol[0], sol[1:]
+        if abs(w) < 1e-6:
+            return None
+        res = np.hypot(*((q - c) - (w * c - y)).T)
+        new = res <= threshold
+        if np.array_equal(new, keep):
+            break
+        keep = new
+    if keep.sum() < 2:
+        return None
+    return keep, y / w, float(w)
+
+
+def _min_spacing(grid):
+    """Smallest corner spacing (px) of a (rows, cols, 2) grid."""
+    d = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
+                        np.linalg.norm(grid[1:] - grid[:-1], axis=-1).ravel()])
+    return float(np.min(d))
+
+
+def _board_contrast(img, grid):
+    """Light - dark level of the board's squares in the rendered image."""
+    centres = 0.25 * (grid[:-1, :-1] + grid[:-1, 1:] + grid[1:, :-1] + grid[1:, 1:])
+    v = _remap(np.asarray(img, np.float32), centres.reshape(-1, 2).astype(np.float64))
+    lo, hi = np.percentile(v, (25, 75))
+    return float(max(hi - lo, 1e-6))

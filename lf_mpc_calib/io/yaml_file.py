@@ -1,0 +1,78 @@
+"""
+Reading YAML from files and strings safely: every YAML reader of the package goes through here.
+
+yaml.safe_load alone builds no objects but still accepts an alias bomb (a few hundred bytes
+whose aliases expand to billions of nodes: an error message or a log line that prints the value
+then writes megabytes) and files of any size. Here: files over MAX_BYTES, non-UTF-8 bytes,
+syntax errors and documents expanding to more than MAX_NODES nodes (aliases counted each time
+they are used) raise InvalidInputError naming the file, with the parser's message shortened.
+"""
+
+from pathlib import Path
+
+from lf_mpc_calib.errors import InvalidInputError, shorten
+
+MAX_BYTES = 64 * 1024 * 1024
+MAX_NODES = 2_000_000
+
+
+def read_yaml(path, what='YAML file'):
+    """The document in the YAML file ``path``; ``what`` names it in errors ('manifest', ...)."""
+    return load_yaml(read_text(path, what), f'{what} {path}')
+
+
+def read_text(path, what='YAML file'):
+    """The UTF-8 text of a small file ``path`` (at most MAX_BYTES), else InvalidInputError
+    saying why not (missing, a folder, too large, binary) with ``what`` and the path."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise InvalidInputError(f'cannot read {what} {path}: it is a folder, expected a file')
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise InvalidInputError(f'cannot read {what} {path}: {size} bytes, expected a text '
+                                    f'file of at most {MAX_BYTES} bytes')
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InvalidInputError(f'cannot read {what} {path}: it does not exist') from None
+    except OSError as exc:
+        raise InvalidInputError(f'cannot read {what} {path}: {exc.strerror or exc}') from None
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(f'cannot read {what} {path}: not UTF-8 text (byte {exc.start}); '
+                                f'expected a YAML file, got a binary file') from None
+
+
+def load_yaml(text, what='YAML text'):
+    """The document in the YAML string ``text``; errors start with ``what``."""
+    import yaml
+    if '\0' in text:
+        raise InvalidInputError(f'{what}: holds NUL bytes; expected YAML text, got binary data')
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(f'{what}: not valid YAML ({shorten(exc, 300)})') from None
+    except RecursionError:
+        raise InvalidInputError(f'{what}: nested too deeply to be read as YAML') from None
+    nodes = _count_nodes(doc, MAX_NODES)
+    if nodes > MAX_NODES:
+        raise InvalidInputError(
+            f'{what}: expands to more than {MAX_NODES} values (aliases counted each time they '
+            f'are used: an alias bomb?); expected a small document')
+    return doc
+
+
+def _count_nodes(doc, limit):
+    """Nodes of ``doc`` with shared (aliased) parts counted at every use, stopping past
+    ``limit``."""
+    count, stack = 0, [doc]
+    while stack and count <= limit:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, (list, tuple)):
+            stack.extend(node)
+    return count

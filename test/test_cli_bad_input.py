@@ -1,0 +1,177 @@
+"""
+Every ``lf-mpc-calib`` subcommand on hostile input: exit code 1 or 2 with a message, never a
+traceback (issue 13 #5.4). The subcommands come from the parser itself, so a new one is covered
+by the generic cases (alone, an unknown option, non-numbers for numbers, and every bad file in
+every input slot) as soon as it is registered.
+"""
+
+import argparse
+import contextlib
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.cli import build_parser, main
+
+HEADER = 'pose,point,X,Y,Z,i,j,u,v\n'
+OUTPUT_DESTS = {'output', 'report', 'plot', 'centres', 'png', 'ply', 'save_observations'}
+
+
+def _table(rows):
+    return HEADER + ''.join(','.join(str(x) for x in r) + '\n' for r in rows)
+
+
+def _valid_rows():
+    rows = []
+    for pose in range(3):
+        for point, (x, y) in enumerate([(0, 0), (0.01, 0), (0, 0.01), (0.01, 0.01)]):
+            for i in (-1, 1):
+                rows.append([pose, point, x, y, 0, i, 0, 10.0 + 3 * x + pose + i,
+                             20.0 + 5 * y - pose])
+    return rows
+
+
+def bad_inputs(root):
+    """{name: path} of files and folders no subcommand may turn into a traceback."""
+    root.mkdir(exist_ok=True)
+    files = {'missing': root / 'missing.csv', 'folder': root / 'folder'}
+    files['folder'].mkdir(exist_ok=True)
+    rng = np.random.default_rng(0)
+    binary = rng.integers(0, 256, 4096, dtype=np.uint8).tobytes()
+    for name, suffix in (('binary', '.png'), ('binary_csv', '.csv'), ('binary_yaml', '.yaml')):
+        files[name] = root / f'{name}{suffix}'
+        files[name].write_bytes(binary)
+    files['utf16'] = root / 'utf16.csv'
+    files['utf16'].write_text(_table(_valid_rows()), encoding='utf-16')
+    files['empty'] = root / 'empty.yaml'
+    files['empty'].write_text('')
+    files['header_only'] = root / 'header_only.csv'
+    files['header_only'].write_text(HEADER)
+    files['truncated_png'] = root / 'truncated.png'
+    files['truncated_png'].write_bytes(b'\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0')
+    rows = _valid_rows()
+    rows[5][7] = 1e300
+    files['huge_u'] = root / 'huge_u.csv'
+    files['huge_u'].write_text(_table(rows))
+    files['duplicated'] = root / 'duplicated.csv'
+    files['duplicated'].write_text(_table(_valid_rows() + _valid_rows()[:2]))
+    bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    for prev, name in zip('abcdefgh', 'bcdefghi'):
+        bomb += f'{name}: &{name} [' + ','.join([f'*{prev}'] * 9) + ']\n'
+    files['alias_bomb'] = root / 'bomb.yaml'
+    files['alias_bomb'].write_text(bomb)
+    for name, manifest in (('manifest_binary', binary),
+                           ('manifest_truncated', b'format: lf_mpc_calib-raw-dataset\nboard: '
+                                                  b'{cols: 6, rows: 5, square: 0.0\nframes: [')):
+        folder = root / name
+        folder.mkdir(exist_ok=True)
+        (folder / 'manifest.yaml').write_bytes(manifest)
+        (folder / 'frame_000.png').write_bytes(binary)
+        files[name] = folder
+    return files
+
+
+def subcommands():
+    """{name: subparser} of every registered subcommand."""
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def _slots(sub):
+    """(input slots, output slots, required choice arguments) of a subparser."""
+    inputs, outputs, choices = [], [], []
+    for a in sub._actions:
+        if a.dest == 'help' or not (a.required or not a.option_strings):
+            continue
+        if a.choices:
+            choices.append(a)
+        elif a.dest in OUTPUT_DESTS:
+            outputs.append(a)
+        else:
+            inputs.append(a)
+    return inputs, outputs, choices
+
+
+def _argv(name, sub, value, out):
+    """argv with every input slot holding ``value`` and every output slot ``out``."""
+    inputs, outputs, choices = _slots(sub)
+    positional, options = [], []
+    for a in sub._actions:
+        if a in choices:
+            arg = [sorted(a.choices)[0]]
+        elif a in inputs:
+            arg = [str(value)]
+        elif a in outputs:
+            arg = [str(out)]
+        else:
+            continue
+        if a.option_strings:
+            options += [a.option_strings[0], *arg]
+        else:
+            positional += arg
+    return [name, *positional, *options]
+
+
+def cases(root):
+    """(id, argv) of the hostile calls, for every subcommand."""
+    files = bad_inputs(root)
+    out = root / 'out' / 'result.yaml'
+    found = []
+    for name, sub in subcommands().items():
+        inputs, outputs, choices = _slots(sub)
+        if inputs or outputs or choices:
+            found.append((f'{name}-alone', [name]))
+        found.append((f'{name}-unknown-option', [name, '--no-such-option']))
+        base = _argv(name, sub, files['missing'], out) if inputs else None
+        for a in sub._actions:
+            if a.type in (int, float) and a.option_strings and base is not None:
+                found.append((f'{name}-{a.dest}-not-a-number',
+                              base + [a.option_strings[0], 'many']))
+        if inputs:
+            for bad, path in files.items():
+                found.append((f'{name}-{bad}', _argv(name, sub, path, out)))
+    # subcommands without an input file: their own files and numbers
+    found += [
+        ('simulate-poses-file-binary', ['simulate', '-o', str(out.parent / 's'),
+                                        '--poses-file', str(files['binary_yaml'])]),
+        ('simulate-poses-file-bomb', ['simulate', '-o', str(out.parent / 's'),
+                                      '--poses-file', str(files['alias_bomb'])]),
+        ('simulate-scale-nan', ['simulate', '-o', str(out.parent / 's'), '--scale', 'nan']),
+        ('simulate-poses-negative', ['simulate', '-o', str(out.parent / 's'), '--poses', '-3']),
+        ('demo-scale-nan', ['demo', '--scale', 'nan']),
+        ('demo-poses-zero', ['demo', '--poses', '0']),
+        ('calibrate-robot-poses-binary', ['calibrate', str(files['duplicated']),
+                                          '--robot-poses', str(files['binary_yaml'])]),
+        ('decode-grid-bomb', ['decode', str(files['binary']), '--white',
+                              str(files['binary']), '--grid', str(files['alias_bomb']),
+                              '-o', str(out.parent / 'd')]),
+    ]
+    return found
+
+
+CASES = cases(__import__('pathlib').Path(__import__('tempfile').mkdtemp(prefix='cli_bad_')))
+
+
+def test_every_subcommand_is_covered():
+    covered = {argv[0] for _, argv in CASES}
+    assert covered == set(subcommands())
+
+
+@pytest.mark.parametrize('argv', [argv for _, argv in CASES], ids=[i for i, _ in CASES])
+def test_bad_input_gives_a_message_not_a_traceback(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter('error')         # a warning is noise before the message
+        try:
+            rc = main(argv)
+        except SystemExit as exc:              # argparse: usage errors
+            rc = exc.code
+    text = err.getvalue()
+    assert rc in (1, 2), (rc, text)
+    assert 'Traceback' not in text and 'internal error' not in text, text
+    assert 'error' in text, text
+    assert len(text) < 5000, f'{len(text)} characters of error output'
