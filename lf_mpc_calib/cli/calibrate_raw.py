@@ -70,6 +70,11 @@ def register(subparsers):
     p.add_argument('--bayer', default=None, metavar='PATTERN',
                    help='Bayer pattern of the raw frames (e.g. RGGB); default: mono or '
                         'from the manifest')
+    p.add_argument('--camera-type', choices=('auto', 'conventional', 'focused'), default='auto',
+                   help='conventional (plenoptic 1.0: views decoded from the grid) or focused '
+                        '(plenoptic 2.0: corners in the micro-images); auto tells them from the '
+                        'micro-image size and what the frames show inside micro-images, and a '
+                        'type the data contradicts is refused (default: %(default)s)')
     p.add_argument('--min-poses', type=int, default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
     add_model_arguments(p)
@@ -196,15 +201,25 @@ def run(args):
         else:
             print(f'[{index + 1}/{total}] {path.name}: {message}', file=out, flush=True)
 
+    from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw, resolve_camera_type
+    camera_type, type_grid, evidence = resolve_camera_type(
+        dataset, getattr(args, 'camera_type', 'auto'), grid=dataset.grid)
+    if not args.quiet:
+        print(f'camera type: {camera_type} ({evidence})', file=out, flush=True)
     if not args.quiet:
         b = dataset.board
         grid = '' if args.grid is None else f', lenslet grid from {args.grid}'
         white = dataset.white.name if isinstance(dataset.white, Path) else dataset.white
         print(f'{len(dataset.frames)} frames, white {white}, board '
               f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
-    result_run = calibrate_raw(dataset, views=views, grid=dataset.grid,
-                               calibrate_options=options, min_poses=args.min_poses,
-                               progress=progress, accept_uncertain=args.accept_uncertain)
+    if camera_type == 'focused':
+        result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
+                                           min_poses=args.min_poses, progress=progress,
+                                           accept_uncertain=args.accept_uncertain)
+    else:
+        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
+                                   calibrate_options=options, min_poses=args.min_poses,
+                                   progress=progress, accept_uncertain=args.accept_uncertain)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
     he = mapping = None
@@ -228,7 +243,14 @@ def run(args):
     print('  ' + '  '.join(f'{k}={v:.6g}' for k, v in m.distortion_dict().items()), file=out)
     print_held(r, out)
     print(f'model fit: RMS {r.rms_reprojection_px:.3f} px = {result_run.fit_ratio:.2f} x the '
-          f'corner noise {result_run.corner_noise_px:.3f} px measured across views', file=out)
+          f'corner noise {result_run.corner_noise_px:.3f} px measured across '
+          f'{"micro-images" if camera_type == "focused" else "views"}', file=out)
+    if r.lens_types is not None:
+        from lf_mpc_calib.report.raw_calibration import lens_type_residuals
+        lt = r.lens_types.to_dict()
+        print(f'  lens types: {lt}', file=out)
+        for line in lens_type_residuals(r, result_run.observations):
+            print('  ' + line, file=out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:

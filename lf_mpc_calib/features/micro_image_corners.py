@@ -125,7 +125,7 @@ class MicroImageCornerDetector:
         try:
             grid = find_board(rendered, board)
             grid = resolve_orientation(rendered, grid, board)
-        except DetectionError as exc:
+        except (DetectionError, cv2.error) as exc:
             raise DetectionError(
                 f'board not found in the image rendered from the micro-images at inverse '
                 f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
@@ -142,23 +142,28 @@ class MicroImageCornerDetector:
             res = self._corner(norm, smooth, x0[c_idx], w, contrast)
             if res is None:
                 continue
-            m_idx, q, xc, wc = res
+            m_idx, q, xc, wc, fit_res = res
             if len(m_idx) < opt.min_views:
                 continue
             if np.hypot(*(xc - x0[c_idx])) > opt.max_label_error * spacing + 2.0 / abs(w):
                 continue
-            rows.append((c_idx, m_idx, q))
+            rows.append((c_idx, m_idx, q, fit_res))
             x_fit[c_idx], w_fit[c_idx], counts[c_idx] = xc, wc, len(m_idx)
         kept = self._homography_check(x_fit, board, spacing)
         rows = [r for r in rows if kept[r[0]]]
         if len(rows) < opt.min_corners:
+            reach = (opt.radius_fraction * self.radius - opt.window - 0.5) / abs(w)
+            per_point = np.pi * reach ** 2 / abs(np.linalg.det(self._lattice.basis))
             raise DetectionError(
                 f'only {len(rows)} board corners were found in at least {opt.min_views} '
-                f'micro-images each (need {opt.min_corners}); the board is too blurred, too '
-                'small in the micro-images or partly hidden')
+                f'micro-images each (need {opt.min_corners}); at inverse virtual depth '
+                f'{w:+.3f} a point falls in about {per_point:.1f} usable micro-images: '
+                + ('the board is too near the plane conjugate to the micro-lenses, move it '
+                   'nearer or farther' if per_point < opt.min_views + 1 else
+                   'the board is too blurred, too small in the micro-images or partly hidden'))
         pts = board.points()
         parts = []
-        for c_idx, m_idx, q in rows:
+        for c_idx, m_idx, q, _ in rows:
             cen = self.centres[m_idx]
             parts.append(Observations(
                 np.full(len(m_idx), pose), np.full(len(m_idx), c_idx),
@@ -169,7 +174,10 @@ class MicroImageCornerDetector:
         central = np.where(kept[:, None] & (counts[:, None] > 0), x_fit / step, np.nan)
         diag = {'inverse_virtual_depth': float(w), 'render_step_px': float(step),
                 'corners_found': int(len(rows)), 'corners_total': int(board.n_points),
-                'rays': int(len(obs)), 'median_views': float(np.median(counts[counts > 0])),
+                'rays': int(len(obs)),
+                'fit_residual_rms_px': float(np.sqrt(np.mean(np.concatenate(
+                    [r[3] for r in rows]) ** 2))),
+                'median_views': float(np.median(counts[counts > 0])),
                 'w_per_corner': w_fit}
         return Detection(obs, central, rendered, diag)
 
@@ -284,10 +292,10 @@ class MicroImageCornerDetector:
             fit = _fit_xw(cen[good], ref[good], opt.fit_threshold)
             if fit is None:
                 return None
-            keep, x_new, w_new = fit
+            keep, x_new, w_new, res = fit
             m_idx, q = near[good][keep], ref[good][keep]
             x, w = x_new, w_new
-        return m_idx, q, x, w
+        return m_idx, q, x, w, res
 
     def _homography_check(self, x_fit, board, spacing):
         """(C,) bool: corners whose fitted x lies on the board's homography (robust)."""
@@ -423,7 +431,8 @@ def _fit_xw(c, q, threshold):
     """
     Robust fit of (1) q - c = w c - y, y = w x to K micro-images.
 
-    Returns (kept (K,) bool, x (2,), w) or None when fewer than 2 micro-images agree.
+    Returns (kept (K,) bool, x (2,), w, residuals (kept,) px) or None when fewer than 2
+    micro-images agree.
     """
     keep = np.ones(len(c), bool)
     for _ in range(4):
@@ -445,7 +454,7 @@ def _fit_xw(c, q, threshold):
         keep = new
     if keep.sum() < 2:
         return None
-    return keep, y / w, float(w)
+    return keep, y / w, float(w), res[keep]
 
 
 def _min_spacing(grid):

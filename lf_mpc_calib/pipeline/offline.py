@@ -52,7 +52,10 @@ class RawCalibration:
     :mod:`~lf_mpc_calib.calibration.fit_check`); camera_metadata: the data set's (Lytro
     files), for the calibration file, or None; white: the white image's file (or in-memory
     frame) the grid came from, for the report; determination: how well the poses determine
-    the camera (:class:`~lf_mpc_calib.calibration.determination.Determination`).
+    the camera (:class:`~lf_mpc_calib.calibration.determination.Determination`); camera_type:
+    'conventional' (views decoded by the grid) or 'focused'
+    (:mod:`lf_mpc_calib.pipeline.focused_raw`; view_size is then the raw image's and
+    usable_views None).
     """
 
     result: object
@@ -72,6 +75,7 @@ class RawCalibration:
     camera_metadata: dict = None
     white: object = None
     determination: object = None
+    camera_type: str = 'conventional'
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -189,10 +193,13 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
     """
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    cal = CalibrationFile.from_result(run.result, camera_type='conventional',
+    lens_types = getattr(run.result, 'lens_types', None)
+    cal = CalibrationFile.from_result(run.result, camera_type=run.camera_type,
                                       image_size=run.view_size, lenslet_grid=run.grid,
                                       camera=camera, camera_metadata=run.camera_metadata,
-                                      hand_eye=hand_eye)
+                                      hand_eye=hand_eye,
+                                      lens_types=None if lens_types is None
+                                      else lens_types.to_dict())
     save_calibration(output, cal)
     written = [output]
     obs_path = observations_path(output)

@@ -17,6 +17,13 @@ def detection_summary(run):
     lines = [f'Frames: {len(run.pose_frames)} kept, {len(run.skipped)} skipped']
     for k, (path, det) in enumerate(run.detections):
         d = det.diagnostics
+        if 'views_used' not in d:     # focused camera: corners in micro-images
+            lines.append(f'  pose {k}: {path.name}: {len(det.observations)} observations, '
+                         f'{d["corners_found"]}/{d["corners_total"]} corners in '
+                         f'{d["median_views"]:.0f} micro-images (median), inverse virtual '
+                         f'depth {d["inverse_virtual_depth"]:+.3f}, fit residual RMS '
+                         f'{d["fit_residual_rms_px"]:.3f} px')
+            continue
         lines.append(f'  pose {k}: {path.name}: {len(det.observations)} observations, '
                      f'{d["corners_found"]}/{d["corners_total"]} corners, '
                      f'{d["views_used"]}/{d["views_available"]} views, line residual RMS '
@@ -31,9 +38,25 @@ def detection_summary(run):
             + ', principal point ({:.2f}, {:.2f}) px'.format(*d.sigma_principal_point_px))
         lines += [f'  NOT DETERMINED (accepted on request): {r}' for r in d.refusals]
         lines += [f'  WARNING: {w}' for w in d.warnings]
+    if run.observations.lens_type is not None:
+        lines += ['Residuals per micro-lens type:'] + [
+            '  ' + line for line in lens_type_residuals(run.result, run.observations)]
     t = run.timings
     lines.append('Timings: ' + ', '.join(f'{k} {v:.2f} s' for k, v in t.items()))
     return '\n'.join(lines) + '\n'
+
+
+def lens_type_residuals(result, obs):
+    """Lines 'lens type T: N rays, RMS x px' per micro-lens type ([] without lens types)."""
+    if obs.lens_type is None:
+        return []
+    sq = np.einsum('nk,nk->n', result.residuals_px, result.residuals_px)
+    lines = []
+    for t in np.unique(obs.lens_type):
+        m = obs.lens_type == t
+        lines.append(f'lens type {int(t)}: {int(m.sum())} rays, RMS reprojection '
+                     f'{np.sqrt(sq[m].mean()):.4f} px')
+    return lines
 
 
 def plot_detections(image, central_uv, board, path, *, title=''):

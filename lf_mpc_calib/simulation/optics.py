@@ -960,11 +960,14 @@ def default_board(camera):
     A checkerboard (with margin) about 0.55 of the field of view across at scene_distance.
 
     Squares span at least about 7 micro-images (so sub-aperture views keep a few pixels per
-    square); between 3 x 2 and 9 x 6 inner corners.
+    square; focused cameras: about 60 raw pixels, 20 pixels of the image rendered from the
+    micro-images); between 3 x 2 and 9 x 6 inner corners.
     """
     w, h = camera.field_of_view(camera.scene_distance)
     lenses = camera.sensor.width / camera.micro_image_pitch
     squares = int(np.clip(np.floor(0.5 * lenses / 7.0), 4, 10))
+    if camera.camera_type == 'focused':   # the rendered image has ~1/3 of the raw pixels
+        squares = int(np.clip(np.floor(0.5 * camera.sensor.width / 60.0), 4, 10))
     square = 0.55 * w / (squares + 2)            # + a one-square margin on each side
     rows = int(np.clip(np.floor(0.55 * h / square) - 2, 3, 7))
     square = min(square, 0.55 * h / (rows + 2))

@@ -1,0 +1,165 @@
+"""
+The offline pipeline of a focused (plenoptic 2.0) camera: raw frames + a white image ->
+calibration, the counterpart of :func:`lf_mpc_calib.pipeline.offline.calibrate_raw`.
+
+    run = calibrate_focused_raw(dataset, progress=...)
+    write_outputs(run, 'calibration.yaml', report_dir='report')    # pipeline.offline
+
+The micro-image grid comes from the white image, each frame's corners from the micro-images
+(:class:`lf_mpc_calib.features.micro_image_corners.MicroImageCornerDetector`), and the
+observation table (i, j) = micro-image centre, (u, v) = corner - centre is calibrated with the
+per-lens-type terms when the lens type of each micro-image is known (``lens_types``; a data
+set written by ``simulate`` with a multi-focus preset knows it from its camera), oriented with
+:func:`lf_mpc_calib.calibration.focused.orient_focused`. Frames where fewer than 3 corners are
+seen in enough micro-images are skipped with the reason.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lf_mpc_calib.calibration import calibrate
+from lf_mpc_calib.calibration.determination import check_determined, determination
+from lf_mpc_calib.calibration.fit_check import check_model_fit
+from lf_mpc_calib.calibration.focused import orient_focused
+from lf_mpc_calib.camera.observations import Observations
+from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LFCalibError
+from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+from lf_mpc_calib.io.images import read_float_image
+from lf_mpc_calib.lenslet.estimate import estimate_grid
+from lf_mpc_calib.lenslet.white_image import check_grid_size
+
+MIN_POSES = 3
+
+
+def focused_detector(dataset, grid=None, white=None, lens_types=None, options=None):
+    """The MicroImageCornerDetector of a data set (lens types from its simulated camera)."""
+    white = read_float_image(dataset.white) if white is None else white
+    try:
+        if grid is None:
+            grid = estimate_grid(white)
+        else:
+            check_grid_size(grid, np.shape(white))
+    except LFCalibError as exc:
+        raise DetectionError(f'white image {dataset.white}: {exc}') from exc
+    det = MicroImageCornerDetector(white, grid, options=options)
+    if lens_types is None and dataset.camera is not None and dataset.camera.mla.n_types > 1:
+        from lf_mpc_calib.simulation.focused_raw import lens_types_of
+        lens_types = lens_types_of(dataset.camera, det.centres)
+    if lens_types is not None:
+        det = MicroImageCornerDetector(white, grid, lens_types=lens_types, options=options)
+    return det
+
+
+def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_options=None,
+                          calibrate_options=None, min_poses=MIN_POSES, progress=None,
+                          accept_uncertain=False):
+    """
+    Detect the board in the micro-images of every frame and calibrate; returns a
+    :class:`lf_mpc_calib.pipeline.offline.RawCalibration` with camera_type 'focused'.
+
+    lens_types (M,) per micro-image of the grid (None: from a simulated camera, else one
+    type); progress(index, total, frame_path, message) and accept_uncertain as for
+    ``calibrate_raw`` (poses that leave the intrinsics too uncertain are refused unless
+    ``accept_uncertain``). Raises DetectionError when fewer than ``min_poses`` frames show
+    the board.
+    """
+    from lf_mpc_calib.pipeline.offline import RawCalibration
+    timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
+    t0 = time.perf_counter()
+    white = read_float_image(dataset.white)
+    det = focused_detector(dataset, grid, white, lens_types, detector_options)
+    timings['grid'] = time.perf_counter() - t0
+    parts, detections, skipped, pose_frames = [], [], [], []
+    total = len(dataset.frames)
+    for k, path in enumerate(dataset.frames):
+        t0 = time.perf_counter()
+        try:
+            found = det.detect(read_float_image(path), dataset.board, pose=len(pose_frames))
+        except LFCalibError as exc:
+            skipped.append((Path(path), str(exc)))
+            if progress:
+                progress(k, total, Path(path), f'skipped: {exc}')
+            continue
+        finally:
+            timings['detect'] += time.perf_counter() - t0
+        pose_frames.append(Path(path))
+        parts.append(found.observations)
+        detections.append((Path(path), found))
+        if progress:
+            d = found.diagnostics
+            progress(k, total, Path(path),
+                     f'{len(found.observations)} observations, {d["corners_found"]}/'
+                     f'{d["corners_total"]} corners in {d["median_views"]:.0f} micro-images '
+                     f'(median), inverse virtual depth {d["inverse_virtual_depth"]:+.3f}')
+    if len(pose_frames) < min_poses:
+        reasons = '; '.join(f'{p.name}: {r}' for p, r in skipped) or 'none'
+        raise DetectionError(
+            f'the board was found in {len(pose_frames)} of {total} frames, at least '
+            f'{min_poses} are needed (skipped: {reasons})')
+    obs = Observations.concatenate(parts)
+    if progress:
+        progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
+    t0 = time.perf_counter()
+    try:
+        result = orient_focused(calibrate(obs, **(calibrate_options or {})))
+    except DegenerateConfigurationError as exc:
+        raise DegenerateConfigurationError(
+            f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
+            f'{exc}') from exc
+    timings['calibrate'] = time.perf_counter() - t0
+    noise = float(np.median([d.diagnostics['fit_residual_rms_px'] for _, d in detections]))
+    ratio = check_model_fit(result.rms_reprojection_px, noise)
+    det_figures = (determination(result) if accept_uncertain
+                   else check_determined(result, board_points=dataset.board.points()))
+    truth = None
+    if dataset.camera is not None and dataset.camera.camera_type == 'focused':
+        w = None if obs.lens_type is None else \
+            np.bincount(obs.lens_type, minlength=dataset.camera.mla.n_types) / len(obs)
+        try:
+            truth = dataset.camera.ground_truth_model(weights=w)
+        except LFCalibError:
+            truth = None
+    return RawCalibration(result, obs, pose_frames, detections, skipped, det.grid,
+                          tuple(det.grid.image_size), dataset.board, truth, timings,
+                          dataset.name, None, noise, ratio,
+                          getattr(dataset, 'camera_metadata', None), dataset.white,
+                          det_figures, camera_type='focused')
+
+
+def resolve_camera_type(dataset, claimed='auto', *, grid=None):
+    """
+    The camera type of a data set: ('conventional' | 'focused', grid or None, evidence text).
+
+    A simulated data set's camera says it; else the white image's micro-image pitch (under
+    16 px: conventional, no frame read) and the frames' micro-images decide
+    (:func:`lf_mpc_calib.lenslet.camera_type.camera_type_of`). A ``claimed`` type the data
+    contradicts is refused with the figures (DetectionError). The grid estimated on the way
+    (from the Bayer-balanced white, as the decoder does) is returned for reuse (the given one,
+    or None for a simulated data set).
+    """
+    from lf_mpc_calib.lenslet.camera_type import PITCH_CONVENTIONAL, camera_type_of
+    from lf_mpc_calib.lenslet.white_image import bayer_neutral
+    cam = dataset.camera
+    if cam is not None:
+        if claimed not in ('auto', cam.camera_type):
+            raise DetectionError(f'the data set was simulated with a {cam.camera_type} camera '
+                                 f'({cam.name}), not {claimed}; give --camera-type '
+                                 f'{cam.camera_type} (or auto)')
+        return cam.camera_type, grid, f'simulated {cam.camera_type} camera {cam.name}'
+    white = read_float_image(dataset.white)
+    if dataset.demosaic is not None:
+        white = bayer_neutral(white, dataset.demosaic)
+    try:
+        est = estimate_grid(white) if grid is None else grid
+    except LFCalibError as exc:
+        raise DetectionError(f'white image {dataset.white}: {exc}') from exc
+    if est.pitch < PITCH_CONVENTIONAL and claimed != 'focused':
+        return 'conventional', est, f'micro-image pitch {est.pitch:.1f} px'
+    frames = (read_float_image(p) for p in dataset.frames)
+    found, evidence = camera_type_of(white, est, frames, claimed)
+    text = (f'{len(evidence)} frames: median edge share '
+            f'{np.median([e.edge_share for e in evidence]):.2f}, pitch {est.pitch:.1f} px'
+            if evidence else 'no frame showed the board')
+    return found, est, text

@@ -1,0 +1,102 @@
+"""calibrate-raw for focused cameras: corners from the micro-images of rendered raw frames,
+per-lens-type terms in the calibration file, and the camera type told from the data (a focused
+data set given as conventional, or the reverse, is refused with the reason)."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.cli import main
+from lf_mpc_calib.errors import DetectionError
+from lf_mpc_calib.io.calibration_file import load_calibration
+from lf_mpc_calib.io.observation_table import read_observations
+from lf_mpc_calib.pipeline.focused_raw import resolve_camera_type
+from lf_mpc_calib.pipeline.offline import load_raw_dataset
+from lf_mpc_calib.simulation.dataset import write_dataset
+from lf_mpc_calib.simulation.focused_raw import board_pose
+from lf_mpc_calib.simulation.optics import Checkerboard, preset
+
+
+@pytest.fixture(scope='module')
+def multifocus(tmp_path_factory):
+    root = tmp_path_factory.mktemp('focused_ds')
+    cam = preset('focused-multifocus', scale=0.5, sensor__noise=0.0)
+    board = Checkerboard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
+    rv, tv = [], []
+    for z, ang in ((1.0, (15, -10, 3)), (1.15, (-12, 18, -5)), (1.3, (20, 8, 2)),
+                   (1.45, (-8, -20, 6)), (1.6, (10, 15, -3))):
+        r, t = board_pose(cam, board, z * cam.scene_distance, ang)
+        rv.append(r)
+        tv.append(t)
+    write_dataset(root, cam, board, np.array(rv), np.array(tv), samples=8, noise=0.0)
+    return root, cam
+
+
+def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
+    root, cam = multifocus
+    out = tmp_path / 'cal.yaml'
+    rc = main(['calibrate-raw', str(root), '-o', str(out), '--report', str(tmp_path / 'rep'),
+               '--fix', 'k_1,k_2', '--accept-uncertain'])
+    text = capsys.readouterr()
+    assert rc == 0, text.err
+    assert 'camera type: focused' in text.out
+    cal = load_calibration(out)
+    assert cal.camera_type == 'focused' and cal.num_poses >= 4
+    assert cal.lens_types is not None and len(cal.lens_types['scale']) == 3
+    obs = read_observations(tmp_path / 'cal_observations.csv')
+    assert obs.lens_type is not None
+    # against the optics (weights: ray fractions per type, the gauge of the type terms)
+    gt = cam.ground_truth_model(weights=np.bincount(obs.lens_type) / len(obs))
+    m = cal.model
+    z = {n: (getattr(m, n) - getattr(gt, n)) / cal.stddev[n]
+         for n in ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0', 'k_3', 'k_4')}
+    # a half-size sensor and 5 poses determine k_u to ~4 % (sigma); the errors must be what
+    # the stated sigmas say (measured: |z| <= 2.1) and k_i close
+    assert max(abs(v) for v in z.values()) < 4.0, z
+    assert abs(m.k_i / gt.k_i - 1) < 0.02
+    assert cal.errors['rms_reprojection_px'] < 0.3
+    report = (tmp_path / 'rep' / 'detections.txt').read_text()
+    assert 'lens type 2:' in report and 'micro-images (median)' in report
+
+
+def test_calibrate_raw_focused_refuses_an_undetermined_camera(multifocus, tmp_path, capsys):
+    root, _ = multifocus
+    rc = main(['calibrate-raw', str(root), '-o', str(tmp_path / 'c.yaml'), '--fix', 'k_1,k_2'])
+    err = capsys.readouterr().err
+    assert rc != 0 and 'sigma' in err and 'Traceback' not in err
+    assert not (tmp_path / 'c.yaml').exists()
+
+
+def test_focused_data_given_as_conventional_is_refused(multifocus, tmp_path, capsys):
+    root, _ = multifocus
+    rc = main(['calibrate-raw', str(root), '-o', str(tmp_path / 'c.yaml'),
+               '--camera-type', 'conventional'])
+    err = capsys.readouterr().err
+    assert rc != 0 and 'focused' in err and 'Traceback' not in err
+
+
+def test_camera_type_from_the_frames_without_a_manifest(multifocus, tmp_path):
+    root, _ = multifocus
+    plain = tmp_path / 'plain'
+    plain.mkdir()
+    for p in root.glob('*.png'):
+        shutil.copy(p, plain / p.name)
+    ds = load_raw_dataset(plain, board=Checkerboard(8, 5, 0.01))
+    assert ds.camera is None
+    found, grid, text = resolve_camera_type(ds)
+    assert found == 'focused' and grid is not None and 'edge share' in text
+    with pytest.raises(DetectionError, match='not conventional'):
+        resolve_camera_type(ds, 'conventional', grid=grid)
+
+
+def test_conventional_data_given_as_focused_is_refused(tmp_path):
+    cam = preset('lytro', scale=0.2)
+    board = Checkerboard(5, 4, 0.004)
+    r, t = board_pose(cam, board, cam.scene_distance, (10, 5, 0))
+    write_dataset(tmp_path, cam, board, r[None], t[None], samples=2)
+    (tmp_path / 'manifest.yaml').unlink()
+    ds = load_raw_dataset(tmp_path, board=board)
+    assert resolve_camera_type(ds)[0] == 'conventional'
+    with pytest.raises(DetectionError, match='not focused'):
+        resolve_camera_type(ds, 'focused')
