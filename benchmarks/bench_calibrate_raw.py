@@ -78,7 +78,7 @@ def main():
             t0 = time.perf_counter()
             views = None if args.views is None else \
                 tuple(int(x) for x in args.views.lower().split('x'))
-            run = calibrate_raw(ds, grid=grid, views=views)
+            run = calibrate_raw(ds, grid=grid, views=views, accept_uncertain=True)
             total = time.perf_counter() - t0
         t = run.timings
         m, truth = signed(run.result.model, run.truth), run.truth
@@ -96,6 +96,10 @@ def main():
               + f'; principal point error {pp.round(3).tolist()} px; RMS reprojection '
               f'{r.rms_reprojection_px:.4f} px; converged {r.converged}'
               + ('  [decoded with the true grid]' if args.true_grid else ''))
+        d = run.determination
+        print('   sigma %: ' + ', '.join(f'{k} {v:.3f}' for k, v in d.sigma_pct.items())
+              + '; principal point sigma {:.3f}, {:.3f} px'.format(*d.sigma_principal_point_px)
+              + ''.join(f'; REFUSED without --accept-uncertain: {x}' for x in d.refusals))
 
 
 if __name__ == '__main__':

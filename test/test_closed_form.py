@@ -146,7 +146,8 @@ def test_absurd_values_are_refused_before_the_eigen_solve():
     ijuv = obs.ijuv.copy()
     ijuv[7, 2] = 1e200
     huge = Observations(obs.pose, obs.point, obs.board, ijuv)
-    with pytest.raises(InvalidInputError, match=r'i, j, u, v reach 1e\+200 px \(row 7, pose'):
+    with pytest.raises(InvalidInputError,
+                       match=r'i, j, u, v reach 1e\+200 px \(ray 7 counted from 0, pose'):
         closed_form(huge)
     board = obs.board.copy()
     board[3, 0] = 1e9

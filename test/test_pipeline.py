@@ -10,7 +10,7 @@ from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, InvalidInputError
 from lf_mpc_calib.io.observation_table import observations_path, read_observations
 from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
-from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
+from lf_mpc_calib.simulation.dataset import capture_poses, random_poses, write_dataset
 from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, default_board, preset
 
 INTRINSICS = ('k_i', 'k_j', 'k_u', 'k_v')
@@ -87,13 +87,14 @@ def test_calibrate_raw_illum_crop_fits_and_stays_near_truth(illum_run):
 
 @pytest.fixture(scope='module')
 def lytro_full_run(tmp_path_factory):
-    # the whole Lytro sensor (3280 x 3280 px, views 330 x 381 px, +-18 degrees), 6 poses at
-    # 0.7-1.3 x the focus distance, rendered with 4 rays per pixel (~30 s)
+    # the whole Lytro sensor (3280 x 3280 px, views 330 x 381 px, +-18 degrees), simulate's 6
+    # default poses (0.6-1.5 x the focus distance, tilted about both axes), rendered with 4
+    # rays per pixel (~30 s). (Random poses at 0.7-1.3 x, this test's earlier set, are refused:
+    # sigma of k_j 1.9 %, principal point 0.7 / 1.0 px, 'add a board nearer than 0.32 m'.)
     root = tmp_path_factory.mktemp('lytro_full')
     camera = preset('lytro')
     board = default_board(camera)
-    rv, tv = random_poses(camera, board, 6, rng=np.random.default_rng(1), max_tilt_deg=35.0,
-                          distance_range=(0.7, 1.3))
+    rv, tv = capture_poses(camera, board, 6, rng=np.random.default_rng(1))
     write_dataset(root, camera, board, rv, tv, seed=1, samples=4)
     return calibrate_raw(load_raw_dataset(root))
 
@@ -105,14 +106,18 @@ def test_calibrate_raw_full_size_lytro_matches_ground_truth(lytro_full_run):
     r, t = run.result, run.truth
     m = _signed(r.model, t)
     rel = {n: abs(getattr(m, n) / getattr(t, n) - 1.0) for n in INTRINSICS + ('k_3', 'k_4')}
-    # Measured (seeds 1, 2): k_i..k_v within 0.85 %, k_3, k_4 within 0.65 %, principal point
-    # within 0.5 px, RMS 0.094-0.10 px. Four rays per pixel leave ~0.1 px of aliasing on the
-    # corners; with 16 (the benchmark, 10 poses) all meet the targets: k within
-    # 0.46 %, principal point 0.2 px, RMS 0.041 px.
+    # Measured (seeds 1, 2): k_i..k_v within 0.68 % (k_j, sigma 0.8-0.9 %: the hex lattice
+    # leaves v twice as noisy as u), k_3, k_4 within 0.47 %, principal point within 0.55 px,
+    # RMS 0.12-0.15 px, every error within 1.2 sigma; accepted with 3-sigma warnings. Four
+    # rays per pixel leave ~0.1 px of aliasing on the corners (more on the far boards); with
+    # 16 (the benchmark, 10 poses) all meet the targets.
+    assert run.determination.determined, run.determination.refusals
     assert max(rel[n] for n in INTRINSICS) < 0.015, rel
     assert max(rel['k_3'], rel['k_4']) < 0.05, rel
     assert np.all(np.abs(m.principal_point - t.principal_point) < 1.0)
-    assert r.rms_reprojection_px < 0.15, r.rms_reprojection_px
+    for name in INTRINSICS:
+        assert abs(abs(getattr(m, name)) - abs(getattr(t, name))) < 3 * r.stddev[name], name
+    assert r.rms_reprojection_px < 0.2, r.rms_reprojection_px
     assert r.converged and not run.skipped
 
 

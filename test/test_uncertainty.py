@@ -45,3 +45,36 @@ def test_errors_within_three_sigma_over_seeds(per_corner_px, per_ray_px):
     z = np.concatenate([_z_scores(seed, per_corner_px, per_ray_px) for seed in range(4)])
     assert np.all(np.isfinite(z))
     assert np.mean(z <= 3.0) >= 0.95, np.round(z, 1)
+
+
+def _session(truth, seed, noise_px=0.15):
+    camera = conventional_camera('lytro', scale=0.5)
+    board = default_board(camera)
+    rng = np.random.default_rng(seed)
+    rv, tv = random_poses(camera, board, 6, rng=rng, distance_range=(0.6, 1.5))
+    obs = simulate_observations(truth, rv, tv, board.points(), view_grid(7) - 3)
+    ijuv = obs.ijuv.copy()
+    ijuv[:, 2:] += rng.normal(0.0, noise_px, (len(obs), 2))
+    return Observations(obs.pose, obs.point, obs.board, ijuv)
+
+
+def test_distortion_terms_held_unless_determined(tmp_path):
+    from lf_mpc_calib.io.calibration_file import (
+        CalibrationFile, load_calibration, save_calibration)
+    from lf_mpc_calib.report.calibration import summary_text
+    truth = conventional_camera('lytro', scale=0.5).ground_truth_model()   # k_1 = k_2 = 0
+    plain = calibrate(_session(truth, 1))
+    # no radial distortion in the optics: k_2, k_1 held at 0 with the reason; the focus shear
+    # k_3 = k_4 = -2.5 stays free
+    assert set(plain.held) == {'k_1', 'k_2'} and plain.model.k_1 == plain.model.k_2 == 0.0
+    assert 'not determined by the data' in plain.held['k_1'] and 'sigma < 3' in plain.held['k_1']
+    assert np.isfinite(plain.stddev['k_3']) and abs(plain.model.k_3 + 2.5) < 0.1
+    assert 'k_1: not determined by the data' in summary_text(plain)
+    path = tmp_path / 'c.yaml'
+    save_calibration(path, CalibrationFile.from_result(plain, camera_type='conventional'))
+    assert load_calibration(path).held == plain.held
+    # a lens with barrel distortion (about 1 px at the view edge): k_1 is kept and recovered
+    barrel = calibrate(_session(truth.replace(k_1=-0.3), 1))
+    assert 'k_1' not in barrel.held and abs(barrel.model.k_1 + 0.3) < 3 * barrel.stddev['k_1']
+    # all four free on request, as before
+    assert not calibrate(_session(truth, 1), distortion=True).held

@@ -100,9 +100,9 @@ def _refuse_absurd_values(obs):
         if not worst <= limit:
             row = int(np.argmax(np.abs(values).max(axis=1)))
             raise InvalidInputError(
-                f'{name} reach {worst:.3g} {unit} (row {row}, pose {obs.pose[row]}, point '
-                f'{obs.point[row]}); expected at most {limit:g} {unit} (check the units and '
-                f'columns of the table)')
+                f'{name} reach {worst:.3g} {unit} (ray {row} counted from 0, pose '
+                f'{obs.pose[row]}, point {obs.point[row]}); expected at most {limit:g} {unit} '
+                f'(check the units and columns of the table)')
 
 
 def validate_observations(obs, *, planar=False):

@@ -27,9 +27,10 @@ class R12Calibration:
     An MPC calibration of R12 data with optional per-lens-type terms.
 
     result: the CalibrationResult (``result.lens_types`` holds the terms with their standard
-    deviations, None for 'none'); lens_type_terms: 'none' | 'offset' | 'affine'; scale (T,) the
-    a_T; offset_px (T, 2) the (d_T, e_T); residuals_raw_px (N, 2) measured - predicted corner in
-    raw pixels; rms_raw_px: sqrt(mean over rays of du^2 + dv^2) in raw pixels.
+    deviations, None for 'none'); lens_type_terms: 'none' | 'offset' | 'affine' |
+    'affine-radial'; scale (T,) the a_T; offset_px (T, 2) the (d_T, e_T); residuals_raw_px
+    (N, 2) measured - predicted corner in raw pixels; rms_raw_px: sqrt(mean over rays of
+    du^2 + dv^2) in raw pixels.
     """
 
     result: object
@@ -46,7 +47,7 @@ class R12Calibration:
         return d
 
 
-def calibrate_r12(data, *, lens_type_terms='affine', **options):
+def calibrate_r12(data, *, lens_type_terms='affine-radial', **options):
     """
     Calibrate an R12Dataset, with per-lens-type terms estimated jointly (module docstring).
 

@@ -58,9 +58,12 @@ def register(subparsers):
                    help='image size written to the file (view or raw image)')
     p.add_argument('--report', metavar='DIR', default=None,
                    help='write a report (summary.txt and PNG plots) into DIR')
-    p.add_argument('--lens-type-terms', choices=('none', 'offset', 'affine'), default=None,
-                   help='--format r12 only: per-micro-lens-type offset or scale + offset of '
-                        '(u, v) (lf_mpc_calib.io.raytrix_r12; default affine for r12)')
+    p.add_argument('--lens-type-terms', choices=('none', 'offset', 'affine', 'affine-radial'),
+                   default=None,
+                   help='per-micro-lens-type terms of (u, v): offset, scale + offset, or those '
+                        'and a radial term about the micro-image centre '
+                        '(lf_mpc_calib.calibration.type_terms; default affine-radial for '
+                        '--format r12, affine for a table with a lens_type column)')
     p.add_argument('--save-observations', metavar='CSV', default=None,
                    help='also write the (converted) observation table')
     from lf_mpc_calib.cli.calibrate_raw import add_hand_eye_arguments
@@ -147,10 +150,10 @@ def run(args):
     if terms is not None and 'r12' not in extra and obs.lens_type is None:
         raise InvalidInputError('--lens-type-terms needs lens types: --format r12 (from the '
                                 'micro-image indices) or a table with a lens_type column')
-    if 'r12' in extra and (terms or 'affine') != 'none':
+    if 'r12' in extra and (terms or 'affine-radial') != 'none':
         from lf_mpc_calib.calibration.lens_types import calibrate_r12
-        r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine', progress=progress,
-                            **options)
+        r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine-radial',
+                            progress=progress, **options)
         result = r12.result
         lens_types = r12.lens_types_dict()
     else:
@@ -166,7 +169,10 @@ def run(args):
               + ', '.join(f'{x:+.5f} ± {s:.5f}' for x, s in zip(lt.scale, lt.scale_std))
               + '; offset px '
               + ', '.join(f'({x:+.4f}, {y:+.4f}) ± ({sx:.4f}, {sy:.4f})'
-                          for (x, y), (sx, sy) in zip(lt.offset_px, lt.offset_std_px)))
+                          for (x, y), (sx, sy) in zip(lt.offset_px, lt.offset_std_px))
+              + ('' if lt.terms != 'affine-radial' else '; radial (q1, q2) '
+                 + ', '.join(f'({q1:+.4f}, {q2:+.4f}) ± ({s1:.4f}, {s2:.4f})'
+                             for (q1, q2), (s1, s2) in zip(lt.radial, lt.radial_std))))
         print(f'RMS reprojection error in raw pixels with lens-type terms: '
               f'{result.rms_reprojection_px:.6g} px')
     image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')

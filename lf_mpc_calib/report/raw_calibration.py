@@ -31,6 +31,13 @@ def detection_summary(run):
                      f'{d["low_contrast"]} low-contrast, {d["moved_too_far"]} unstable')
     for path, reason in run.skipped:
         lines.append(f'  skipped {path.name}: {reason}')
+    d = getattr(run, 'determination', None)
+    if d is not None:
+        lines.append('Determination: sigma ' + ', '.join(
+            f'{n} {v:.2f} %' for n, v in d.sigma_pct.items())
+            + ', principal point ({:.2f}, {:.2f}) px'.format(*d.sigma_principal_point_px))
+        lines += [f'  NOT DETERMINED (accepted on request): {r}' for r in d.refusals]
+        lines += [f'  WARNING: {w}' for w in d.warnings]
     if run.observations.lens_type is not None:
         lines += ['Residuals per micro-lens type:'] + [
             '  ' + line for line in lens_type_residuals(run.result, run.observations)]
