@@ -75,6 +75,10 @@ def register(subparsers):
                         '(plenoptic 2.0: corners in the micro-images); auto tells them from the '
                         'micro-image size and what the frames show inside micro-images, and a '
                         'type the data contradicts is refused (default: %(default)s)')
+    p.add_argument('--lens-types', type=int, default=1, metavar='T',
+                   help='focused multi-focus cameras: T interleaved micro-lens types, told '
+                        'apart from the corners\' sharpness and given their own terms '
+                        '(default: %(default)s; a simulated data set knows its own)')
     p.add_argument('--min-poses', type=int, default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
     add_model_arguments(p)
@@ -215,7 +219,8 @@ def run(args):
     if camera_type == 'focused':
         result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
                                            min_poses=args.min_poses, progress=progress,
-                                           accept_uncertain=args.accept_uncertain)
+                                           accept_uncertain=args.accept_uncertain,
+                                           n_types=args.lens_types)
     else:
         result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
                                    calibrate_options=options, min_poses=args.min_poses,

@@ -109,7 +109,7 @@ class MicroImageCornerDetector:
         self._inv_white = np.where(self._lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
             np.float32)
         self.radius = _micro_image_radius(self._lit, grid)
-        self._lattice = MicroImageLattice(grid)
+        self.lattice = MicroImageLattice(grid)
 
     # ---- public ------------------------------------------------------------------------------
     def detect(self, raw, board, *, pose=0):
@@ -154,7 +154,7 @@ class MicroImageCornerDetector:
         rows = [r for r in rows if kept[r[0]]]
         if len(rows) < opt.min_corners:
             reach = (opt.radius_fraction * self.radius - opt.window - 0.5) / abs(w)
-            per_point = np.pi * reach ** 2 / abs(np.linalg.det(self._lattice.basis))
+            per_point = np.pi * reach ** 2 / abs(np.linalg.det(self.lattice.basis))
             raise DetectionError(
                 f'only {len(rows)} board corners were found in at least {opt.min_views} '
                 f'micro-images each (need {opt.min_corners}); at inverse virtual depth '
@@ -179,7 +179,9 @@ class MicroImageCornerDetector:
                 'fit_residual_rms_px': float(np.sqrt(np.mean(np.concatenate(
                     [r[3] for r in rows]) ** 2))),
                 'median_views': float(np.median(counts[counts > 0])),
-                'w_per_corner': w_fit}
+                'w_per_corner': w_fit,
+                'row_saddle': np.concatenate([_saddle(smooth, q, contrast)
+                                              for _, _, q, _ in rows])}
         return Detection(obs, central, rendered, diag)
 
     # ---- stages ------------------------------------------------------------------------------
@@ -221,7 +223,7 @@ class MicroImageCornerDetector:
         base = cen[order]
         pairs = []
         for e in steps:
-            nb = self._lattice.nearest(base + e)
+            nb = self.lattice.nearest(base + e)
             pairs.append((base[nb >= 0], self.centres[nb[nb >= 0]]))
         offs = _disk_offsets(r_in, 1.5)
         cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in coarse]
@@ -253,7 +255,7 @@ class MicroImageCornerDetector:
         gy = np.arange(0, h / step, dtype=np.float32) * step
         xx, yy = np.meshgrid(gx, gy)
         xy = np.column_stack([xx.ravel(), yy.ravel()]).astype(np.float64)
-        nb = self._lattice.nearest(xy)
+        nb = self.lattice.nearest(xy)
         c = self.centres[np.maximum(nb, 0)]
         q = c + w * (c - xy)
         mx = q[:, 0].reshape(xx.shape).astype(np.float32)
@@ -274,7 +276,7 @@ class MicroImageCornerDetector:
         for n_pass in range(3):
             # micro-images whose usable disk contains the predicted corner
             reach = r_use / abs(w)
-            near = self._lattice.within(x, reach)
+            near = self.lattice.within(x, reach)
             if near.size == 0:
                 return None
             cen = self.centres[near]

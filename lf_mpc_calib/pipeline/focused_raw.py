@@ -55,16 +55,18 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
 
 def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_options=None,
                           calibrate_options=None, min_poses=MIN_POSES, progress=None,
-                          accept_uncertain=False):
+                          accept_uncertain=False, n_types=1):
     """
     Detect the board in the micro-images of every frame and calibrate; returns a
     :class:`lf_mpc_calib.pipeline.offline.RawCalibration` with camera_type 'focused'.
 
-    lens_types (M,) per micro-image of the grid (None: from a simulated camera, else one
-    type); progress(index, total, frame_path, message) and accept_uncertain as for
-    ``calibrate_raw`` (poses that leave the intrinsics too uncertain are refused unless
-    ``accept_uncertain``). Raises DetectionError when fewer than ``min_poses`` frames show
-    the board.
+    lens_types (M,) per micro-image of the grid (None: from a simulated camera; else, with
+    ``n_types`` > 1, told from the corners' sharpness by
+    :func:`lf_mpc_calib.features.lens_type_inference.infer_lens_types`, DetectionError when
+    they do not tell; else one type); progress(index, total, frame_path, message) and
+    accept_uncertain as for ``calibrate_raw`` (poses that leave the intrinsics too uncertain
+    are refused unless ``accept_uncertain``). Raises DetectionError when fewer than
+    ``min_poses`` frames show the board.
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
@@ -100,6 +102,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
             f'the board was found in {len(pose_frames)} of {total} frames, at least '
             f'{min_poses} are needed (skipped: {reasons})')
     obs = Observations.concatenate(parts)
+    if det.lens_types is None and int(n_types) > 1:
+        obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
@@ -127,6 +131,20 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           dataset.name, None, noise, ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
                           det_figures, camera_type='focused')
+
+
+def _with_inferred_types(obs, detections, det, n_types, progress, total):
+    """obs with the lens_type column told from the corners' sharpness (all poses)."""
+    from lf_mpc_calib.features.lens_type_inference import infer_lens_types
+    sharp = np.concatenate([d.diagnostics['row_saddle'] for _, d in detections])
+    w = np.concatenate([d.diagnostics['w_per_corner'][d.observations.point]
+                        for _, d in detections])
+    est = infer_lens_types(obs, sharp, w, det.grid, n_types)
+    det.lens_types = est.types
+    if progress:
+        progress(total, total, None, est.describe())
+    idx = det.lattice.nearest(obs.ijuv[:, :2])
+    return Observations(obs.pose, obs.point, obs.board, obs.ijuv, est.types[idx])
 
 
 def resolve_camera_type(dataset, claimed='auto', *, grid=None):
