@@ -11,6 +11,9 @@ from lf_mpc_calib.cli import main
 from lf_mpc_calib.errors import DetectionError
 from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.io.observation_table import read_observations
+from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+from lf_mpc_calib.measurement.focused import micro_image_types, raw_pixel_rays
 from lf_mpc_calib.pipeline.focused_raw import resolve_camera_type
 from lf_mpc_calib.pipeline.offline import load_raw_dataset
 from lf_mpc_calib.simulation.dataset import write_dataset
@@ -56,6 +59,15 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     assert max(abs(v) for v in z.values()) < 4.0, z
     assert abs(m.k_i / gt.k_i - 1) < 0.02
     assert cal.errors['rms_reprojection_px'] < 0.3
+    # the file says which micro-image has which type; rays from raw pixels through the file
+    types = micro_image_types(cal.lenslet_grid, cal.lens_types)
+    idx = MicroImageLattice(cal.lenslet_grid).nearest(obs.ijuv[:, :2])
+    np.testing.assert_array_equal(types[idx], obs.lens_type)
+    terms = LensTypeTerms.from_dict(cal.lens_types)
+    rays = raw_pixel_rays(cal.model, cal.lenslet_grid, obs.ijuv[:, :2] + obs.ijuv[:, 2:],
+                          types=types, terms=terms)
+    expected = cal.model.rays(terms.corrected_ijuv(obs.ijuv, obs.lens_type))
+    np.testing.assert_allclose(rays, expected, atol=1e-9)
     report = (tmp_path / 'rep' / 'detections.txt').read_text()
     assert 'lens type 2:' in report and 'micro-images (median)' in report
 

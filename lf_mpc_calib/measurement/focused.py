@@ -10,6 +10,8 @@ least-squares intersection of their rays (:func:`lf_mpc_calib.camera.model.trian
 
     rays = raw_pixel_rays(model, grid, q (N, 2), types=None, terms=None) -> (N, 4)
     points, ids = triangulate_rows(model, obs, terms=None) -> ((G, 3), (G, 2) pose, point)
+    rule = type_class_map(grid, types (M,), T) -> mapping for the calibration file, or None
+    types = micro_image_types(grid, calibration_file.lens_types) -> (M,)
 """
 
 import numpy as np
@@ -70,3 +72,39 @@ def triangulate_rows(model, obs, *, terms=None):
         return np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64)
     pts = triangulate(model.rays(ijuv[keep]), inv[keep])
     return pts, uniq[np.unique(inv[keep])]
+
+
+def type_class_map(grid, types, n_types):
+    """
+    The lens types of ``grid``'s micro-images as a rule for the calibration file: a mapping
+    {'classes': text, 'type_of_class': [2 T ints]} with the type of each class
+    (k mod T) + T (l mod 2) of the grid's lattice indices, or None when the types (M,) do not
+    follow such a rule.
+    """
+    types = np.asarray(types, dtype=np.int64).reshape(-1)
+    cols = grid.shape[0]
+    idx = np.arange(len(types))
+    cls = (idx % cols) % n_types + n_types * ((idx // cols) % 2)
+    out = []
+    for k in range(2 * n_types):
+        values = np.unique(types[cls == k])
+        if len(values) != 1:
+            return None
+        out.append(int(values[0]))
+    return {'classes': f'(k mod {n_types}) + {n_types} (l mod 2) of lenslet_grid indices',
+            'type_of_class': out}
+
+
+def micro_image_types(grid, lens_types):
+    """
+    (M,) lens type of every micro-image of ``grid`` from a calibration file's ``lens_types``
+    mapping (its ``type_of_class`` rule); InvalidInputError when the file has no such rule.
+    """
+    rule = (lens_types or {}).get('type_of_class')
+    if not rule or len(rule) % 2:
+        raise InvalidInputError('the calibration file\'s lens_types has no type_of_class rule: '
+                                'the lens type of each micro-image is unknown')
+    n = len(rule) // 2
+    cols = grid.shape[0]
+    idx = np.arange(grid.shape[0] * grid.shape[1])
+    return np.asarray(rule, dtype=np.int64)[(idx % cols) % n + n * ((idx // cols) % 2)]

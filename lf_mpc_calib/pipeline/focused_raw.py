@@ -130,7 +130,16 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           tuple(det.grid.image_size), dataset.board, truth, timings,
                           dataset.name, None, noise, ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
-                          det_figures, camera_type='focused')
+                          det_figures, camera_type='focused',
+                          lens_type_rule=_type_rule(det, result))
+
+
+def _type_rule(det, result):
+    """The lens-type rule of the detector's micro-images for the file (None: one type)."""
+    if det.lens_types is None or result.lens_types is None:
+        return None
+    from lf_mpc_calib.measurement.focused import type_class_map
+    return type_class_map(det.grid, det.lens_types, result.lens_types.n_types)
 
 
 def _with_inferred_types(obs, detections, det, n_types, progress, total):
