@@ -8,7 +8,9 @@ from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
-from lf_mpc_calib.measurement.focused import raw_pixel_rays, triangulate_rows
+from lf_mpc_calib.measurement.focused import (FocusedMeasurer, micro_image_types,
+                                              raw_pixel_rays, triangulate_rows,
+                                              type_class_map)
 from lf_mpc_calib.simulation.focused_observations import focused_observations
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
@@ -62,3 +64,27 @@ def test_raw_pixel_rays_are_the_rows_rays(frame):
     assert np.all(np.isnan(outside))
     with pytest.raises(InvalidInputError, match='lens type'):
         raw_pixel_rays(model, det.grid, q, terms=terms)
+
+
+def test_focused_measurer_renders_and_measures_a_frame(frame):
+    cam, det, _, truth_points = frame
+    terms = cam.ground_truth_lens_types()
+    rule = type_class_map(det.grid, det.lens_types, 3)
+    assert rule is not None
+    lens_types = {'terms': 'affine', 'scale': terms.scale.tolist(),
+                  'offset_px': terms.offset_px.tolist(), 'weights': terms.weights.tolist(),
+                  **rule}
+    np.testing.assert_array_equal(micro_image_types(det.grid, lens_types), det.lens_types)
+    board = Checkerboard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
+    measurer = FocusedMeasurer(cam.ground_truth_model(), det.grid, lens_types=lens_types,
+                               board=board)
+    rv, tv = board_pose(cam, board, 1.25 * cam.scene_distance, (12.0, -9.0, 4.0))
+    raw = render_raw(cam, board, rv, tv, samples=8, noise=0.0)
+    assert 'no white' in measurer.measure(raw).reason
+    measurer.set_white(render_white(cam, samples=4))
+    meas = measurer.measure(raw)
+    assert meas.reason == '' and meas.center.ndim == 2 and meas.lightfield is None
+    assert len(meas.point_ids) >= 0.9 * board.n_points
+    err = np.linalg.norm(meas.points - truth_points[meas.point_ids], axis=1)
+    assert np.median(err) < 0.02 * 1.25 * cam.scene_distance
+    assert np.all(meas.rays_per_point >= 2) and np.all(meas.residual_m < 1e-3)

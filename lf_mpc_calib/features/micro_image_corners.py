@@ -120,7 +120,7 @@ class MicroImageCornerDetector:
                                     f'{self._lit.shape[0]} (2-D) like the white image, got '
                                     f'shape {raw.shape}')
         opt = self.options
-        norm = self._normalise(raw)
+        norm = self.normalise(raw)
         w = self.estimate_w(norm)
         rendered, step = self.render(norm, w)
         try:
@@ -185,7 +185,8 @@ class MicroImageCornerDetector:
         return Detection(obs, central, rendered, diag)
 
     # ---- stages ------------------------------------------------------------------------------
-    def _normalise(self, raw):
+    def normalise(self, raw):
+        """The raw frame (H, W) divided by the white, scaled to its 99th percentile (f32)."""
         norm = raw.astype(np.float32) * self._inv_white
         top = float(np.percentile(norm[self._lit], 99.0)) if np.any(self._lit) else 0.0
         if not top > 0:

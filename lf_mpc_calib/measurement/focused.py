@@ -12,11 +12,12 @@ least-squares intersection of their rays (:func:`lf_mpc_calib.camera.model.trian
     points, ids = triangulate_rows(model, obs, terms=None) -> ((G, 3), (G, 2) pose, point)
     rule = type_class_map(grid, types (M,), T) -> mapping for the calibration file, or None
     types = micro_image_types(grid, calibration_file.lens_types) -> (M,)
+    FocusedMeasurer.from_calibration(cal, board=...).measure(raw) -> live.Measurement
 """
 
 import numpy as np
 
-from lf_mpc_calib.camera.model import triangulate
+from lf_mpc_calib.camera.model import point_ray_distance, triangulate
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice
 
@@ -108,3 +109,93 @@ def micro_image_types(grid, lens_types):
     cols = grid.shape[0]
     idx = np.arange(grid.shape[0] * grid.shape[1])
     return np.asarray(rule, dtype=np.int64)[(idx % cols) % n + n * ((idx // cols) % 2)]
+
+
+class FocusedMeasurer:
+    """
+    Frame-by-frame measurement with a focused camera's calibration (what the decode node needs
+    instead of :class:`lf_mpc_calib.measurement.live.LiveMeasurer`).
+
+    model, grid: the calibration's MPCModel and LensletGrid; lens_types: the file's
+    ``lens_types`` mapping (terms and type_of_class) or None; board: a Checkerboard to measure
+    (None: the rendered image only); white: the white image, needed to measure (set later with
+    :meth:`set_white`). :meth:`measure` returns a
+    :class:`lf_mpc_calib.measurement.live.Measurement` whose ``center`` is the image rendered
+    from the micro-images at the frame's inverse virtual depth and ``lightfield`` None.
+    """
+
+    def __init__(self, model, grid, *, lens_types=None, board=None, white=None):
+        from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+        self.model, self.grid, self.board = model, grid, board
+        self.terms = None if lens_types is None else LensTypeTerms.from_dict(lens_types)
+        self.types = None if lens_types is None or 'type_of_class' not in lens_types \
+            else micro_image_types(grid, lens_types)
+        if self.terms is not None and self.types is None:
+            raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
+                                    'rule: the lens type of each micro-image is unknown')
+        self.detector = None
+        if white is not None:
+            self.set_white(white)
+
+    @classmethod
+    def from_calibration(cls, cal, **options):
+        """A measurer for a focused camera's CalibrationFile."""
+        if cal.camera_type != 'focused':
+            raise InvalidInputError(f"FocusedMeasurer needs a 'focused' camera, the "
+                                    f'calibration file has {cal.camera_type!r}')
+        if cal.lenslet_grid is None:
+            raise InvalidInputError('the calibration file has no lenslet_grid: calibrate from '
+                                    'raw frames (calibration node or calibrate-raw)')
+        return cls(cal.model, cal.lenslet_grid, lens_types=cal.lens_types, **options)
+
+    def set_white(self, white):
+        """Use ``white`` ((H, W), the grid's size) from now on."""
+        from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+        from lf_mpc_calib.io.images import as_float_image
+        w = as_float_image(white, 'white')
+        w = w.mean(axis=2) if w.ndim == 3 else w
+        self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
+
+    def measure(self, raw):
+        """Render and measure one raw frame (H, W); see the class docstring."""
+        import time
+        from lf_mpc_calib.errors import DetectionError
+        from lf_mpc_calib.io.images import as_float_image
+        from lf_mpc_calib.measurement.live import Measurement
+        none = (np.zeros(0, int), np.zeros((0, 3)), np.zeros(0, int), np.zeros(0))
+        if self.detector is None:
+            return Measurement(None, None, *none, reason='no white image yet')
+        img = as_float_image(raw, 'raw')
+        img = img.mean(axis=2) if img.ndim == 3 else img
+        t0 = time.perf_counter()
+        det = self.detector
+        try:
+            norm = det.normalise(img)
+            w = det.estimate_w(norm)
+            center, _ = det.render(norm, w)
+        except DetectionError as exc:
+            return Measurement(None, None, *none, reason=str(exc))
+        timings = {'render': time.perf_counter() - t0}
+        if self.board is None:
+            return Measurement(None, center, *none, reason='no board to measure',
+                               timings=timings)
+        t0 = time.perf_counter()
+        try:
+            obs = det.detect(img, self.board).observations
+        except DetectionError as exc:
+            return Measurement(None, center, *none, reason=str(exc), timings=timings)
+        timings['detect'] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
+        ijuv = obs.ijuv if self.terms is None else \
+            self.terms.corrected_ijuv(obs.ijuv, obs.lens_type)
+        rays = self.model.rays(ijuv)
+        ids = keys[:, 1]
+        pos = np.searchsorted(ids, obs.point)
+        ok = (pos < len(ids)) & (ids[np.minimum(pos, len(ids) - 1)] == obs.point)
+        d = point_ray_distance(pts[pos[ok]], rays[ok])
+        n = np.bincount(pos[ok], minlength=len(ids))
+        resid = np.sqrt(np.bincount(pos[ok], weights=d * d, minlength=len(ids))
+                        / np.maximum(n, 1))
+        timings['triangulate'] = time.perf_counter() - t0
+        return Measurement(None, center, ids, pts, n, resid, timings=timings)
