@@ -24,15 +24,16 @@ Measured (full size, 16 samples per pixel, seed 0, after merging main at 08:20 U
 
 Met: RMS <= 0.2 px noise-free; Keplerian k's <= 0.5 %. NOT met: principal point <= 0.5 px
 (bench_focused.py: 0.3 px already from 0.1 px noise on exact rows; these detections carry
-0.13-0.2 px), Galilean and multi-focus k's, multi-focus type terms (8 sigma). The cause is
-measured, not guessed: detected corners are 0.13-0.2 px RMS from the optics' chief rays, and
-in strongly defocused micro-images (Galilean at 0.6-0.7 x, w = -0.12..-0.16 against the
-micro-lens focus -0.33; the multi-focus type focused at virtual depth 2.2) their (u, v) scale
-is off by up to 2 % per pose: the defocused bundle of a pixel near the micro-image rim is
-clipped by the main-lens aperture (the white image's soft rim shows where), so the corner
-moves off the chief ray. --radius-fraction 0.8 (only the inner micro-image): type terms 3.0
-sigma, k 0.39 / 0.01 / 3.6 % (Keplerian / multi-focus / Galilean), principal point 2.1 / 3.9
-/ 3.4 px (fewer rays). The Galilean pose at 1.15 x is skipped (too near the conjugate plane).
+0.13-0.2 px), Galilean and multi-focus k's, multi-focus type terms (8 sigma). Measured:
+detected corners are 0.13-0.2 px RMS from the optics' chief rays, and in strongly defocused
+micro-images (Galilean at 0.6-0.7 x, w = -0.12..-0.16 against the micro-lens focus -0.33;
+the multi-focus type focused at virtual depth 2.2) their (u, v) scale is off by up to 2 % per
+pose. Likely cause (not proven; consistent with the bias shrinking when only the inner
+micro-image is used): the defocused bundle of a pixel near the rim is clipped by the
+main-lens aperture, so the corner moves off the chief ray. --radius-fraction 0.8 (only the
+inner micro-image): type terms 3.0 sigma, k 0.39 / 0.01 / 3.6 % (Keplerian / multi-focus /
+Galilean), principal point 2.1 / 3.9 / 3.4 px (fewer rays). The Galilean pose at 1.15 x is
+skipped (too near the conjugate plane).
 
     PYTHONPATH=. python benchmarks/bench_focused_raw.py [--quick] [--samples 16]
 """
