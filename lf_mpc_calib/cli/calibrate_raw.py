@@ -252,10 +252,11 @@ def run(args):
           f'{"micro-images" if camera_type == "focused" else "views"}', file=out)
     if r.lens_types is not None:
         from lf_mpc_calib.report.raw_calibration import lens_type_residuals
-        lt = r.lens_types.to_dict()
-        print(f'  lens types: {lt}', file=out)
-        for line in lens_type_residuals(r, result_run.observations):
-            print('  ' + line, file=out)
+        lt = r.lens_types
+        for t, line in enumerate(lens_type_residuals(r, result_run.observations)):
+            print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
+                  f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
+                  f'{lt.offset_std_px[t][0]:.3f} px', file=out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
