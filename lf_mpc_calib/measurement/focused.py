@@ -127,6 +127,7 @@ class FocusedMeasurer:
     def __init__(self, model, grid, *, lens_types=None, board=None, white=None):
         from lf_mpc_calib.calibration.type_terms import LensTypeTerms
         self.model, self.grid, self.board = model, grid, board
+        self.lens_types = lens_types
         self.terms = None if lens_types is None else LensTypeTerms.from_dict(lens_types)
         self.types = None if lens_types is None or 'type_of_class' not in lens_types \
             else micro_image_types(grid, lens_types)
@@ -134,6 +135,7 @@ class FocusedMeasurer:
             raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
                                     'rule: the lens type of each micro-image is unknown')
         self.detector = None
+        self.white = None
         if white is not None:
             self.set_white(white)
 
@@ -155,9 +157,15 @@ class FocusedMeasurer:
         w = as_float_image(white, 'white')
         w = w.mean(axis=2) if w.ndim == 3 else w
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
+        self.white = w
 
-    def measure(self, raw):
-        """Render and measure one raw frame (H, W); see the class docstring."""
+    def measure(self, raw, *, points=True, rays=False):
+        """
+        Render and measure one raw frame (H, W); see the class docstring. ``center`` is in the
+        raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
+        rendered image only; rays: accepted for LiveMeasurer's signature (no RaySet here).
+        """
+        del rays
         import time
         from lf_mpc_calib.errors import DetectionError
         from lf_mpc_calib.io.images import as_float_image
@@ -167,16 +175,19 @@ class FocusedMeasurer:
             return Measurement(None, None, *none, reason='no white image yet')
         img = as_float_image(raw, 'raw')
         img = img.mean(axis=2) if img.ndim == 3 else img
+        kind = np.asarray(raw).dtype
+        top = float(np.iinfo(kind).max) if kind in (np.uint8, np.uint16) else 1.0
         t0 = time.perf_counter()
         det = self.detector
         try:
             norm = det.normalise(img)
             w = det.estimate_w(norm)
             center, _ = det.render(norm, w)
+            center = np.clip(center, 0.0, 1.0) * np.float32(top)
         except DetectionError as exc:
             return Measurement(None, None, *none, reason=str(exc))
         timings = {'render': time.perf_counter() - t0}
-        if self.board is None:
+        if self.board is None or not points:
             return Measurement(None, center, *none, reason='no board to measure',
                                timings=timings)
         t0 = time.perf_counter()
