@@ -45,7 +45,7 @@ import numpy as np
 from lf_mpc_calib.calibration import calibrate
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
-from lf_mpc_calib.errors import DetectionError
+from lf_mpc_calib.errors import DetectionError, LFCalibError
 from lf_mpc_calib.features.micro_image_corners import (MicroImageCornerDetector,
                                                        MicroImageOptions)
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of
@@ -109,8 +109,12 @@ def main():
           f'{"types |err|/sd":>15s} {"RMS px":>8s} {"rays":>6s} {"poses":>6s}')
     for name in CAMERAS:
         for noise in noises:
-            k, pp, z, rms, n, used, skipped = run_one(name, scale, noise, 0, args.samples,
-                                                      args.radius_fraction)
+            try:
+                k, pp, z, rms, n, used, skipped = run_one(name, scale, noise, 0, args.samples,
+                                                          args.radius_fraction)
+            except LFCalibError as exc:
+                print(f'{name:20s} {noise:6.3f} REFUSED: {str(exc)[:120]}')
+                continue
             print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {pp:10.4f} {z:15.2f} '
                   f'{rms:8.4f} {n:6d} {used:6d}')
             for s in skipped:
