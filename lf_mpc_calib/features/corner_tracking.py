@@ -27,8 +27,8 @@ import numpy as np
 import cv2
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
-from lf_mpc_calib.features.corners import CornerOptions, _checked_views, _fit_lines, \
-    _observation_rows, _robust_lines, _smooth, detect_corners, grid_error, \
+from lf_mpc_calib.features.corners import CornerOptions, checked_views, fit_lines, \
+    observation_rows, robust_lines, smooth, detect_corners, grid_error, \
     resolve_orientation
 from lf_mpc_calib.features.interface import Detection
 
@@ -92,7 +92,7 @@ class CornerTracker:
     # ---- tracking -----------------------------------------------------------------------
     def _track(self, lightfield, pose):
         opt, board, prev = self.options, self.board, self._state
-        views, i_values, j_values, valid = _checked_views(lightfield)
+        views, i_values, j_values, valid = checked_views(lightfield)
         if views.shape != prev['shape'] or not np.array_equal(valid, prev['valid']):
             raise TrackingLost('the usable views changed')
         n_j, n_i = views.shape[:2]
@@ -146,7 +146,7 @@ class CornerTracker:
         found[flats] = ok
 
         refined = int(found.sum())
-        found, residual_rms, dropped = _robust_lines(ij_all, uv, found, opt.line_threshold)
+        found, residual_rms, dropped = robust_lines(ij_all, uv, found, opt.line_threshold)
         if dropped > self.max_off_line * max(refined, 1):
             raise TrackingLost(f'{dropped} of {refined} tracked corner views are off their '
                                f'lines across views (limit {self.max_off_line:.0%})')
@@ -157,7 +157,7 @@ class CornerTracker:
             raise TrackingLost(f'{n_found} corners tracked of the {prev["corners"]} of the '
                                f'previous frame (limit {self.min_kept:.0%})')
 
-        obs = _observation_rows(lightfield, board, pose, uv, found, n_i)
+        obs = observation_rows(lightfield, board, pose, uv, found, n_i)
         central_uv = np.where(found[flat_c][:, None], uv[flat_c], np.nan)
         diagnostics = {
             'tracked': True, 'motion_px': float(np.median(dist[ok_c])), 'off_line': dropped,
@@ -168,13 +168,13 @@ class CornerTracker:
             'line_residual_rms_px': float(residual_rms), 'window': half,
             'central_view': (int(i_values[ic]), int(j_values[jc])),
         }
-        state = dict(prev, coef=_fit_lines(ij_all, uv, found)[0], corners=n_found)
+        state = dict(prev, coef=fit_lines(ij_all, uv, found)[0], corners=n_found)
         return Detection(obs, central_uv, central, diagnostics), state
 
 
 def _state_from(lightfield, det, board):
     """What tracking needs of a full-search Detection: per-corner lines across views."""
-    views, i_values, j_values, valid = _checked_views(lightfield)
+    views, i_values, j_values, valid = checked_views(lightfield)
     n_j, n_i = views.shape[:2]
     obs = det.observations
     ijuv = np.asarray(obs.ijuv, float)
@@ -190,7 +190,7 @@ def _state_from(lightfield, det, board):
     centre = (int(np.flatnonzero(j_values == j_c)[0]), int(np.flatnonzero(i_values == i_c)[0]))
     return {'shape': views.shape, 'valid': valid.copy(), 'centre': centre,
             'half': int(det.diagnostics['window']),
-            'coef': _fit_lines(ij_all, uv, found)[0],
+            'coef': fit_lines(ij_all, uv, found)[0],
             'corners': int(np.count_nonzero(found.any(axis=0)))}
 
 
@@ -267,7 +267,7 @@ def _refine_patches(views, view_ab, start, half, opt, contrast=False):
     cc = centre[:, 0, None, None] + pad + off[None, None, :]
     patches = padded[which[:, None, None], rr, cc]                       # (N, size, size)
     n = len(idx)
-    mosaic = _smooth(np.ascontiguousarray(patches.reshape(n * size, size)), opt.smooth_sigma)
+    mosaic = smooth(np.ascontiguousarray(patches.reshape(n * size, size)), opt.smooth_sigma)
     big = mosaic if f == 1 else cv2.resize(mosaic, None, fx=f, fy=f,
                                            interpolation=cv2.INTER_CUBIC)
     local = flat_uv[idx] - centre + pad                                  # within the patch
