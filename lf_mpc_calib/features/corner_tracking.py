@@ -238,15 +238,16 @@ def _refine_patches(views, view_ab, start, half, opt, contrast=False):
     cornerSubPix of the corners start (K, M, 2) in views view_ab [(a, b)] * K, in one call.
 
     Each corner is cut out of its view with a margin (reflected at the view border as the
-    full search's filters do), the patches stacked, smoothed and upsampled together; a
-    refined corner equals :func:`lf_mpc_calib.features.corners._refine` on the whole view.
+    full search's filters do), the patches tiled on one mosaic, smoothed and upsampled
+    together; a refined corner equals the full search's (cornerSubPix on the whole view) to
+    1e-4 px.
     Returns refined (K, M, 2), NaN where the window leaves the view; with ``contrast`` also
     the 10-90 % range (K, M) of the smoothed view in the half window at each refined corner.
     """
     k, m = start.shape[:2]
     rows, cols = views.shape[2:4]
     f = max(int(opt.subpix_upsample), 1)
-    reach = half + int(np.ceil(opt.max_step)) + 2
+    reach = half + int(np.ceil(opt.max_step)) + 1
     pad = reach + _CUBIC_REACH + _BLUR_REACH + 1
     size = 2 * pad + 1
     flat_uv = start.reshape(-1, 2)
@@ -258,34 +259,46 @@ def _refine_patches(views, view_ab, start, half, opt, contrast=False):
     if not ok.any():
         return (out.reshape(k, m, 2), con.reshape(k, m)) if contrast else out.reshape(k, m, 2)
     idx = np.flatnonzero(ok)
-    which = idx // m
-    centre = np.rint(flat_uv[idx]).astype(int)
-    stack = np.stack([views[a, b] for a, b in view_ab]).astype(np.float32, copy=False)
-    padded = np.pad(stack, ((0, 0), (pad, pad), (pad, pad)), mode='reflect')
-    off = np.arange(-pad, pad + 1)
-    rr = centre[:, 1, None, None] + pad + off[None, :, None]
-    cc = centre[:, 0, None, None] + pad + off[None, None, :]
-    patches = padded[which[:, None, None], rr, cc]                       # (N, size, size)
     n = len(idx)
-    mosaic = smooth(np.ascontiguousarray(patches.reshape(n * size, size)), opt.smooth_sigma)
+    which = np.array([a * views.shape[1] + b for a, b in view_ab], int)[idx // m]
+    centre = np.rint(flat_uv[idx]).astype(int)
+    off = np.arange(-pad, pad + 1)
+    rr = _reflect(centre[:, 1, None] + off[None, :], rows)                # (N, size)
+    cc = _reflect(centre[:, 0, None] + off[None, :], cols)
+    flat_views = views.reshape(-1, rows, cols)
+    # patches on a near-square mosaic (cv2.resize is slow on a tall thin image)
+    g_cols = int(np.ceil(np.sqrt(n)))
+    g_rows = -(-n // g_cols)
+    slot = np.arange(g_rows * g_cols) % n                                 # repeat to fill
+    patches = flat_views[which[slot, None, None], rr[slot, :, None], cc[slot, None, :]]
+    mosaic = np.ascontiguousarray(
+        patches.astype(np.float32, copy=False).reshape(g_rows, g_cols, size, size)
+        .transpose(0, 2, 1, 3).reshape(g_rows * size, g_cols * size))
+    mosaic = smooth(mosaic, opt.smooth_sigma)
     big = mosaic if f == 1 else cv2.resize(mosaic, None, fx=f, fy=f,
                                            interpolation=cv2.INTER_CUBIC)
+    origin = np.column_stack([(np.arange(n) % g_cols) * size, (np.arange(n) // g_cols) * size])
     local = flat_uv[idx] - centre + pad                                  # within the patch
-    local[:, 1] += np.arange(n) * size
-    pts = ((local + 0.5) * f - 0.5).astype(np.float32).reshape(-1, 1, 2)
+    pts = ((local + origin + 0.5) * f - 0.5).astype(np.float32).reshape(-1, 1, 2)
     crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 40, 1e-3)
     cv2.cornerSubPix(big, pts, (half * f, half * f), (-1, -1), crit)
-    refined_local = (pts.reshape(-1, 2) + 0.5) / f - 0.5
-    refined_local[:, 1] -= np.arange(n) * size
-    moved = np.abs(refined_local - (flat_uv[idx] - centre + pad))
-    inside = np.all(moved <= reach - half, axis=1)
+    refined_local = (pts.reshape(-1, 2) + 0.5) / f - 0.5 - origin
+    inside = np.all(np.abs(refined_local - local) <= reach - half, axis=1)
     out[idx[inside]] = refined_local[inside] - pad + centre[inside]
     if contrast:
-        smoothed = mosaic.reshape(n, size, size)
-        con[idx[inside]] = _window_contrast(smoothed[inside], np.arange(
-            np.count_nonzero(inside)), refined_local[inside], half)
+        tiles = mosaic.reshape(g_rows, size, g_cols, size).transpose(0, 2, 1, 3).reshape(
+            g_rows * g_cols, size, size)
+        kept = np.flatnonzero(inside)
+        con[idx[kept]] = _window_contrast(tiles, kept, refined_local[kept], half)
     out = out.reshape(k, m, 2)
     return (out, con.reshape(k, m)) if contrast else out
+
+
+def _reflect(index, length):
+    """Indices reflected at both ends as OpenCV's BORDER_REFLECT_101 (gfedcb|abcdefgh|gfedcba)."""
+    period = 2 * length - 2
+    index = np.abs(index) % period
+    return np.where(index >= length, period - index, index)
 
 
 def _window_contrast(images, which, uv, half):
