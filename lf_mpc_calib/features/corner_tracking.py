@@ -29,7 +29,7 @@ import cv2
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.corners import CornerOptions, checked_views, fit_lines, \
     observation_rows, robust_lines, smooth, detect_corners, grid_error, \
-    resolve_orientation
+    resolve_orientation, window_for
 from lf_mpc_calib.features.interface import Detection
 
 _BLUR_REACH = 4      # px a sigma-1 Gaussian (9-tap) reads beyond a pixel
@@ -107,6 +107,12 @@ class CornerTracker:
 
         central = views[jc, ic].astype(np.float32)
         ref_c = _refine_patches(views, [(jc, ic)], pred[flat_c][None], half, opt)[0]
+        # the full search's window follows the corner spacing of this frame: refine again
+        # when it changed (cornerSubPix's answer depends on its window)
+        spacing_grid = ref_c.reshape(board.rows, board.cols, 2)
+        if np.isfinite(spacing_grid).all() and window_for(spacing_grid, opt.window) != half:
+            half = window_for(spacing_grid, opt.window)
+            ref_c = _refine_patches(views, [(jc, ic)], pred[flat_c][None], half, opt)[0]
         motion = ref_c - pred[flat_c]
         dist = np.linalg.norm(motion, axis=1)
         limit = float(half if self.max_motion is None else self.max_motion)
@@ -168,7 +174,7 @@ class CornerTracker:
             'line_residual_rms_px': float(residual_rms), 'window': half,
             'central_view': (int(i_values[ic]), int(j_values[jc])),
         }
-        state = dict(prev, coef=fit_lines(ij_all, uv, found)[0], corners=n_found)
+        state = dict(prev, coef=fit_lines(ij_all, uv, found)[0], corners=n_found, half=half)
         return Detection(obs, central_uv, central, diagnostics), state
 
 

@@ -255,7 +255,9 @@ def smooth(img, sigma):
     return cv2.GaussianBlur(img, (0, 0), float(sigma))
 
 
-def _window_for(grid, window):
+def window_for(grid, window):
+    """cornerSubPix half window (px): ``window``, or 0.4 of the smallest corner spacing of
+    the (rows, cols, 2) grid, within 2..9."""
     if window is not None:
         return int(window)
     spacing = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
@@ -342,7 +344,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     n_j, n_i = views.shape[:2]
     jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
     (jc, ic), central, grid = _find_in_central_view(views, valid, ii, jj, board, opt)
-    half = _window_for(grid, opt.window)
+    half = window_for(grid, opt.window)
     m = board.n_points
     uv, found, stats = _track_views(views, valid, ii, jj, (jc, ic), central,
                                     grid.reshape(m, 2), half, opt)
