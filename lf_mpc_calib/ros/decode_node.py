@@ -35,9 +35,10 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   range, range behind the camera, too little disparity) is logged once per cause and the
   other outputs go on;
 - ``~/rate`` (std_msgs/Float32): frames processed per second (last 2 s or 10 frames);
-- ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (decode,
-  rectify, detect, triangulate, rays, depth, refocus, publish), frame counters, how the
-  corners were found (``corners``: tracked or full search and why), ``problems``.
+- ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (convert,
+  decode, rectify: the central view, detect: the corners, triangulate, rays, depth, cloud,
+  refocus, views: the mosaic, publish: the rest; a stage not run is absent), frame
+  counters, how the corners were found (``corners``: tracked or full search and why), ``problems``.
 
 Bad input is logged once per cause (:class:`lf_mpc_calib.ros.guard.CauseLog`: again only
 when the cause changes or clears, the causes now on ``~/stats`` under ``problems``) and the
@@ -340,7 +341,9 @@ class DecodeNode(Node):
                                           frame_id=self.optical_frame,
                                           stamp=msg.header.stamp))
         if want_views:
+            t_views = time.perf_counter()
             self.views_pub.publish(image(mosaic(meas.lightfield)))
+            meas.timings['views'] = time.perf_counter() - t_views
         if meas.rays is not None:
             self.rays_pub.publish(ray_cloud(meas.rays, frame_id=self.optical_frame,
                                             stamp=msg.header.stamp))
@@ -361,7 +364,8 @@ class DecodeNode(Node):
             counts = dict(received=self.frames_received, processed=self.frames_processed,
                           dropped=self.frames_dropped, bad=self.bad_images)
         rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
-        stages = {'convert': t1 - t0, **meas.timings, 'publish': t3 - t2}
+        stages = {'convert': t1 - t0, **meas.timings,
+                  'publish': t3 - t2 - meas.timings.get('views', 0.0)}
         stats = {'rate_hz': round(rate, 3), 'latency_ms': round((t3 - t0) * 1e3, 2),
                  'stages_ms': {k: round(v * 1e3, 2) for k, v in stages.items()},
                  'frames': counts, 'points': int(len(meas.point_ids)),
@@ -414,14 +418,16 @@ class DecodeNode(Node):
                     self.depth_info_pub.publish(camera_info(
                         measurer.model, measurer.view_size, frame_id=self.optical_frame,
                         stamp=msg.header.stamp))
+                timings['depth'] = time.perf_counter() - t0
                 if want_cloud:
+                    t0 = time.perf_counter()
                     pts, uv = dm.points(step=self.params['cloud_step'])
                     top = 255.0 if pixels.dtype == np.uint8 else 65535.0
                     self.cloud_pub.publish(depth_cloud(
                         pts, meas.center[uv[:, 1], uv[:, 0]] / top,
                         dm.confidence[uv[:, 1], uv[:, 0]], frame_id=self.optical_frame,
                         stamp=msg.header.stamp))
-                timings['depth'] = time.perf_counter() - t0
+                    timings['cloud'] = time.perf_counter() - t0
         if self.refocus_pub.get_subscription_count() > 0:
             t0 = time.perf_counter()
             from lf_mpc_calib.measurement.depth import default_depth_range, refocus

@@ -83,7 +83,8 @@ def test_decode_node_publishes_depth_cloud_and_refocus(ros_context, ros_executor
     assert np.all((cols['confidence'] >= 0.3) & (cols['confidence'] <= 1))
     assert image_to_array(out['refocus'].last).shape == truth.shape
     stats = yaml.safe_load(out['stats'].last.data)
-    assert {'depth', 'refocus'} <= set(stats['stages_ms'])
+    assert {'depth', 'cloud', 'refocus'} <= set(stats['stages_ms'])
+    assert all(v >= 0 for v in stats['stages_ms'].values())
 
 
 def test_decode_node_with_an_empty_depth_range_keeps_serving(
