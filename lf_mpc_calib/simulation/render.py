@@ -55,20 +55,37 @@ def sample_pattern(samples):
     Return (S, 4) samples: sub-pixel offsets (dx, dy) in (-0.5, 0.5) and unit-disk points (ex, ey).
 
     The pattern is centred exactly (its mean is zero), so anti-aliasing does not displace the
-    image: samples come in antithetic pairs (p, -p) drawn from a 4-D low-discrepancy (R_4)
-    sequence, the lens coordinates mapped to the unit disk by equal area; an odd count adds the
-    pixel centre and lens centre.
+    image, and for S a multiple of 4 it is isotropic: samples come in quadruples (p, -p, Rp, -Rp),
+    R the 90 degree turn of both (dx, dy) and (ex, ey), so x and y are integrated alike. Base
+    points p: for S = 4 a rotated-grid pixel offset (1/8, 3/8) and a lens point at radius
+    sqrt(1/2) (the second moments of a uniform pixel and disk); otherwise a 4-D low-discrepancy
+    (R_4) sequence, the lens coordinates mapped to the unit disk by equal area. Other counts
+    use antithetic pairs (p, -p) of the R_4 sequence; an odd count adds the pixel and lens
+    centre. (Measured: the old pairs-only 4-sample pattern integrated the micro-lens aperture
+    4x less in y than in x (mean ey^2 0.09 vs ex^2 0.36), which put 0.136 px RMS of aliasing
+    on the v of rendered Lytro corners against 0.053 px on u and biased k_j by 0.7 %.)
     """
     if int(samples) != samples or samples < 1:
         raise InvalidInputError(f'samples must be a positive integer, got {samples!r}')
     samples = int(samples)
-    pairs = samples // 2
-    u = (0.5 + np.arange(1, pairs + 1)[:, None] * _R4[None, :]) % 1.0
+    centre = np.zeros((samples % 2, 4))
+    if samples == 4:
+        a = np.pi / 8
+        base = np.array([[0.125, 0.375, np.sqrt(0.5) * np.cos(a), np.sqrt(0.5) * np.sin(a)]])
+    else:
+        base = _r4_points(samples // 4 if samples % 4 == 0 else samples // 2)
+    if samples % 4 == 0:
+        turned = np.column_stack([-base[:, 1], base[:, 0], -base[:, 3], base[:, 2]])
+        return np.concatenate([base, -base, turned, -turned])
+    return np.concatenate([centre, base, -base])
+
+
+def _r4_points(n):
+    """(n, 4) points of the R_4 sequence: pixel offsets in (-0.5, 0.5), unit-disk points."""
+    u = (0.5 + np.arange(1, n + 1)[:, None] * _R4[None, :]) % 1.0
     r = np.sqrt(u[:, 2])
     phi = 2.0 * np.pi * u[:, 3]
-    half = np.column_stack([u[:, 0] - 0.5, u[:, 1] - 0.5, r * np.cos(phi), r * np.sin(phi)])
-    centre = np.zeros((samples % 2, 4))
-    return np.concatenate([centre, half, -half])
+    return np.column_stack([u[:, 0] - 0.5, u[:, 1] - 0.5, r * np.cos(phi), r * np.sin(phi)])
 
 
 def render_white(camera, *, samples=4, progress=None):
