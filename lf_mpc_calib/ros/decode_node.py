@@ -18,7 +18,9 @@ dropped), so the node keeps up with its input or drops frames and never queues w
 Publishes per processed frame (header stamp of the raw frame, frame id the optical frame):
 
 - ``~/center`` (sensor_msgs/Image, mono8/mono16 as the input) and ``~/camera_info``: the
-  rectified central view and its pinhole CameraInfo;
+  rectified central view and its pinhole CameraInfo (a focused camera's calibration: the
+  image rendered from the micro-images, no CameraInfo, views or depth outputs;
+  :class:`lf_mpc_calib.measurement.focused.FocusedMeasurer`);
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
 - ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
   direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
@@ -191,10 +193,14 @@ class DecodeNode(Node):
     # ---- calibration and white ----------------------------------------------------------
     def _set_calibration(self, cal, source):
         from lf_mpc_calib.measurement.live import LiveMeasurer
-        measurer = LiveMeasurer.from_calibration(
-            cal, board=self.board if self.params['measure_points'] else None,
-            views=tuple(int(v) for v in self.params['views']),
-            ray_step=self.params['ray_step'], ray_view_step=self.params['ray_view_step'])
+        board = self.board if self.params['measure_points'] else None
+        if cal.camera_type == 'focused':   # rendered image and corners from micro-images
+            from lf_mpc_calib.measurement.focused import FocusedMeasurer
+            measurer = FocusedMeasurer.from_calibration(cal, board=board)
+        else:
+            measurer = LiveMeasurer.from_calibration(
+                cal, board=board, views=tuple(int(v) for v in self.params['views']),
+                ray_step=self.params['ray_step'], ray_view_step=self.params['ray_view_step'])
         with self._lock:
             white = self._white
         if white is not None:
@@ -237,10 +243,15 @@ class DecodeNode(Node):
             measurer = self.measurer
         if measurer is None:
             return
+        from lf_mpc_calib.measurement.focused import FocusedMeasurer
         from lf_mpc_calib.measurement.live import LiveMeasurer
-        fresh = LiveMeasurer(measurer.model, measurer.grid, board=measurer.board,
-                             views=measurer.views, ray_step=measurer.ray_step,
-                             ray_view_step=measurer.ray_view_step)
+        if isinstance(measurer, FocusedMeasurer):
+            fresh = FocusedMeasurer(measurer.model, measurer.grid,
+                                    lens_types=measurer.lens_types, board=measurer.board)
+        else:
+            fresh = LiveMeasurer(measurer.model, measurer.grid, board=measurer.board,
+                                 views=measurer.views, ray_step=measurer.ray_step,
+                                 ray_view_step=measurer.ray_view_step)
         try:
             fresh.set_white(white)
         except LFCalibError as exc:
@@ -305,7 +316,9 @@ class DecodeNode(Node):
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
         meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays)
-        meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
+        focused = meas.lightfield is None     # FocusedMeasurer: no views, no depth outputs
+        if not focused:
+            meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
         t2 = time.perf_counter()
 
         header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
@@ -316,11 +329,13 @@ class DecodeNode(Node):
             return array_to_image(np.clip(np.rint(values), 0, top).astype(dtype), encoding,
                                   header=header)
 
-        self.center_pub.publish(image(meas.center))
-        self.info_pub.publish(camera_info(measurer.model, measurer.view_size,
-                                          frame_id=self.optical_frame,
-                                          stamp=msg.header.stamp))
-        if want_views:
+        if meas.center is not None:
+            self.center_pub.publish(image(meas.center))
+        if not focused:
+            self.info_pub.publish(camera_info(measurer.model, measurer.view_size,
+                                              frame_id=self.optical_frame,
+                                              stamp=msg.header.stamp))
+        if want_views and not focused:
             self.views_pub.publish(image(mosaic(meas.lightfield)))
         if meas.rays is not None:
             self.rays_pub.publish(ray_cloud(meas.rays, frame_id=self.optical_frame,
