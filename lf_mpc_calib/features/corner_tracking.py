@@ -270,17 +270,23 @@ def _refine_patches(views, view_ab, start, half, opt, contrast=False):
     n = len(idx)
     which = np.array([a * views.shape[1] + b for a, b in view_ab], int)[idx // m]
     centre = np.rint(flat_uv[idx]).astype(int)
-    off = np.arange(-pad, pad + 1)
-    rr = _reflect(centre[:, 1, None] + off[None, :], rows)                # (N, size)
-    cc = _reflect(centre[:, 0, None] + off[None, :], cols)
     flat_views = views.reshape(-1, rows, cols)
-    # patches on a near-square mosaic (cv2.resize is slow on a tall thin image)
+    # patches on a near-square mosaic (cv2.resize is slow on a tall thin image), sliced out
+    # of their views (index-reflected at the view borders), unused tiles black
     g_cols = int(np.ceil(np.sqrt(n)))
     g_rows = -(-n // g_cols)
-    slot = (np.arange(g_rows * g_cols) % n).reshape(g_rows, g_cols)      # repeat to fill
-    # indexed straight into the mosaic layout (g_rows, size, g_cols, size): no copy after
-    mosaic = flat_views[which[slot][:, None, :, None], rr[slot].transpose(0, 2, 1)[..., None],
-                        cc[slot][:, None, :, :]].reshape(g_rows * size, g_cols * size)
+    mosaic = np.zeros((g_rows * size, g_cols * size), flat_views.dtype)
+    tiles = mosaic.reshape(g_rows, size, g_cols, size)
+    lo, hi = centre - pad, centre + pad + 1
+    sliced = np.all((lo >= 0) & (hi <= [cols, rows]), axis=1)
+    off = np.arange(-pad, pad + 1)
+    for t in range(n):
+        row, col = divmod(t, g_cols)
+        if sliced[t]:
+            tiles[row, :, col, :] = flat_views[which[t], lo[t, 1]:hi[t, 1], lo[t, 0]:hi[t, 0]]
+        else:
+            tiles[row, :, col, :] = flat_views[which[t]][
+                _reflect(centre[t, 1] + off, rows)[:, None], _reflect(centre[t, 0] + off, cols)]
     mosaic = smooth(mosaic.astype(np.float32, copy=False), opt.smooth_sigma)
     big = mosaic if f == 1 else cv2.resize(mosaic, None, fx=f, fy=f,
                                            interpolation=cv2.INTER_CUBIC)
