@@ -288,6 +288,12 @@ def _refine_patches(views, view_ab, start, half, opt, contrast=False):
             tiles[row, :, col, :] = flat_views[which[t]][
                 _reflect(centre[t, 1] + off, rows)[:, None], _reflect(centre[t, 0] + off, cols)]
     mosaic = smooth(mosaic.astype(np.float32, copy=False), opt.smooth_sigma)
+    # the smoothing's margin is no longer needed: cut it before upsampling
+    size, pad = size - 2 * _BLUR_REACH, pad - _BLUR_REACH
+    mosaic = np.ascontiguousarray(
+        mosaic.reshape(g_rows, size + 2 * _BLUR_REACH, g_cols, size + 2 * _BLUR_REACH)
+        [:, _BLUR_REACH:-_BLUR_REACH, :, _BLUR_REACH:-_BLUR_REACH]).reshape(
+            g_rows * size, g_cols * size)
     big = mosaic if f == 1 else cv2.resize(mosaic, None, fx=f, fy=f,
                                            interpolation=cv2.INTER_CUBIC)
     origin = np.column_stack([(np.arange(n) % g_cols) * size, (np.arange(n) // g_cols) * size])
