@@ -40,6 +40,10 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
 - ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (decode,
   rectify, detect, triangulate, rays, depth, refocus, publish), frame counters.
 
+A calibration with a robot mount (its ``hand_eye`` key: tool -> optical on an arm, base ->
+optical for a fixed camera) is published on ``/tf_static`` (latched, the mount's parent frame to
+this node's optical frame), so the points reach the robot's base frame through TF.
+
 Malformed images are logged and ignored; a parameter out of range or an unreadable calibration
 file stops the node at startup with its name.
 """
@@ -94,6 +98,7 @@ class DecodeNode(Node):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import CameraInfo, Image, PointCloud2
         from std_msgs.msg import Float32, String
+        from tf2_msgs.msg import TFMessage
 
         from lf_mpc_calib.camera.board import Checkerboard
 
@@ -142,6 +147,7 @@ class DecodeNode(Node):
         self.depth_info_pub = self.create_publisher(CameraInfo, '~/depth/camera_info', out)
         self.cloud_pub = self.create_publisher(PointCloud2, '~/cloud', out)
         self.refocus_pub = self.create_publisher(Image, '~/refocus', out)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
         self._depth = (None, None)             # (measurer, DepthEstimator | error text)
         self._depth_errors = set()             # causes logged once
 
@@ -212,11 +218,24 @@ class DecodeNode(Node):
             self.calibration, self.measurer = cal, measurer
             if not self.params['optical_frame']:
                 self.optical_frame = cal.frames.get('optical', self.optical_frame)
+        if cal.hand_eye is not None:
+            self._publish_mount(cal.hand_eye)
         m = cal.model
         self.get_logger().info(
             f'calibration from {source}: k_i {m.k_i:.4g}, k_u {m.k_u:.4g}, lenslet grid '
             f'{cal.lenslet_grid.shape[0]}x{cal.lenslet_grid.shape[1]}, frame '
             f'{self.optical_frame}')
+
+    def _publish_mount(self, hand_eye):
+        """The calibration's robot mount on /tf_static (parent frame -> optical frame)."""
+        from tf2_msgs.msg import TFMessage
+        from lf_mpc_calib.ros.messages import transform_stamped
+        tf = transform_stamped(hand_eye['rotation_vector'], hand_eye['translation_m'],
+                               parent=hand_eye['parent_frame'], child=self.optical_frame,
+                               stamp=self.get_clock().now().to_msg())
+        self.tf_pub.publish(TFMessage(transforms=[tf]))
+        self.get_logger().info(f'robot mount {hand_eye["parent_frame"]} -> '
+                               f'{self.optical_frame} on /tf_static')
 
     def _on_calibration(self, msg):
         from lf_mpc_calib.io.calibration_file import loads

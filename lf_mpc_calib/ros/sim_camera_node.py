@@ -13,6 +13,13 @@ its namespace):
 - ``/tf_static``: the current board pose as ``<camera>_true_board`` in the optical frame (the
   MPC frame of the ground truth)
 
+Arm mode (``arm`` = eye-in-hand: the board fixed in the world, the camera on a simulated arm;
+eye-to-hand: the camera fixed, the board in the gripper; :mod:`lf_mpc_calib.simulation.arm`):
+the arm is driven to the base -> tool pose that shows the board at each pose, published on
+``/tf`` as ``base_frame`` -> ``tool_frame`` with the stamp of every frame (just before it); the
+mount is known only to the ground truth (its ``hand_eye`` key). ``~/next_pose`` answers once
+the arm has moved and come to rest (``settle_time`` s on the new pose, frames going on).
+
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
 Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
@@ -77,6 +84,12 @@ class SimCameraNode(Node):
             ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
              None),
             ('camera_name', D.CAMERA_NAME, 'camera name (frame ids)', None),
+            ('arm', '', "'' (a hand-held board), eye-in-hand or eye-to-hand: a simulated "
+             'robot arm', D.one_of('', 'eye-in-hand', 'eye-to-hand')),
+            ('base_frame', 'base_link', 'arm mode: the robot base frame', None),
+            ('tool_frame', 'tool0', 'arm mode: the robot tool frame', None),
+            ('settle_time', 0.3, 'arm mode: seconds ~/next_pose waits for the arm to rest',
+             D.at_least(0.0)),
         ])
         self.params = p
         self.camera = preset(p['preset'], scale=p['scale'])
@@ -98,11 +111,20 @@ class SimCameraNode(Node):
 
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
+        self.arm = None                          # the simulated arm's ground truth
+        if p['arm']:
+            from lf_mpc_calib.simulation.arm import default_arm
+            self.arm = default_arm(p['arm'], base_frame=p['base_frame'],
+                                   tool_frame=p['tool_frame'])
+            self.robot_rvecs, self.robot_tvecs = self.arm.robot_poses(self.rvecs, self.tvecs)
+            self.truth = dataclasses.replace(
+                self.truth, hand_eye=self.arm.truth_dict(self.truth.frames['optical']))
         latched = D.latched_qos()
         self.image_pub = self.create_publisher(Image, D.IMAGE_TOPIC, 2)
         self.white_pub = self.create_publisher(Image, D.WHITE_TOPIC, latched)
         self.truth_pub = self.create_publisher(String, '~/ground_truth', latched)
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
+        self.arm_pub = self.create_publisher(TFMessage, '/tf', 100) if self.arm else None
 
         white = quantize(render_white(self.camera, samples=p['samples']), self.bits)
         self.white_msg = array_to_image(white, p['encoding'])
@@ -165,12 +187,21 @@ class SimCameraNode(Node):
 
     def _publish_frame(self):
         with self._lock:
-            msg = self._msg
+            msg, index = self._msg, self._index
         msg.header.stamp = self.get_clock().now().to_msg()
+        if self.arm_pub is not None:            # the arm's state at the frame, sent first
+            from lf_mpc_calib.ros.messages import transform_stamped
+            self.arm_pub.publish(self._TFMessage(transforms=[transform_stamped(
+                self.robot_rvecs[index], self.robot_tvecs[index],
+                parent=self.arm.base_frame, child=self.arm.tool_frame,
+                stamp=msg.header.stamp)]))
         self.image_pub.publish(msg)
 
     def _on_next_pose(self, request, response):
         index = self._advance()
+        if self.arm is not None:                # the arm comes to rest; frames go on
+            import time
+            time.sleep(self.params['settle_time'])
         response.success = True
         response.message = f'pose {index} of {len(self.rvecs)}'
         return response
