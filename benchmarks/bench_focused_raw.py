@@ -9,6 +9,32 @@ up to 20 degrees, 9 x 6 board. Targets (issue 10): k's <= 0.5 %, principal point
 per-type terms within 3 sigma, RMS <= 0.2 px on noise-free renders; the sensor-noise rows show
 how they grow. --quick: half-size sensors (fewer micro-images), noise-free only.
 
+Measured (full size, 16 samples per pixel, seed 0, after merging main at 08:20 UTC):
+
+    camera              noise  max|dk|/k %  pp err px  types |err|/sd  RMS px  rays  poses
+    focused-keplerian   0.000       0.4456     0.9262             nan  0.1874  3049      6
+    focused-keplerian   0.010       0.9978     1.9111             nan  0.1964  2949      6
+    focused-keplerian   0.020       0.4102     1.0882             nan  0.2065  2841      6
+    focused-galilean    0.000       5.7443     3.1968             nan  0.1912  1228      5
+    focused-galilean    0.010       5.0181    19.8137             nan  0.1917  1236      5
+    focused-galilean    0.020       5.0598    18.3813             nan  0.2008  1206      5
+    focused-multifocus  0.000       0.9507     3.2867            8.06  0.1755  2414      6
+    focused-multifocus  0.010       0.8442     2.0988            8.98  0.1730  2431      6
+    focused-multifocus  0.020       1.1185     2.2507            9.01  0.1816  2383      6
+
+Met: RMS <= 0.2 px noise-free; Keplerian k's <= 0.5 %. NOT met: principal point <= 0.5 px
+(bench_focused.py: 0.3 px already from 0.1 px noise on exact rows; these detections carry
+0.13-0.2 px), Galilean and multi-focus k's, multi-focus type terms (8 sigma). Measured:
+detected corners are 0.13-0.2 px RMS from the optics' chief rays, and in strongly defocused
+micro-images (Galilean at 0.6-0.7 x, w = -0.12..-0.16 against the micro-lens focus -0.33;
+the multi-focus type focused at virtual depth 2.2) their (u, v) scale is off by up to 2 % per
+pose. Likely cause (not proven; consistent with the bias shrinking when only the inner
+micro-image is used): the defocused bundle of a pixel near the rim is clipped by the
+main-lens aperture, so the corner moves off the chief ray. --radius-fraction 0.8 (only the
+inner micro-image): type terms 3.0 sigma, k 0.39 / 0.01 / 3.6 % (Keplerian / multi-focus /
+Galilean), principal point 2.1 / 3.9 / 3.4 px (fewer rays). The Galilean pose at 1.15 x is
+skipped (too near the conjugate plane).
+
     PYTHONPATH=. python benchmarks/bench_focused_raw.py [--quick] [--samples 16]
 """
 
@@ -19,8 +45,9 @@ import numpy as np
 from lf_mpc_calib.calibration import calibrate
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
-from lf_mpc_calib.errors import DetectionError
-from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+from lf_mpc_calib.errors import DetectionError, LFCalibError
+from lf_mpc_calib.features.micro_image_corners import (MicroImageCornerDetector,
+                                                       MicroImageOptions)
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
@@ -36,11 +63,12 @@ def distances(cam, n=6):
     return cand[np.linspace(0, len(cand) - 1, n).round().astype(int)]
 
 
-def run_one(name, scale, noise, seed, samples):
+def run_one(name, scale, noise, seed, samples, radius_fraction=0.95):
     cam = preset(name, scale=scale, sensor__noise=0.0)
     board = Checkerboard(9, 6, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 8)
     rng = np.random.default_rng(seed)
-    det = MicroImageCornerDetector(render_white(cam, samples=samples))
+    det = MicroImageCornerDetector(render_white(cam, samples=samples),
+                                   options=MicroImageOptions(radius_fraction=radius_fraction))
     if cam.mla.n_types > 1:
         det.lens_types = lens_types_of(cam, det.centres)
     parts, skipped = [], []
@@ -72,14 +100,21 @@ def main():
     ap.add_argument('--quick', action='store_true')
     ap.add_argument('--samples', type=int, default=16)
     ap.add_argument('--noise-free', action='store_true', help='full size, no noise rows')
+    ap.add_argument('--radius-fraction', type=float, default=0.95,
+                    help='usable part of each micro-image (MicroImageOptions.radius_fraction)')
     args = ap.parse_args()
     scale = 0.5 if args.quick else 1.0
-    noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.005, 0.01, 0.02)
+    noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)
     print(f'{"camera":20s} {"noise":>6s} {"max|dk|/k %":>12s} {"pp err px":>10s} '
           f'{"types |err|/sd":>15s} {"RMS px":>8s} {"rays":>6s} {"poses":>6s}')
     for name in CAMERAS:
         for noise in noises:
-            k, pp, z, rms, n, used, skipped = run_one(name, scale, noise, 0, args.samples)
+            try:
+                k, pp, z, rms, n, used, skipped = run_one(name, scale, noise, 0, args.samples,
+                                                          args.radius_fraction)
+            except LFCalibError as exc:
+                print(f'{name:20s} {noise:6.3f} REFUSED: {str(exc)[:120]}')
+                continue
             print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {pp:10.4f} {z:15.2f} '
                   f'{rms:8.4f} {n:6d} {used:6d}')
             for s in skipped:

@@ -11,6 +11,9 @@ from lf_mpc_calib.cli import main
 from lf_mpc_calib.errors import DetectionError
 from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.io.observation_table import read_observations
+from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+from lf_mpc_calib.measurement.focused import micro_image_types, raw_pixel_rays
 from lf_mpc_calib.pipeline.focused_raw import resolve_camera_type
 from lf_mpc_calib.pipeline.offline import load_raw_dataset
 from lf_mpc_calib.simulation.dataset import write_dataset
@@ -56,6 +59,15 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     assert max(abs(v) for v in z.values()) < 4.0, z
     assert abs(m.k_i / gt.k_i - 1) < 0.02
     assert cal.errors['rms_reprojection_px'] < 0.3
+    # the file says which micro-image has which type; rays from raw pixels through the file
+    types = micro_image_types(cal.lenslet_grid, cal.lens_types)
+    idx = MicroImageLattice(cal.lenslet_grid).nearest(obs.ijuv[:, :2])
+    np.testing.assert_array_equal(types[idx], obs.lens_type)
+    terms = LensTypeTerms.from_dict(cal.lens_types)
+    rays = raw_pixel_rays(cal.model, cal.lenslet_grid, obs.ijuv[:, :2] + obs.ijuv[:, 2:],
+                          types=types, terms=terms)
+    expected = cal.model.rays(terms.corrected_ijuv(obs.ijuv, obs.lens_type))
+    np.testing.assert_allclose(rays, expected, atol=1e-9)
     report = (tmp_path / 'rep' / 'detections.txt').read_text()
     assert 'lens type 2:' in report and 'micro-images (median)' in report
 
@@ -100,3 +112,46 @@ def test_conventional_data_given_as_focused_is_refused(tmp_path):
     assert resolve_camera_type(ds)[0] == 'conventional'
     with pytest.raises(DetectionError, match='not focused'):
         resolve_camera_type(ds, 'focused')
+
+
+def test_lens_types_told_from_the_frames_without_a_manifest(multifocus, tmp_path, capsys):
+    root, cam = multifocus
+    plain = tmp_path / 'plain'
+    plain.mkdir()
+    for p in root.glob('*.png'):
+        shutil.copy(p, plain / p.name)
+    import yaml
+    board = yaml.safe_load((root / 'manifest.yaml').read_text())['board']
+    out = tmp_path / 'cal.yaml'
+    rc = main(['calibrate-raw', str(plain), '-o', str(out), '--board',
+               f'{board["cols"]}x{board["rows"]}', '--square', str(board['square_m']),
+               '--lens-types', '3', '--fix', 'k_1,k_2', '--accept-uncertain'])
+    text = capsys.readouterr()
+    assert rc == 0, text.err
+    assert 'camera type: focused' in text.out and 'told apart by sharpness' in text.out
+    obs = read_observations(tmp_path / 'cal_observations.csv')
+    # the inferred types are the true ones up to their labels
+    from lf_mpc_calib.simulation.focused_raw import lens_types_of
+    true = lens_types_of(cam, obs.ijuv[:, :2])
+    pairs = set(zip(obs.lens_type.tolist(), true.tolist()))
+    assert len(pairs) == 3 and len({a for a, _ in pairs}) == 3
+    assert len(load_calibration(out).lens_types['scale']) == 3
+
+
+def test_one_type_camera_is_not_split_into_types(tmp_path, capsys):
+    cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
+    board = Checkerboard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
+    rv, tv = [], []
+    for z, ang in ((1.0, (15, -10, 3)), (1.2, (-12, 18, -5)), (1.4, (20, 8, 2)),
+                   (1.6, (-8, -20, 6))):
+        r, t = board_pose(cam, board, z * cam.scene_distance, ang)
+        rv.append(r)
+        tv.append(t)
+    write_dataset(tmp_path / 'ds', cam, board, np.array(rv), np.array(tv), samples=4,
+                  noise=0.0)
+    (tmp_path / 'ds' / 'manifest.yaml').unlink()
+    rc = main(['calibrate-raw', str(tmp_path / 'ds'), '-o', str(tmp_path / 'c.yaml'),
+               '--board', '8x5', '--square', str(board.square), '--lens-types', '3',
+               '--accept-uncertain'])
+    err = capsys.readouterr().err
+    assert rc != 0 and 'do not fall into 3 lens types' in err

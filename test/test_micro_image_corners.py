@@ -109,3 +109,21 @@ def test_no_board_is_refused_with_the_reason():
     cam, det = _setup('focused-keplerian')
     with pytest.raises(DetectionError, match='no texture'):
         det.detect(np.full(cam.sensor.size[::-1], 0.5), _board(cam))
+
+
+@pytest.mark.parametrize('noise', [0.01, 0.03])
+def test_sensor_noise_and_a_bayer_mosaic_give_no_wrong_corner(noise):
+    # the raw frame divided by the white removes the mosaic's channel gains
+    cam = preset('focused-keplerian', scale=SCALE, sensor__bayer='rggb')
+    white = render_white(cam, samples=4)
+    det = MicroImageCornerDetector(white)
+    board = _board(cam)
+    rv, tv = board_pose(cam, board, 1.2 * cam.scene_distance, (-12.0, 9.0, 4.0))
+    raw = render_raw(cam, board, rv, tv, samples=8, noise=noise,
+                     rng=np.random.default_rng(3))
+    truth = focused_observations(cam, board, rv[None], tv[None], radius_fraction=1.0)
+    found = det.detect(raw, board)
+    err, unmatched = match_truth(found.observations, truth)
+    assert unmatched == 0
+    assert len(np.unique(found.observations.point)) >= 0.8 * board.n_points
+    assert np.abs(err).max() < 1.2

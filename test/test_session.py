@@ -59,8 +59,8 @@ def test_session_rejects_bad_options(scene):
         CalibrationSession(scene[1], views=(8, 9))
     with pytest.raises(InvalidInputError, match='min_poses'):
         CalibrationSession(scene[1], min_poses=1)
-    with pytest.raises(InvalidInputError, match="only 'conventional'"):
-        CalibrationSession(scene[1], camera_type='focused')
+    with pytest.raises(InvalidInputError, match="expected 'conventional' or 'focused'"):
+        CalibrationSession(scene[1], camera_type='plenoptic3')
 
 
 def test_session_capture_reports_corners(calibrated, scene):

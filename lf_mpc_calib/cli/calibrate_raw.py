@@ -75,6 +75,10 @@ def register(subparsers):
                         '(plenoptic 2.0: corners in the micro-images); auto tells them from the '
                         'micro-image size and what the frames show inside micro-images, and a '
                         'type the data contradicts is refused (default: %(default)s)')
+    p.add_argument('--lens-types', type=int, default=1, metavar='T',
+                   help='focused multi-focus cameras: T interleaved micro-lens types, told '
+                        'apart from the corners\' sharpness and given their own terms '
+                        '(default: %(default)s; a simulated data set knows its own)')
     p.add_argument('--min-poses', type=int, default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
     add_model_arguments(p)
@@ -215,7 +219,8 @@ def run(args):
     if camera_type == 'focused':
         result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
                                            min_poses=args.min_poses, progress=progress,
-                                           accept_uncertain=args.accept_uncertain)
+                                           accept_uncertain=args.accept_uncertain,
+                                           n_types=args.lens_types)
     else:
         result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
                                    calibrate_options=options, min_poses=args.min_poses,
@@ -247,10 +252,11 @@ def run(args):
           f'{"micro-images" if camera_type == "focused" else "views"}', file=out)
     if r.lens_types is not None:
         from lf_mpc_calib.report.raw_calibration import lens_type_residuals
-        lt = r.lens_types.to_dict()
-        print(f'  lens types: {lt}', file=out)
-        for line in lens_type_residuals(r, result_run.observations):
-            print('  ' + line, file=out)
+        lt = r.lens_types
+        for t, line in enumerate(lens_type_residuals(r, result_run.observations)):
+            print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
+                  f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
+                  f'{lt.offset_std_px[t][0]:.3f} px', file=out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:

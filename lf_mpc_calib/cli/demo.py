@@ -84,7 +84,8 @@ def run(args):
     rng = np.random.default_rng(args.seed)
     # a careful user's poses (both sides of the focus distance, tilts about both axes), then
     # one more frame to measure
-    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng)
+    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng,
+                                 **_focused_depths(camera))
     print(f'simulated camera: {camera.name} {camera.sensor.size[0]}x{camera.sensor.size[1]} '
           f'px, board {board.cols}x{board.rows} x {board.square * 1e3:.1f} mm, '
           f'{args.poses} calibration poses -> {out}')
@@ -101,7 +102,12 @@ def run(args):
 
     dataset = load_raw_dataset(out / 'dataset')
     # a demo shows its result even when the poses leave it uncertain, and says so below
-    calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
+    focused = camera.camera_type == 'focused'
+    if focused:   # corners in the micro-images (pipeline.focused_raw)
+        from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
+        calib = calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True)
+    else:
+        calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
     write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
     result = calib.result
     truth, _, _ = aligned_truth(calib.truth, result.model, rotation_matrix(rvecs[:-1]),
@@ -127,8 +133,13 @@ def run(args):
 
     # ---- live measurement of a new frame with the calibrated model ----
     raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)
-    _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
-    detection = detect_corners(decoder.decode(raw), board, pose=0)
+    if focused:
+        from lf_mpc_calib.pipeline.focused_raw import focused_detector
+        detection = _focused_detection(focused_detector(dataset, calib.grid), raw, board,
+                                       result)
+    else:
+        _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
+        detection = detect_corners(decoder.decode(raw), board, pose=0)
     truth_new, rot, trans = aligned_truth(calib.truth, result.model,
                                           rotation_matrix(rvecs[-1:]), tvecs[-1:])
     acc = corner_accuracy(detection.observations, result.model, truth_new,
@@ -147,3 +158,29 @@ def run(args):
           f'{time.perf_counter() - start:.1f} s in all')
     sys.stdout.flush()
     return 0
+
+
+def _focused_detection(detector, raw, board, result):
+    """A focused camera's Detection of ``raw`` with (u, v) corrected by the lens-type terms."""
+    import dataclasses
+    from lf_mpc_calib.camera.observations import Observations
+    det = detector.detect(raw, board, pose=0)
+    obs = det.observations
+    if result.lens_types is None or obs.lens_type is None:
+        return det
+    ijuv = result.lens_types.corrected_ijuv(obs.ijuv, obs.lens_type)
+    return dataclasses.replace(det, observations=Observations(obs.pose, obs.point, obs.board,
+                                                              ijuv, obs.lens_type))
+
+
+def _focused_depths(camera):
+    """
+    capture_poses' depth_range for a focused camera: the side of the plane conjugate to the
+    micro-lenses where they focus (Keplerian: beyond it; Galilean: before it), at least 25 %
+    away from it, within 0.6-1.5 x the scene distance ({} for a conventional camera).
+    """
+    if camera.camera_type != 'focused':
+        return {}
+    zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
+    return {'depth_range': (max(0.6, 1.25 * zf), 1.5) if zf < 1.0
+            else (0.6, min(1.5, 0.75 * zf))}

@@ -41,6 +41,7 @@ from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.corners import find_board, resolve_orientation
 from lf_mpc_calib.features.interface import Detection
 from lf_mpc_calib.lenslet.grid import LensletGrid
+from lf_mpc_calib.lenslet.nearest import MicroImageLattice
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +109,7 @@ class MicroImageCornerDetector:
         self._inv_white = np.where(self._lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
             np.float32)
         self.radius = _micro_image_radius(self._lit, grid)
-        self._lattice = _Lattice(grid)
+        self.lattice = MicroImageLattice(grid)
 
     # ---- public ------------------------------------------------------------------------------
     def detect(self, raw, board, *, pose=0):
@@ -119,7 +120,7 @@ class MicroImageCornerDetector:
                                     f'{self._lit.shape[0]} (2-D) like the white image, got '
                                     f'shape {raw.shape}')
         opt = self.options
-        norm = self._normalise(raw)
+        norm = self.normalise(raw)
         w = self.estimate_w(norm)
         rendered, step = self.render(norm, w)
         try:
@@ -153,7 +154,7 @@ class MicroImageCornerDetector:
         rows = [r for r in rows if kept[r[0]]]
         if len(rows) < opt.min_corners:
             reach = (opt.radius_fraction * self.radius - opt.window - 0.5) / abs(w)
-            per_point = np.pi * reach ** 2 / abs(np.linalg.det(self._lattice.basis))
+            per_point = np.pi * reach ** 2 / abs(np.linalg.det(self.lattice.basis))
             raise DetectionError(
                 f'only {len(rows)} board corners were found in at least {opt.min_views} '
                 f'micro-images each (need {opt.min_corners}); at inverse virtual depth '
@@ -178,11 +179,14 @@ class MicroImageCornerDetector:
                 'fit_residual_rms_px': float(np.sqrt(np.mean(np.concatenate(
                     [r[3] for r in rows]) ** 2))),
                 'median_views': float(np.median(counts[counts > 0])),
-                'w_per_corner': w_fit}
+                'w_per_corner': w_fit,
+                'row_saddle': np.concatenate([_saddle(smooth, q, contrast)
+                                              for _, _, q, _ in rows])}
         return Detection(obs, central, rendered, diag)
 
     # ---- stages ------------------------------------------------------------------------------
-    def _normalise(self, raw):
+    def normalise(self, raw):
+        """The raw frame (H, W) divided by the white, scaled to its 99th percentile (f32)."""
         norm = raw.astype(np.float32) * self._inv_white
         top = float(np.percentile(norm[self._lit], 99.0)) if np.any(self._lit) else 0.0
         if not top > 0:
@@ -220,7 +224,7 @@ class MicroImageCornerDetector:
         base = cen[order]
         pairs = []
         for e in steps:
-            nb = self._lattice.nearest(base + e)
+            nb = self.lattice.nearest(base + e)
             pairs.append((base[nb >= 0], self.centres[nb[nb >= 0]]))
         offs = _disk_offsets(r_in, 1.5)
         cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in coarse]
@@ -252,7 +256,7 @@ class MicroImageCornerDetector:
         gy = np.arange(0, h / step, dtype=np.float32) * step
         xx, yy = np.meshgrid(gx, gy)
         xy = np.column_stack([xx.ravel(), yy.ravel()]).astype(np.float64)
-        nb = self._lattice.nearest(xy)
+        nb = self.lattice.nearest(xy)
         c = self.centres[np.maximum(nb, 0)]
         q = c + w * (c - xy)
         mx = q[:, 0].reshape(xx.shape).astype(np.float32)
@@ -273,7 +277,7 @@ class MicroImageCornerDetector:
         for n_pass in range(3):
             # micro-images whose usable disk contains the predicted corner
             reach = r_use / abs(w)
-            near = self._lattice.within(x, reach)
+            near = self.lattice.within(x, reach)
             if near.size == 0:
                 return None
             cen = self.centres[near]
@@ -311,59 +315,6 @@ class MicroImageCornerDetector:
         proj = cv2.perspectiveTransform(rc.reshape(-1, 1, 2), H).reshape(-1, 2)
         err = np.hypot(*(proj - np.where(found[:, None], x_fit, 0.0)).T)
         return found & (err <= tol)
-
-
-class _Lattice:
-    """Nearest micro-image of raw points, from the regular lattice of a LensletGrid."""
-
-    def __init__(self, grid):
-        self.grid = grid
-        self.reg = grid.regular()
-        self.basis = np.column_stack([self.reg.row_vector, self.reg.column_vector])
-        self.inv = np.linalg.inv(self.basis)
-        self.cols, self.rows = grid.shape
-        self.centres = grid.centres()
-
-    def nearest(self, xy):
-        """(N,) index into grid.centres() of the nearest micro-image, -1 outside the grid."""
-        xy = np.asarray(xy, float).reshape(-1, 2)
-        a = (xy - self.reg.origin) @ self.inv.T
-        best = np.full(len(xy), np.inf)
-        k_best = np.zeros(len(xy), np.int64)
-        l_best = np.zeros(len(xy), np.int64)
-        hexa = self.grid.lattice == 'hex'
-        for dl in ((0.0, 1.0) if hexa else (None,)):
-            if dl is None:
-                lc = np.rint(a[:, 1])
-                sh = 0.0
-            else:
-                lc = np.floor(a[:, 1]) + dl
-                sh = 0.5 * ((lc.astype(np.int64) + self.grid.hex_parity) % 2)
-            kc = np.rint(a[:, 0] - sh)
-            d = (a[:, 0] - kc - sh)[:, None] * self.reg.row_vector + \
-                (a[:, 1] - lc)[:, None] * self.reg.column_vector
-            d2 = np.einsum('ij,ij->i', d, d)
-            take = d2 < best
-            best = np.where(take, d2, best)
-            k_best = np.where(take, kc, k_best).astype(np.int64)
-            l_best = np.where(take, lc, l_best).astype(np.int64)
-        inside = (k_best >= 0) & (k_best < self.cols) & (l_best >= 0) & (l_best < self.rows)
-        return np.where(inside, l_best * self.cols + k_best, -1)
-
-    def within(self, x, radius):
-        """Indices of the micro-images whose centre is within ``radius`` px of x (2,)."""
-        a = (np.asarray(x, float) - self.reg.origin) @ self.inv.T
-        span_k = int(np.ceil(radius / self.grid.pitch)) + 2
-        span_l = int(np.ceil(radius / self.grid.row_spacing)) + 2
-        k0, l0 = int(np.round(a[0])), int(np.round(a[1]))
-        ks = np.arange(max(k0 - span_k, 0), min(k0 + span_k + 1, self.cols))
-        ls = np.arange(max(l0 - span_l, 0), min(l0 + span_l + 1, self.rows))
-        if ks.size == 0 or ls.size == 0:
-            return np.zeros(0, np.int64)
-        ll, kk = np.meshgrid(ls, ks, indexing='ij')
-        idx = (ll * self.cols + kk).ravel()
-        d = np.hypot(*(self.centres[idx] - x).T)
-        return idx[d <= radius]
 
 
 def _micro_image_radius(lit, grid):

@@ -28,7 +28,7 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LF
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
-from lf_mpc_calib.lenslet.white_image import check_grid_size
+from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
 
 MIN_POSES = 3
 
@@ -37,8 +37,9 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
     """The MicroImageCornerDetector of a data set (lens types from its simulated camera)."""
     white = read_float_image(dataset.white) if white is None else white
     try:
-        if grid is None:
-            grid = estimate_grid(white)
+        if grid is None:   # a Bayer white: each CFA phase balanced first, as the decoder does
+            grid = estimate_grid(white if dataset.demosaic is None
+                                 else bayer_neutral(white, dataset.demosaic))
         else:
             check_grid_size(grid, np.shape(white))
     except LFCalibError as exc:
@@ -54,16 +55,18 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
 
 def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_options=None,
                           calibrate_options=None, min_poses=MIN_POSES, progress=None,
-                          accept_uncertain=False):
+                          accept_uncertain=False, n_types=1):
     """
     Detect the board in the micro-images of every frame and calibrate; returns a
     :class:`lf_mpc_calib.pipeline.offline.RawCalibration` with camera_type 'focused'.
 
-    lens_types (M,) per micro-image of the grid (None: from a simulated camera, else one
-    type); progress(index, total, frame_path, message) and accept_uncertain as for
-    ``calibrate_raw`` (poses that leave the intrinsics too uncertain are refused unless
-    ``accept_uncertain``). Raises DetectionError when fewer than ``min_poses`` frames show
-    the board.
+    lens_types (M,) per micro-image of the grid (None: from a simulated camera; else, with
+    ``n_types`` > 1, told from the corners' sharpness by
+    :func:`lf_mpc_calib.features.lens_type_inference.infer_lens_types`, DetectionError when
+    they do not tell; else one type); progress(index, total, frame_path, message) and
+    accept_uncertain as for ``calibrate_raw`` (poses that leave the intrinsics too uncertain
+    are refused unless ``accept_uncertain``). Raises DetectionError when fewer than
+    ``min_poses`` frames show the board.
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
@@ -99,6 +102,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
             f'the board was found in {len(pose_frames)} of {total} frames, at least '
             f'{min_poses} are needed (skipped: {reasons})')
     obs = Observations.concatenate(parts)
+    if det.lens_types is None and int(n_types) > 1:
+        obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
@@ -125,7 +130,30 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           tuple(det.grid.image_size), dataset.board, truth, timings,
                           dataset.name, None, noise, ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
-                          det_figures, camera_type='focused')
+                          det_figures, camera_type='focused',
+                          lens_type_rule=_type_rule(det, result))
+
+
+def _type_rule(det, result):
+    """The lens-type rule of the detector's micro-images for the file (None: one type)."""
+    if det.lens_types is None or result.lens_types is None:
+        return None
+    from lf_mpc_calib.measurement.focused import type_class_map
+    return type_class_map(det.grid, det.lens_types, result.lens_types.n_types)
+
+
+def _with_inferred_types(obs, detections, det, n_types, progress, total):
+    """obs with the lens_type column told from the corners' sharpness (all poses)."""
+    from lf_mpc_calib.features.lens_type_inference import infer_lens_types
+    sharp = np.concatenate([d.diagnostics['row_saddle'] for _, d in detections])
+    w = np.concatenate([d.diagnostics['w_per_corner'][d.observations.point]
+                        for _, d in detections])
+    est = infer_lens_types(obs, sharp, w, det.grid, n_types)
+    det.lens_types = est.types
+    if progress:
+        progress(total, total, None, est.describe())
+    idx = det.lattice.nearest(obs.ijuv[:, :2])
+    return Observations(obs.pose, obs.point, obs.board, obs.ijuv, est.types[idx])
 
 
 def resolve_camera_type(dataset, claimed='auto', *, grid=None):
@@ -140,7 +168,6 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
     or None for a simulated data set).
     """
     from lf_mpc_calib.lenslet.camera_type import PITCH_CONVENTIONAL, camera_type_of
-    from lf_mpc_calib.lenslet.white_image import bayer_neutral
     cam = dataset.camera
     if cam is not None:
         if claimed not in ('auto', cam.camera_type):
@@ -163,3 +190,36 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
             f'{np.median([e.edge_share for e in evidence]):.2f}, pitch {est.pitch:.1f} px'
             if evidence else 'no frame showed the board')
     return found, est, text
+
+
+class FocusedFrameDetector:
+    """
+    The calibration session's detector of a focused camera (:mod:`lf_mpc_calib.pipeline.
+    session`): ``detect(raw, pose=k) -> (None, Detection)`` like its decoder-based one; grid
+    the micro-image grid; white the white image as given.
+    """
+
+    def __init__(self, board, white, grid=None, lens_types=None):
+        from lf_mpc_calib.io.images import as_float_image
+        w = as_float_image(white, 'white')
+        w = w.mean(axis=2) if w.ndim == 3 else w
+        try:
+            self.detector = MicroImageCornerDetector(w, grid, lens_types=lens_types)
+        except LFCalibError as exc:
+            raise DetectionError(f'white image {w.shape[1]}x{w.shape[0]} px: {exc}') from exc
+        self.board = board
+        self.grid = self.detector.grid
+        self.white = white
+        self.image_size = (int(w.shape[1]), int(w.shape[0]))
+
+    def detect(self, raw, *, pose):
+        """(None, Detection) of one raw frame; DetectionError without a board."""
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.io.images import as_float_image
+        img = as_float_image(raw, 'raw')
+        img = img.mean(axis=2) if img.ndim == 3 else img
+        if (img.shape[1], img.shape[0]) != self.image_size:
+            raise InvalidInputError(
+                f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
+                f'{self.image_size[0]}x{self.image_size[1]} px')
+        return None, self.detector.detect(img, self.board, pose=pose)

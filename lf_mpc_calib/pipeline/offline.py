@@ -55,7 +55,8 @@ class RawCalibration:
     the camera (:class:`~lf_mpc_calib.calibration.determination.Determination`); camera_type:
     'conventional' (views decoded by the grid) or 'focused'
     (:mod:`lf_mpc_calib.pipeline.focused_raw`; view_size is then the raw image's and
-    usable_views None).
+    usable_views None); lens_type_rule: which micro-image has which lens type
+    (:func:`lf_mpc_calib.measurement.focused.type_class_map`), written into ``lens_types``.
     """
 
     result: object
@@ -76,6 +77,7 @@ class RawCalibration:
     white: object = None
     determination: object = None
     camera_type: str = 'conventional'
+    lens_type_rule: dict = None
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -199,7 +201,8 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
                                       camera=camera, camera_metadata=run.camera_metadata,
                                       hand_eye=hand_eye,
                                       lens_types=None if lens_types is None
-                                      else lens_types.to_dict())
+                                      else {**lens_types.to_dict(),
+                                            **(run.lens_type_rule or {})})
     save_calibration(output, cal)
     written = [output]
     obs_path = observations_path(output)

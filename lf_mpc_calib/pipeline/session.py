@@ -48,7 +48,9 @@ class CaptureReport:
     observations: rays kept; corners_found / corners_total: board corners seen in at least one
     view; views_used / views_available; corners_per_view (n_j, n_i) int: corners found in each
     decoded view (zeros for a rejected frame); reason: why a frame was rejected ('' if kept);
-    poses: kept poses after this capture.
+    poses: kept poses after this capture; unit: 'views', or 'micro-images' for a focused
+    camera (views_used / views_available then count micro-images and corners_per_view (1, C)
+    holds the micro-images per board corner).
     """
 
     accepted: bool
@@ -61,6 +63,7 @@ class CaptureReport:
     corners_per_view: np.ndarray = None
     reason: str = ''
     poses: int = 0
+    unit: str = 'views'
 
     def summary(self):
         """One line for a service answer or a log."""
@@ -68,9 +71,10 @@ class CaptureReport:
             return f'frame rejected: {self.reason} ({self.poses} poses kept)'
         per = np.asarray(self.corners_per_view)
         used = per[per > 0]
-        spread = f'{used.min()}-{used.max()} per view' if used.size else 'none per view'
+        per_what = 'per view' if self.unit == 'views' else 'per corner'
+        spread = f'{used.min()}-{used.max()} {per_what}' if used.size else f'none {per_what}'
         return (f'pose {self.pose}: {self.corners_found}/{self.corners_total} corners in '
-                f'{self.views_used}/{self.views_available} views ({spread}), '
+                f'{self.views_used}/{self.views_available} {self.unit} ({spread}), '
                 f'{self.observations} rays; {self.poses} poses kept')
 
 
@@ -79,7 +83,9 @@ class CalibrationSession:
     Captures, calibrates and saves one light-field camera calibration.
 
     board: a Checkerboard (``lf_mpc_calib.camera.board`` or the simulator's); camera_type:
-    'conventional' (the only type the raw pipeline decodes); grid: a LensletGrid to decode
+    'conventional' (frames decoded into views) or 'focused' (corners in the micro-images,
+    :class:`lf_mpc_calib.pipeline.focused_raw.FocusedFrameDetector`; views and
+    corner_options then unused); grid: a LensletGrid to decode
     with (None: estimated from the white image); white: the white image (any layout accepted
     by :meth:`set_white`), or None to give it later; views (n_i, n_j) decoded views;
     min_poses: poses needed to calibrate; calibrate_options: keyword arguments of
@@ -91,10 +97,9 @@ class CalibrationSession:
     def __init__(self, board, *, camera_type='conventional', grid=None, white=None,
                  views=(9, 9), min_poses=MIN_POSES, calibrate_options=None,
                  corner_options=None, strict_views=True, demosaic=None):
-        if camera_type != 'conventional':
+        if camera_type not in ('conventional', 'focused'):
             raise InvalidInputError(
-                f"camera_type: only 'conventional' cameras are decoded from raw frames, got "
-                f'{camera_type!r}')
+                f"camera_type: expected 'conventional' or 'focused', got {camera_type!r}")
         if grid is not None and not isinstance(grid, LensletGrid):
             raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
         views = tuple(int(v) for v in views)
@@ -165,15 +170,21 @@ class CalibrationSession:
                 f'white image is {w.shape[1]}x{w.shape[0]} px but the {self.num_poses} '
                 f'captured frames are {f_w}x{f_h} px; expected a white image of the same '
                 f'camera (reset the session to change cameras)')
-        grid, decoder = make_decoder(w, views=self.views, demosaic=self.demosaic,
-                                     grid=self._given_grid)
-        use = decoder.valid if self.strict_views else decoder.bright
-        if not np.any(use):
+        if self.camera_type == 'focused':
+            from lf_mpc_calib.pipeline.focused_raw import FocusedFrameDetector
+            candidate = FocusedFrameDetector(self.board, raw_white, self._given_grid)
+            grid, decoder, use = candidate.grid, candidate, None
+        else:
+            grid, decoder = make_decoder(w, views=self.views, demosaic=self.demosaic,
+                                         grid=self._given_grid)
+            use = decoder.valid if self.strict_views else decoder.bright
+        if use is not None and not np.any(use):
             raise DetectionError(
                 f'white image {w.shape[1]}x{w.shape[0]} px gives no usable view (lenslet grid '
                 f'{grid.shape[0]}x{grid.shape[1]}); expected the white image of the camera '
                 f'(a uniformly lit, diffuse scene)')
-        candidate = _Detector(self.board, raw_white, decoder, use, self.corner_options)
+        if use is not None:
+            candidate = _Detector(self.board, raw_white, decoder, use, self.corner_options)
         detections, view_size = [], None
         for k, raw in enumerate(self.frames):
             try:
@@ -184,7 +195,7 @@ class CalibrationSession:
                     f'({exc}); white image refused, session unchanged (reset the session to '
                     f'change cameras)') from exc
             detections.append(det)
-            view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
+            view_size = _view_size(lf, raw_white)
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
         self.detections, self.view_size = detections, view_size
         self.result = None
@@ -249,6 +260,8 @@ class CalibrationSession:
 
     # ---- capture and calibrate ----------------------------------------------------------
     def _detect(self, raw):
+        if self.camera_type == 'focused':
+            return self.decoder.detect(raw, pose=len(self.frames))
         return _Detector(self.board, self.white, self.decoder, self.use,
                          self.corner_options).detect(raw, pose=len(self.frames))
 
@@ -271,7 +284,7 @@ class CalibrationSession:
         except DetectionError as exc:
             self.rejected += 1
             return CaptureReport(False, reason=str(exc), poses=self.num_poses)
-        self.view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
+        self.view_size = _view_size(lf, self.white)
         pose = len(self.frames)
         self.frames.append(np.asarray(raw))
         self.detections.append(det)
@@ -280,12 +293,19 @@ class CalibrationSession:
         self.result = None
         self.hand_eye = None
         obs = det.observations
+        d = det.diagnostics
+        if lf is None:   # focused: micro-images instead of views
+            used = np.unique(obs.ijuv[:, :2], axis=0)
+            return CaptureReport(True, pose, len(obs), int(d['corners_found']),
+                                 int(d['corners_total']), len(used),
+                                 len(self.decoder.detector.centres),
+                                 np.bincount(obs.point)[None], '', self.num_poses,
+                                 'micro-images')
         n_j, n_i = lf.views.shape[:2]
         vi = np.searchsorted(np.asarray(lf.i_values), obs.ijuv[:, 0])
         vj = np.searchsorted(np.asarray(lf.j_values), obs.ijuv[:, 1])
         per_view = np.zeros((n_j, n_i), dtype=int)
         np.add.at(per_view, (np.clip(vj, 0, n_j - 1), np.clip(vi, 0, n_i - 1)), 1)
-        d = det.diagnostics
         return CaptureReport(True, pose, len(obs), int(d['corners_found']),
                              int(d['corners_total']), int(d['views_used']),
                              int(d['views_available']), per_view, '', self.num_poses)
@@ -319,6 +339,9 @@ class CalibrationSession:
         from lf_mpc_calib.calibration import calibrate
         try:
             self.result = calibrate(self.observations, **self.calibrate_options)
+            if self.camera_type == 'focused':
+                from lf_mpc_calib.calibration.focused import orient_focused
+                self.result = orient_focused(self.result)
         except DegenerateConfigurationError as exc:
             raise DegenerateConfigurationError(f'{self.num_poses} poses: {exc}') from exc
         self.hand_eye = None
@@ -332,9 +355,11 @@ class CalibrationSession:
             raise InvalidInputError('not calibrated yet: calibrate before asking for the '
                                     'calibration file')
         from lf_mpc_calib.io.calibration_file import CalibrationFile, default_frames
+        lens_types = getattr(self.result, 'lens_types', None)
         return CalibrationFile.from_result(
             self.result, camera_type=self.camera_type, image_size=self.view_size,
             lenslet_grid=self.grid, camera=camera_name,
+            lens_types=None if lens_types is None else lens_types.to_dict(),
             hand_eye=self.hand_eye_mapping(optical_frame or
                                            default_frames(camera_name)['optical']))
 
@@ -428,6 +453,13 @@ class _Detector:
         lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
         det = detect_corners(lf, self.board, pose=pose, options=self.corner_options)
         return lf, det
+
+
+def _view_size(lf, white):
+    """(width, height) of one decoded view, or of the raw image (focused: lf None)."""
+    if lf is None:
+        return (int(np.shape(white)[1]), int(np.shape(white)[0]))
+    return (int(lf.views.shape[3]), int(lf.views.shape[2]))
 
 
 def _row_keys(obs):

@@ -82,7 +82,8 @@ class CalibrationNode(Node):
 
         p = D.declare_parameters(self, [
             ('camera_type', D.CAMERA_TYPE, 'camera type (conventional: micro-lenses focused '
-             'at infinity, decoded into sub-aperture views)', D.one_of('conventional')),
+             'at infinity, decoded into sub-aperture views; focused: plenoptic 2.0, corners '
+             'found in the micro-images)', D.one_of('conventional', 'focused')),
             ('grid_file', '', 'lenslet grid YAML (lf-mpc-calib grid, or a calibration file); '
              'empty: estimated from the white image', None),
             ('min_poses', D.MIN_POSES, 'captured poses needed to calibrate', D.at_least(2)),

@@ -92,7 +92,8 @@ def random_poses(camera, board, n, *, rng, max_tilt_deg=30.0, distance_range=(0.
 
     Tilts about the board's x and y axes uniform in +-max_tilt_deg, roll about its normal in
     +-max_roll_deg, board centre at a distance uniform in distance_range x scene_distance and
-    shifted sideways at random within the field of view; rejected until board_in_view.
+    shifted sideways at random within the field of view; rejected until board_in_view (and,
+    for a focused camera, while within 25 % of the plane conjugate to its micro-lenses).
     Returns rvecs (n, 3), tvecs (n, 3).
     """
     if int(n) != n or n < 1:
@@ -111,6 +112,8 @@ def random_poses(camera, board, n, *, rng, max_tilt_deg=30.0, distance_range=(0.
         roll = math.radians(rng.uniform(-max_roll_deg, max_roll_deg))
         rmat = Rotation.from_euler('zyx', [roll, ay, ax]).as_matrix()
         z = camera.scene_distance * rng.uniform(*distance_range)
+        if _near_conjugate_plane(camera, z):
+            continue
         w, h = camera.field_of_view(z)
         xy = rng.uniform(-0.25, 0.25, 2) * np.array([w, h])
         t = np.array([xy[0], xy[1], z]) - rmat @ centre
@@ -119,6 +122,15 @@ def random_poses(camera, board, n, *, rng, max_tilt_deg=30.0, distance_range=(0.
             rvecs.append(rvec)
             tvecs.append(tvec)
     return np.array(rvecs), np.array(tvecs)
+
+
+def _near_conjugate_plane(camera, z, band=0.25):
+    """True for a focused camera's board at ``z`` within ``band`` of the plane conjugate to
+    its micro-lenses: there a corner falls in one or two micro-images (no detection)."""
+    if camera.camera_type != 'focused' or camera.main_lens.inverse_focus <= 0:
+        return False
+    z_f = 1.0 / camera.main_lens.inverse_focus
+    return abs(z - z_f) < band * z_f
 
 
 CAPTURE_DEPTHS = (0.6, 1.5)

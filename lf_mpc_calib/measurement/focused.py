@@ -1,0 +1,212 @@
+"""
+Rays and 3-D points of a focused (plenoptic 2.0) camera from raw pixels.
+
+A focused camera's calibration decodes a raw pixel q through the micro-image it lies in:
+(i, j) = that micro-image's centre c (the lenslet grid of the calibration), (u, v) = q - c,
+corrected by the lens type's terms when the camera has several
+(:class:`lf_mpc_calib.calibration.type_terms.LensTypeTerms`: u' = (1 + a_T) u + d_T), then the
+MPC model gives the ray (Eq. 11, 18). A board corner seen in several micro-images is the
+least-squares intersection of their rays (:func:`lf_mpc_calib.camera.model.triangulate`).
+
+    rays = raw_pixel_rays(model, grid, q (N, 2), types=None, terms=None) -> (N, 4)
+    points, ids = triangulate_rows(model, obs, terms=None) -> ((G, 3), (G, 2) pose, point)
+    rule = type_class_map(grid, types (M,), T) -> mapping for the calibration file, or None
+    types = micro_image_types(grid, calibration_file.lens_types) -> (M,)
+    FocusedMeasurer.from_calibration(cal, board=...).measure(raw) -> live.Measurement
+"""
+
+import numpy as np
+
+from lf_mpc_calib.camera.model import point_ray_distance, triangulate
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+
+
+def raw_pixel_rays(model, grid, points, *, types=None, terms=None):
+    """
+    Undistorted rays (N, 4) of raw pixels ``points`` (N, 2) through their micro-images.
+
+    grid: the LensletGrid of the calibration; types (M,) int: the lens type of every
+    micro-image of ``grid.centres()`` (needed with ``terms``, a LensTypeTerms); pixels outside
+    every micro-image of the grid give NaN rays.
+    """
+    q = np.asarray(points, dtype=float).reshape(-1, 2)
+    lattice = MicroImageLattice(grid)
+    idx = lattice.nearest(q)
+    ok = idx >= 0
+    c = lattice.centres[np.maximum(idx, 0)]
+    uv = q - c
+    if terms is not None:
+        if types is None:
+            raise InvalidInputError('lens-type terms need the lens type of every micro-image '
+                                    '(types), got None')
+        types = np.asarray(types, dtype=np.int64).reshape(-1)
+        if types.shape != (len(lattice.centres),):
+            raise InvalidInputError(f'types must have one entry per micro-image '
+                                    f'({len(lattice.centres)}), got {types.shape}')
+        uv = terms.correct(uv, types[np.maximum(idx, 0)])
+    rays = model.rays(np.column_stack([c, uv]))
+    rays[~ok] = np.nan
+    return rays
+
+
+def triangulate_rows(model, obs, *, terms=None):
+    """
+    3-D points of the board corners in an observation table of a focused camera.
+
+    Rows of one (pose, point) are the micro-images that saw that corner; with ``terms`` each
+    row's (u, v) is corrected by its lens type (obs.lens_type). Returns (points (G, 3) metres
+    in the MPC frame, keys (G, 2) = (pose, point)); corners seen in fewer than 2 micro-images
+    are left out.
+    """
+    ijuv = obs.ijuv
+    if terms is not None:
+        if obs.lens_type is None:
+            raise InvalidInputError('lens-type terms need the lens_type column of the '
+                                    'observations, got none')
+        ijuv = terms.corrected_ijuv(ijuv, obs.lens_type)
+    keys = np.column_stack([obs.pose, obs.point])
+    uniq, inv, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    inv = inv.ravel()
+    keep = counts[inv] >= 2
+    if not np.any(keep):
+        return np.zeros((0, 3)), np.zeros((0, 2), dtype=np.int64)
+    pts = triangulate(model.rays(ijuv[keep]), inv[keep])
+    return pts, uniq[np.unique(inv[keep])]
+
+
+def type_class_map(grid, types, n_types):
+    """
+    The lens types of ``grid``'s micro-images as a rule for the calibration file: a mapping
+    {'classes': text, 'type_of_class': [2 T ints]} with the type of each class
+    (k mod T) + T (l mod 2) of the grid's lattice indices, or None when the types (M,) do not
+    follow such a rule.
+    """
+    types = np.asarray(types, dtype=np.int64).reshape(-1)
+    cols = grid.shape[0]
+    idx = np.arange(len(types))
+    cls = (idx % cols) % n_types + n_types * ((idx // cols) % 2)
+    out = []
+    for k in range(2 * n_types):
+        values = np.unique(types[cls == k])
+        if len(values) != 1:
+            return None
+        out.append(int(values[0]))
+    return {'classes': f'(k mod {n_types}) + {n_types} (l mod 2) of lenslet_grid indices',
+            'type_of_class': out}
+
+
+def micro_image_types(grid, lens_types):
+    """
+    (M,) lens type of every micro-image of ``grid`` from a calibration file's ``lens_types``
+    mapping (its ``type_of_class`` rule); InvalidInputError when the file has no such rule.
+    """
+    rule = (lens_types or {}).get('type_of_class')
+    if not rule or len(rule) % 2:
+        raise InvalidInputError('the calibration file\'s lens_types has no type_of_class rule: '
+                                'the lens type of each micro-image is unknown')
+    n = len(rule) // 2
+    cols = grid.shape[0]
+    idx = np.arange(grid.shape[0] * grid.shape[1])
+    return np.asarray(rule, dtype=np.int64)[(idx % cols) % n + n * ((idx // cols) % 2)]
+
+
+class FocusedMeasurer:
+    """
+    Frame-by-frame measurement with a focused camera's calibration (what the decode node needs
+    instead of :class:`lf_mpc_calib.measurement.live.LiveMeasurer`).
+
+    model, grid: the calibration's MPCModel and LensletGrid; lens_types: the file's
+    ``lens_types`` mapping (terms and type_of_class) or None; board: a Checkerboard to measure
+    (None: the rendered image only); white: the white image, needed to measure (set later with
+    :meth:`set_white`). :meth:`measure` returns a
+    :class:`lf_mpc_calib.measurement.live.Measurement` whose ``center`` is the image rendered
+    from the micro-images at the frame's inverse virtual depth and ``lightfield`` None.
+    """
+
+    def __init__(self, model, grid, *, lens_types=None, board=None, white=None):
+        from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+        self.model, self.grid, self.board = model, grid, board
+        self.lens_types = lens_types
+        self.terms = None if lens_types is None else LensTypeTerms.from_dict(lens_types)
+        self.types = None if lens_types is None or 'type_of_class' not in lens_types \
+            else micro_image_types(grid, lens_types)
+        if self.terms is not None and self.types is None:
+            raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
+                                    'rule: the lens type of each micro-image is unknown')
+        self.detector = None
+        self.white = None
+        if white is not None:
+            self.set_white(white)
+
+    @classmethod
+    def from_calibration(cls, cal, **options):
+        """A measurer for a focused camera's CalibrationFile."""
+        if cal.camera_type != 'focused':
+            raise InvalidInputError(f"FocusedMeasurer needs a 'focused' camera, the "
+                                    f'calibration file has {cal.camera_type!r}')
+        if cal.lenslet_grid is None:
+            raise InvalidInputError('the calibration file has no lenslet_grid: calibrate from '
+                                    'raw frames (calibration node or calibrate-raw)')
+        return cls(cal.model, cal.lenslet_grid, lens_types=cal.lens_types, **options)
+
+    def set_white(self, white):
+        """Use ``white`` ((H, W), the grid's size) from now on."""
+        from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+        from lf_mpc_calib.io.images import as_float_image
+        w = as_float_image(white, 'white')
+        w = w.mean(axis=2) if w.ndim == 3 else w
+        self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
+        self.white = w
+
+    def measure(self, raw, *, points=True, rays=False):
+        """
+        Render and measure one raw frame (H, W); see the class docstring. ``center`` is in the
+        raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
+        rendered image only; rays: accepted for LiveMeasurer's signature (no RaySet here).
+        """
+        del rays
+        import time
+        from lf_mpc_calib.errors import DetectionError
+        from lf_mpc_calib.io.images import as_float_image
+        from lf_mpc_calib.measurement.live import Measurement
+        none = (np.zeros(0, int), np.zeros((0, 3)), np.zeros(0, int), np.zeros(0))
+        if self.detector is None:
+            return Measurement(None, None, *none, reason='no white image yet')
+        img = as_float_image(raw, 'raw')
+        img = img.mean(axis=2) if img.ndim == 3 else img
+        kind = np.asarray(raw).dtype
+        top = float(np.iinfo(kind).max) if kind in (np.uint8, np.uint16) else 1.0
+        t0 = time.perf_counter()
+        det = self.detector
+        try:
+            norm = det.normalise(img)
+            w = det.estimate_w(norm)
+            center, _ = det.render(norm, w)
+            center = np.clip(center, 0.0, 1.0) * np.float32(top)
+        except DetectionError as exc:
+            return Measurement(None, None, *none, reason=str(exc))
+        timings = {'render': time.perf_counter() - t0}
+        if self.board is None or not points:
+            return Measurement(None, center, *none, reason='no board to measure',
+                               timings=timings)
+        t0 = time.perf_counter()
+        try:
+            obs = det.detect(img, self.board).observations
+        except DetectionError as exc:
+            return Measurement(None, center, *none, reason=str(exc), timings=timings)
+        timings['detect'] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
+        ijuv = obs.ijuv if self.terms is None else \
+            self.terms.corrected_ijuv(obs.ijuv, obs.lens_type)
+        rays = self.model.rays(ijuv)
+        ids = keys[:, 1]
+        pos = np.searchsorted(ids, obs.point)
+        ok = (pos < len(ids)) & (ids[np.minimum(pos, len(ids) - 1)] == obs.point)
+        d = point_ray_distance(pts[pos[ok]], rays[ok])
+        n = np.bincount(pos[ok], minlength=len(ids))
+        resid = np.sqrt(np.bincount(pos[ok], weights=d * d, minlength=len(ids))
+                        / np.maximum(n, 1))
+        timings['triangulate'] = time.perf_counter() - t0
+        return Measurement(None, center, ids, pts, n, resid, timings=timings)
