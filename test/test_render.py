@@ -176,6 +176,22 @@ def test_sample_pattern_is_centred():
     np.testing.assert_array_equal(sample_pattern(1), np.zeros((1, 4)))
 
 
+def test_sample_pattern_integrates_x_and_y_alike():
+    # The micro-lens aperture point (ex, ey) sets where a raw pixel's ray meets the lens
+    # plane, i.e. the spatial footprint of a view pixel. The old 4-sample pattern had mean
+    # ey^2 0.09 against ex^2 0.36, so rendered Lytro corners had 0.136 px RMS of aliasing in v
+    # against 0.053 px in u and k_j came out 0.7 % off. Counts that are multiples of 4 are
+    # isotropic; 4 samples match the second moments of a uniform pixel (1/12) and disk (1/4).
+    # The lens points' mean squared radius must be the disk's (1/2): with 16 samples whose
+    # radii missed the rim (0.32) corners locked towards the middle between lens rows.
+    for n in (4, 8, 16, 32):
+        m2 = np.mean(sample_pattern(n) ** 2, axis=0)
+        np.testing.assert_allclose(m2[0], m2[1], rtol=1e-12)
+        np.testing.assert_allclose(m2[2:], 0.25, rtol=1e-12)
+    m2 = np.mean(sample_pattern(4) ** 2, axis=0)
+    np.testing.assert_allclose(m2, [1 / 12, 1 / 12, 0.25, 0.25], atol=0.006)
+
+
 def test_render_bad_input():
     cam = preset('lytro', scale=0.05)
     board = Checkerboard(3, 3, 0.004)

@@ -235,7 +235,8 @@ class CalibrationSession:
     def solve_hand_eye(self, **options):
         """
         Solve the hand-eye calibration of the last calibration with the captures' robot poses;
-        returns (and keeps) the HandEyeResult. ``options``: of
+        returns (and keeps) the HandEyeResult. The intrinsics are held at the calibration's
+        unless ``refine_intrinsics=True`` is given. ``options``: of
         :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`. Raises the
         LFCalibErrors of that function (motions that do not determine the mount, poses that
         disagree), InvalidInputError when not calibrated or not on an arm.
@@ -245,6 +246,9 @@ class CalibrationSession:
             raise InvalidInputError('hand-eye calibration needs a calibration and an arm '
                                     '(base and tool frames) first')
         ids, rv, tv = self._robot_arrays()
+        # the intrinsics stay the calibration's (the file's): a mount refined with them would
+        # refer to a camera frame tilted from the published one (by ~1 deg on a weak pose set)
+        options = dict({'refine_intrinsics': False}, **options)
         self.hand_eye = calibrate_hand_eye(self.observations, self.result, rv, tv,
                                            setup=self.arm['setup'], robot_pose_ids=ids,
                                            **options)

@@ -166,7 +166,8 @@ def test_decode_node_from_file_publishes_everything_and_survives_bad_images(
     assert len(d) == len(node.measurer._rays[0]) > 100
     stats = yaml.safe_load(out['stats'].last.data)
     assert set(stats['stages_ms']) == {'convert', 'decode', 'rectify', 'detect', 'triangulate',
-                                       'rays', 'publish'}
+                                       'rays', 'views', 'publish'}
+    assert stats['corners'] == 'full search: no previous frame'  # the node's first frame
     assert stats['frames']['bad'] == len(bad) and stats['points'] == 36
 
 
@@ -195,10 +196,15 @@ def test_decode_node_follows_the_calibration_topic_and_drops_frames(
                  node.frames_dropped + node.frames_waiting == node.frames_received,
                  'the burst processed', timeout_sec=60.0)
         out['rate'].wait(ros_executor)
+        wait_for(ros_executor, lambda: len(out['stats'].messages) >= node.frames_processed,
+                 'the stats of every frame')
     assert 1 <= node.frames_processed < 8
     _check_points(out['points'].last, scene)
     rate = out['rate'].last.data
     assert rate > 0 if node.frames_processed > 1 else rate == 0  # frames/s, 2-s window
+    # after the first frame the corners are tracked from the previous one (same frame here)
+    modes = [yaml.safe_load(m.data)['corners'] for m in out['stats'].messages]
+    assert modes[0] == 'full search: no previous frame' and set(modes[1:]) <= {'tracked'}
 
 
 def test_decode_node_refuses_hostile_files(ros_context, scene):
