@@ -451,6 +451,39 @@ def _covariance(problem, res, jac):
     return sandwich * np.outer(d, d)
 
 
+def _held_intrinsics_covariance(problem, obs, g, x, calibration):
+    """
+    What the uncertainty of the intrinsics held at the calibration's adds to the covariance
+    (n, n) of the joint parameters: S C S^T with S = -(J_x^T J_x)^-1 J_x^T J_h the sensitivity
+    of the solution to the held intrinsics and C their covariance in the calibration (zeros
+    when none is held or the calibration has no covariance). Without it a mount solved with
+    held intrinsics claimed sigmas 10-40x below its error against the truth on raw frames
+    (the principal point's error tilts the optical frame the mount refers to).
+    """
+    n = problem.n_params
+    cov_cal = getattr(calibration, 'covariance', None)
+    names = calibration.free_names() if hasattr(calibration, 'free_names') else ()
+    if cov_cal is None or len(names) != len(cov_cal):
+        return np.zeros((n, n))
+    held = [k for k, name in enumerate(names)
+            if not problem.free[PARAMETER_NAMES.index(name)]]
+    if not held:
+        return np.zeros((n, n))
+    mask = problem.free.copy()
+    mask[[PARAMETER_NAMES.index(names[k]) for k in held]] = True
+    full = HandEyeProblem(obs, MPCModel.from_vector(problem.unpack(x)[2]), g, mask)
+    xf = np.concatenate([x[:12], full.theta0[full.free_idx]])
+    _, jac = full.evaluate(xf)
+    jf = jac.reshape(-1, full.n_params)
+    cols_h = [12 + int(np.flatnonzero(full.free_idx == PARAMETER_NAMES.index(names[k]))[0])
+              for k in held]
+    cols_x = [c for c in range(full.n_params) if c not in cols_h]
+    j_x, j_h = jf[:, cols_x], jf[:, cols_h]
+    sens = -np.linalg.lstsq(j_x, j_h, rcond=None)[0]                 # (n, H)
+    c = np.asarray(cov_cal)[np.ix_(held, held)]
+    return sens @ c @ sens.T
+
+
 def _solve(problem, x0, max_iterations, progress):
     cache = {}
 
@@ -585,6 +618,7 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
         raise DegenerateConfigurationError(
             'the hand-eye normal equations are singular: the captures do not determine the '
             f'mount and board ({diversity.message})') from None
+    cov = cov + _held_intrinsics_covariance(problem, sub, g, sol.x, calibration)
     sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
     mount, board, theta_f = problem.unpack(sol.x)
     model_f = MPCModel.from_vector(theta_f)
