@@ -148,6 +148,20 @@ def test_measure_rejects_bad_input(scene):
         LiveMeasurer.from_calibration(cal)
 
 
+def test_measure_decodes_the_usable_views_unless_all_are_asked_for(scene):
+    m = LiveMeasurer(scene['truth'], scene['grid'], board=scene['board'], white=scene['white'],
+                     track_corners=False)
+    some = m.measure(scene['raw'], rays=False)
+    every = m.measure(scene['raw'], rays=False, all_views=True)
+    valid = every.lightfield.valid
+    assert not valid.all() and np.array_equal(some.lightfield.valid, valid)
+    assert np.array_equal(some.lightfield.views[valid], every.lightfield.views[valid])
+    assert not some.lightfield.views[~valid].any() and every.lightfield.views[~valid].any()
+    np.testing.assert_array_equal(some.center, every.center)
+    np.testing.assert_array_equal(some.points, every.points)   # corners read usable views
+    assert m.measure(scene['raw']).lightfield.views[~valid].any()   # rays: every view
+
+
 def test_measure_tracks_the_corners_of_the_previous_frame(scene):
     m = LiveMeasurer(scene['truth'], scene['grid'], board=scene['board'], white=scene['white'])
     first = m.measure(scene['raw'], rays=False)

@@ -354,7 +354,8 @@ class DecodeNode(Node):
         t1 = time.perf_counter()
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
-        meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays)
+        meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
+                                all_views=want_views)
         focused = meas.lightfield is None     # FocusedMeasurer: no views, no depth outputs
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
