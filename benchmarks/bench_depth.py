@@ -7,9 +7,12 @@ its white image; the ground-truth depth of the central view comes from the exact
 optics (simulation.scene.depth_truth). On one core (OMP/OpenBLAS threads 1,
 cv2.setNumThreads(1)), in one process:
 
-1. times: decode (Decoder.decode, all 9 x 9 views), rectified central view (LiveMeasurer),
-   depth (DepthEstimator.estimate: prepare / sweep / select), median of --repeat runs, and
-   frames/s of decode + central view + depth;
+1. times: decode (Decoder.decode: all 9 x 9 views, and the usable ones only as the decode
+   node's LiveMeasurer does), LiveMeasurer.measure without corners (decode of the usable views
+   + the rectified central view: what the decode node runs before depth), depth
+   (DepthEstimator.estimate: prepare / sweep / select), median of --repeat runs, and frames/s
+   of LiveMeasurer.measure + depth; each as wall time and as the process's
+   CPU time (one thread: what an unloaded core takes; on a shared machine wall time is longer);
 2. accuracy per strip (pixels 4 px inside its edges): share with a depth, median relative
    error (signed and absolute), beside the bound sigma_Z / Z = Z * 0.05 px / (|k_i / k_u| *
    baseline) set by the baseline between the extreme used views and 0.05 px of disparity
@@ -46,12 +49,14 @@ FACTORS = (0.5, 0.6, 0.7, 0.85, 1.0, 1.2, 1.4, 1.7, 2.0)
 
 
 def timed(fn, repeat):
-    out, times = None, []
+    """(fn's last result, median wall ms, median CPU ms of this process) over repeat runs."""
+    out, wall, cpu = None, [], []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = fn()
-        times.append(time.perf_counter() - t)
-    return out, 1e3 * float(np.median(times))
+        wall.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
+    return out, 1e3 * float(np.median(wall)), 1e3 * float(np.median(cpu))
 
 
 def strip_masks(truth, depths, erode=9):
@@ -108,36 +113,44 @@ def main():
     measurer = LiveMeasurer(model, grid, white=white)
     est = DepthEstimator.for_decoder(model, decoder, depth_range=(0.45 * z_f, 2.3 * z_f),
                                      view_step=args.view_step)
-    lf, t_decode = timed(lambda: decoder.decode(raw), args.repeat)
-    measurer.measure(raw, points=False, rays=False)
-    meas_times = []
-    for _ in range(args.repeat):
-        meas_times.append(measurer.measure(raw, points=False, rays=False).timings['rectify'])
-    t_center = 1e3 * float(np.median(meas_times))
-    dm, t_depth = timed(lambda: est.estimate(lf), args.repeat)
+    lf, *t_all = timed(lambda: decoder.decode(raw), args.repeat)
+    usable = measurer.decoder(raw.dtype).valid.copy()
+    usable[lf.central_index] = True
+    lf_usable, *t_decode = timed(lambda: decoder.decode(raw, only=usable), args.repeat)
+    _, *t_measure = timed(lambda: measurer.measure(raw, points=False, rays=False),
+                          args.repeat)
+    dm, *t_depth = timed(lambda: est.estimate(lf_usable), args.repeat)
+    if not np.array_equal(dm.depth, est.estimate(lf).depth, equal_nan=True):
+        sys.exit('depth from the usable views differs from depth from all views')
     stages = {k: [] for k in dm.timings}
     for _ in range(args.repeat):
         for k, v in est.estimate(lf).timings.items():
             stages[k].append(v)
-    total = t_decode + t_center + t_depth
+    total = [a + b for a, b in zip(t_measure, t_depth)]
     rows, cols = lf.view_shape
     print(f'\nviews {rows}x{cols} px; depth from {len(est.views)} usable views '
           f'(view_step {args.view_step}) x {len(est.inverse_depths)} inverse-depth hypotheses '
           f'({est.near:.3f}-{est.far:.3f} m), window {est.window}, baseline '
           f'{est.baseline_views} view steps')
-    print('\nspeed, one core (median of %d)' % args.repeat)
-    print(f'  decode (9x9 views)      {t_decode:7.1f} ms')
-    print(f'  central view (rectify)  {t_center:7.1f} ms')
-    print(f'  depth                   {t_depth:7.1f} ms   ('
-          + ', '.join(f'{k} {1e3 * np.median(v):.1f}' for k, v in stages.items()) + ')')
-    print(f'  total                   {total:7.1f} ms = {1e3 / total:.1f} frames/s '
-          f'(target >= 3); depth alone {1e3 / t_depth:.1f} frames/s')
+
+    def row(label, ms, note=''):
+        print(f'  {label:40s} {ms[0]:7.1f} / {ms[1]:7.1f} ms{note}')
+
+    print('\nspeed, one core (median of %d): wall ms / CPU ms' % args.repeat)
+    row('decode (9x9 views)', t_all)
+    row(f'decode ({np.count_nonzero(usable)} usable views, the node\'s)', t_decode)
+    row('measure (decode usable + central view)', t_measure)
+    row('depth', t_depth, '   (wall: ' + ', '.join(
+        f'{k} {1e3 * np.median(v):.1f}' for k, v in stages.items()) + ')')
+    for what, k in (('wall', 0), ('CPU', 1)):
+        print(f'  measure + depth ({what}): {total[k]:.1f} ms = {1e3 / total[k]:.1f} frames/s '
+              f'(target >= 3); depth alone {1e3 / t_depth[k]:.1f} frames/s')
 
     i_vals = est.views[est.views[:, 1] == 0, 0]
     i_left, i_right = int(i_vals.min()), int(i_vals.max())
-    sg, t_sgbm = timed(lambda: sgbm_depth(lf, model, i_left, i_right), args.repeat)
-    print(f'  StereoSGBM on views i = {i_left}, {i_right} (j = 0): {t_sgbm:.1f} ms '
-          f'(ratio depth / SGBM time {t_depth / t_sgbm:.2f})')
+    sg, *t_sgbm = timed(lambda: sgbm_depth(lf, model, i_left, i_right), args.repeat)
+    print(f'  StereoSGBM on views i = {i_left}, {i_right} (j = 0): {t_sgbm[0]:.1f} / '
+          f'{t_sgbm[1]:.1f} ms (ratio depth / SGBM time, CPU {t_depth[1] / t_sgbm[1]:.2f})')
 
     masks = strip_masks(truth, depths)
     print('\naccuracy per strip: median relative error (signed / |abs|) and share with a '

@@ -101,6 +101,22 @@ def test_decoder_white_decodes_flat_and_central_view_matches():
     assert (jj, ii) == (1, 1)
 
 
+def test_decoder_decodes_only_the_views_asked_for():
+    g = _grid()
+    white = white_image(g, radius=RADIUS, edge=0.5, vignetting=0.5)
+    dec = Decoder(g, white=white, views=(5, 5))
+    raw = np.clip(white * (0.5 + 0.4 * np.sin(np.arange(white.shape[1]) / 7.0)), 0,
+                  255).astype(np.uint8)
+    full = dec.decode(raw).views
+    only = np.zeros((5, 5), bool)
+    only[[0, 2, 2, 4], [1, 2, 3, 4]] = True          # any pattern, not a rectangle
+    part = dec.decode(raw, only=only).views
+    assert np.array_equal(part[only], full[only])     # the same samples, bit for bit
+    assert not part[~only].any() and full[~only][dec.bright[~only]].any()
+    with pytest.raises(InvalidInputError, match=r'only must have shape \(5, 5\)'):
+        dec.decode(raw, only=np.ones((3, 3), bool))
+
+
 def test_lightfield_ijuv_and_mosaic():
     g = _grid('rect')
     lf = Decoder(g, views=(5, 3)).decode(white_image(g))

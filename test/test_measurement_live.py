@@ -146,3 +146,31 @@ def test_measure_rejects_bad_input(scene):
                           rotation_vectors=np.zeros((0, 3)), translations=np.zeros((0, 3)))
     with pytest.raises(InvalidInputError, match='no lenslet_grid'):
         LiveMeasurer.from_calibration(cal)
+
+
+def test_measure_decodes_the_usable_views_unless_all_are_asked_for(scene):
+    m = LiveMeasurer(scene['truth'], scene['grid'], board=scene['board'], white=scene['white'],
+                     track_corners=False)
+    some = m.measure(scene['raw'], rays=False)
+    every = m.measure(scene['raw'], rays=False, all_views=True)
+    valid = every.lightfield.valid
+    assert not valid.all() and np.array_equal(some.lightfield.valid, valid)
+    assert np.array_equal(some.lightfield.views[valid], every.lightfield.views[valid])
+    assert not some.lightfield.views[~valid].any() and every.lightfield.views[~valid].any()
+    np.testing.assert_array_equal(some.center, every.center)
+    np.testing.assert_array_equal(some.points, every.points)   # corners read usable views
+    assert m.measure(scene['raw']).lightfield.views[~valid].any()   # rays: every view
+
+
+def test_measure_tracks_the_corners_of_the_previous_frame(scene):
+    m = LiveMeasurer(scene['truth'], scene['grid'], board=scene['board'], white=scene['white'])
+    first = m.measure(scene['raw'], rays=False)
+    again = m.measure(scene['raw'], rays=False)
+    assert first.corner_search == 'full search: no previous frame'
+    assert again.corner_search == 'tracked'
+    np.testing.assert_array_equal(again.point_ids, first.point_ids)
+    np.testing.assert_allclose(again.points, first.points, atol=2e-4)  # 0.2 mm at 0.35 m
+    assert m.measure(scene['white'], rays=False).corner_search.startswith('full search')
+    off = LiveMeasurer(scene['truth'], scene['grid'], board=scene['board'],
+                       white=scene['white'], track_corners=False)
+    assert off.measure(scene['raw'], rays=False).corner_search == 'full search: tracking off'

@@ -2,7 +2,7 @@
 ``lf-mpc-calib demo``: a whole calibration session on the simulated camera, end to end.
 
     lf-mpc-calib demo [--poses 6] [--preset lytro --scale 0.5] [-o OUTPUT_DIR]
-    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR]
+    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR] [--hand-eye [eye-to-hand]]
 
 With ``--ros`` the same session runs through the ROS 2 nodes (simulated camera, calibration
 node, decode node) in one process: :mod:`lf_mpc_calib.ros.demo`.
@@ -36,6 +36,11 @@ def register(subparsers):
     p.add_argument('--ros', action='store_true',
                    help='run the session through the ROS 2 nodes (lf_sim_camera, '
                         'lf_calibration, lf_decoder) and their services')
+    p.add_argument('--hand-eye', nargs='?', const='eye-in-hand', default=None,
+                   choices=('eye-in-hand', 'eye-to-hand'),
+                   help='with --ros: the camera on a simulated robot arm (eye-in-hand, the '
+                        'default with the flag) or watching the board in its gripper '
+                        '(eye-to-hand); solves the mount and measures in the base frame')
     p.add_argument('--timeout', type=float, default=60.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
@@ -47,6 +52,10 @@ def register(subparsers):
 
 def run(args):
     """Run the session; returns the exit code."""
+    if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
+        print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',
+              file=sys.stderr)
+        return 2
     if getattr(args, 'ros', False):
         from lf_mpc_calib.ros import defaults, demo
         if args.preset != defaults.SIM_PRESET:

@@ -248,14 +248,16 @@ def _check_margin(img, grid, board, contrasts):
                 'board (or the board has no light margin: set margin_check=False)')
 
 
-def _smooth(img, sigma):
+def smooth(img, sigma):
     """Gaussian pre-filter (sigma in pixels; 0: none) against resampling artefacts."""
     if not sigma:
         return img
     return cv2.GaussianBlur(img, (0, 0), float(sigma))
 
 
-def _window_for(grid, window):
+def window_for(grid, window):
+    """cornerSubPix half window (px): ``window``, or 0.4 of the smallest corner spacing of
+    the (rows, cols, 2) grid, within 2..9."""
     if window is not None:
         return int(window)
     spacing = np.concatenate([np.linalg.norm(grid[:, 1:] - grid[:, :-1], axis=-1).ravel(),
@@ -298,7 +300,7 @@ def _local_contrast(img, uv, half):
     return out
 
 
-def _fit_lines(ij, uv, weights):
+def fit_lines(ij, uv, weights):
     """
     Per-corner least-squares lines uv = A [1, i, j] over views.
 
@@ -335,19 +337,19 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
 
     Stages: the board in the central view (:func:`_find_in_central_view`), corners followed
     view by view outwards (:func:`_track_views`), corners kept on consistent lines across
-    views (:func:`_robust_lines`), observation rows (:func:`_observation_rows`).
+    views (:func:`robust_lines`), observation rows (:func:`observation_rows`).
     """
     opt = options or CornerOptions()
-    views, i_values, j_values, valid = _checked_views(lightfield)
+    views, i_values, j_values, valid = checked_views(lightfield)
     n_j, n_i = views.shape[:2]
     jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
     (jc, ic), central, grid = _find_in_central_view(views, valid, ii, jj, board, opt)
-    half = _window_for(grid, opt.window)
+    half = window_for(grid, opt.window)
     m = board.n_points
     uv, found, stats = _track_views(views, valid, ii, jj, (jc, ic), central,
                                     grid.reshape(m, 2), half, opt)
     ij_all = np.column_stack([ii.ravel(), jj.ravel()]).astype(float)
-    found, residual_rms, dropped = _robust_lines(ij_all, uv, found, opt.line_threshold)
+    found, residual_rms, dropped = robust_lines(ij_all, uv, found, opt.line_threshold)
     stats['off_line'] = int(dropped)
     per_corner = found.sum(axis=0)
     enough = per_corner >= opt.min_views
@@ -355,7 +357,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     if not found.any():
         raise DetectionError('no corner was found consistently across views')
 
-    obs = _observation_rows(lightfield, board, pose, uv, found, n_i)
+    obs = observation_rows(lightfield, board, pose, uv, found, n_i)
     central_uv = np.where(found[jc * n_i + ic][:, None], uv[jc * n_i + ic], np.nan)
     diagnostics = dict(stats)
     diagnostics.update({
@@ -371,7 +373,7 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     return Detection(obs, central_uv, central, diagnostics)
 
 
-def _checked_views(lightfield):
+def checked_views(lightfield):
     """(views (n_j, n_i, rows, cols), i_values (n_i,), j_values (n_j,), valid (n_j, n_i)) of
     a decoded light field (RGB views averaged), or the error naming the mismatch."""
     views = np.asarray(lightfield.views)
@@ -432,7 +434,7 @@ def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
     uv = np.full((n_j * n_i, m, 2), np.nan)
     found = np.zeros((n_j * n_i, m), bool)
 
-    central_s = _smooth(central, opt.smooth_sigma)
+    central_s = smooth(central, opt.smooth_sigma)
     uv_c = _refine(central_s, seed, half, opt.subpix_upsample)
     moved = np.linalg.norm(uv_c - seed, axis=1)
     keep = np.isfinite(moved) & (moved < opt.max_step)
@@ -449,10 +451,10 @@ def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
     for r, _, a, b in order[1:] if order and order[0][0] == 0 else order:
         if r != ring:
             ring = r
-            coef, count = _fit_lines(ij_all, uv, found)
+            coef, count = fit_lines(ij_all, uv, found)
         flat = a * n_i + b
         pred = _predict(coef, found, uv, ij_all, flat, uv[jc * n_i + ic])
-        img = _smooth(views[a, b].astype(np.float32), opt.smooth_sigma)
+        img = smooth(views[a, b].astype(np.float32), opt.smooth_sigma)
         ref = _refine(img, pred, half, opt.subpix_upsample)
         step = np.linalg.norm(ref - pred, axis=1)
         ok = np.isfinite(step) & (step < opt.max_step)
@@ -468,7 +470,7 @@ def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
     return uv, found, stats
 
 
-def _observation_rows(lightfield, board, pose, uv, found, n_i):
+def observation_rows(lightfield, board, pose, uv, found, n_i):
     """Observations of the found corners: view indices and pixels by ``lightfield.ijuv_of``."""
     rows = []
     board_pts = board.points()
@@ -498,7 +500,7 @@ def _predict(coef, found, uv, ij_all, flat, central_uv):
     return pred
 
 
-def _robust_lines(ij_all, uv, found, threshold):
+def robust_lines(ij_all, uv, found, threshold):
     """
     Drop views off each corner's line, iteratively.
 
@@ -508,7 +510,7 @@ def _robust_lines(ij_all, uv, found, threshold):
     start = int(found.sum())
     design = np.column_stack([np.ones(len(ij_all)), ij_all])
     for _ in range(30):
-        coef, count = _fit_lines(ij_all, uv, found)
+        coef, count = fit_lines(ij_all, uv, found)
         pred = np.einsum('vk,mkc->vmc', design, coef)
         res = np.linalg.norm(np.where(found[..., None], uv - pred, np.nan), axis=-1)
         sigma = 1.4826 * np.nanmedian(res) if np.isfinite(res).any() else 0.0

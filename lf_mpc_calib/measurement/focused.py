@@ -159,13 +159,14 @@ class FocusedMeasurer:
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
         self.white = w
 
-    def measure(self, raw, *, points=True, rays=False):
+    def measure(self, raw, *, points=True, rays=False, all_views=False):
         """
         Render and measure one raw frame (H, W); see the class docstring. ``center`` is in the
         raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
-        rendered image only; rays: accepted for LiveMeasurer's signature (no RaySet here).
+        rendered image only; rays, all_views: accepted for LiveMeasurer's signature (no RaySet
+        or views here).
         """
-        del rays
+        del rays, all_views
         import time
         from lf_mpc_calib.errors import DetectionError
         from lf_mpc_calib.io.images import as_float_image

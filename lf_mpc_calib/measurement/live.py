@@ -4,13 +4,17 @@ Live measurement with a calibrated camera: decode a raw frame, find the board, t
 What the decode node runs on every frame (and what ``benchmarks/bench_decode_node.py`` times):
 
 1. decode the raw frame with the precomputed map of the lenslet grid
-   (:class:`lf_mpc_calib.lenslet.decode.Decoder`, built once per raw dtype);
+   (:class:`lf_mpc_calib.lenslet.decode.Decoder`, built once per raw dtype): only the usable
+   views (what corners, depth and refocus read; 37 of 81 at Lytro size, half the time) unless
+   rays or all views are asked for;
 2. the rectified central view: view (0, 0) resampled so that its pixels follow the pinhole
    K of :func:`central_view_intrinsics` with no distortion (the distortion of Eq. 18 at
    s = t = 0 is radial only; an identity when k_1 = k_2 = 0);
-3. the board corners across the usable views (the calibration's detector,
-   :func:`lf_mpc_calib.features.corners.detect_corners`), each triangulated from all the views
-   that see it with the calibrated MPC model (Eq. 2-5), in the camera (optical) frame;
+3. the board corners across the usable views, tracked from the previous frame
+   (:class:`lf_mpc_calib.features.corner_tracking.CornerTracker`; the calibration's full
+   search :func:`lf_mpc_calib.features.corners.detect_corners` on the first frame and
+   whenever tracking fails), each triangulated from all the views that see it with the
+   calibrated MPC model (Eq. 2-5), in the camera (optical) frame;
 4. the rays of a decimated pixel set (views whose indices are multiples of ``ray_view_step``,
    pixels every ``ray_step``): origin (s, t, 0), unit direction and intensity. The geometry is
    computed once; a frame only gathers the intensities.
@@ -92,12 +96,14 @@ class Measurement:
     """
     What :meth:`LiveMeasurer.measure` found in one raw frame.
 
-    lightfield: the decoded LightField (valid = the views corners are taken from);
+    lightfield: the decoded LightField (valid = the views corners are taken from; the other
+    views are 0 unless :meth:`LiveMeasurer.measure` was asked for rays or all views);
     center (rows, cols) float32: the rectified central view, in the raw frame's units;
     point_ids (C,) int: board corner indices measured; points (C, 3): their positions in the
     camera frame (metres); rays_per_point (C,) int: views each was triangulated from;
     residual_m (C,): RMS distance of a point from its rays; reason: why no point was measured
-    ('' when some were); rays: a RaySet or None; timings {stage: seconds} for STAGES run.
+    ('' when some were); rays: a RaySet or None; timings {stage: seconds} for STAGES run;
+    corner_search: 'tracked', 'full search: <why>' or '' (no corners asked for).
     """
 
     lightfield: object
@@ -109,6 +115,7 @@ class Measurement:
     reason: str = ''
     rays: RaySet = None
     timings: dict = field(default_factory=dict)
+    corner_search: str = ''
 
 
 def _no_points():
@@ -126,7 +133,8 @@ class LiveMeasurer:
     ray_step: pixel decimation of the rays (>= 1); ray_view_step: the rays come from views
     whose i and j are multiples of it; strict_views: corners only from clean views
     (``Decoder.valid``, else every bright view); corner_options: a CornerOptions;
-    demosaic: Bayer pattern of the raw frames or None.
+    demosaic: Bayer pattern of the raw frames or None; track_corners: follow the corners from
+    the previous frame (full search when that fails) instead of a full search every frame.
 
     Decoders are built lazily for each raw dtype (8/16-bit frames are remapped in their own
     dtype, the fast path), with the white image converted to that dtype's scale.
@@ -134,7 +142,8 @@ class LiveMeasurer:
     """
 
     def __init__(self, model, grid, *, board=None, white=None, views=(9, 9), ray_step=8,
-                 ray_view_step=4, strict_views=True, corner_options=None, demosaic=None):
+                 ray_view_step=4, strict_views=True, corner_options=None, demosaic=None,
+                 track_corners=True):
         if not isinstance(model, MPCModel):
             raise InvalidInputError(f'model must be an MPCModel, got {type(model).__name__}')
         if not isinstance(grid, LensletGrid):
@@ -151,6 +160,11 @@ class LiveMeasurer:
         self.strict_views = bool(strict_views)
         self.corner_options = corner_options
         self.demosaic = demosaic
+        self.track_corners = bool(track_corners)
+        self._tracker = None
+        if board is not None and self.track_corners:
+            from lf_mpc_calib.features.corner_tracking import CornerTracker
+            self._tracker = CornerTracker(board, corner_options)
         self.white = None               # float32 in [0, 1]
         self._decoders = {}             # raw dtype -> Decoder
         self._rays = None               # precomputed geometry (indices, origins, directions)
@@ -183,6 +197,8 @@ class LiveMeasurer:
                                     f'lenslet grid is {size[0]}x{size[1]} px')
         self.white = w
         self._decoders, self._rays = {}, None
+        if self._tracker is not None:
+            self._tracker.reset()
 
     def decoder(self, dtype):
         """The Decoder for raw frames of ``dtype`` (built on first use)."""
@@ -234,21 +250,29 @@ class LiveMeasurer:
         return int(cols), int(rows)
 
     # ---- per frame ----------------------------------------------------------------------
-    def measure(self, raw, *, points=True, rays=True):
+    def measure(self, raw, *, points=True, rays=True, all_views=False):
         """
         Decode ``raw`` (the grid's image size; uint8, uint16 or float) and measure it.
 
         points: find and triangulate the board corners (needs a board); rays: gather the
-        decimated rays. Returns a :class:`Measurement`; a frame without the board gives no
-        points and the reason. Raises InvalidInputError for a frame that does not fit.
+        decimated rays; all_views: decode every view (e.g. for a mosaic), not only the usable
+        ones and the central one (rays decode every view too). Returns a
+        :class:`Measurement`; a frame without the board gives no points and the reason.
+        Raises InvalidInputError for a frame that does not fit.
         """
         from lf_mpc_calib.features.corners import detect_corners
         raw = np.asarray(raw)
         timings = {}
         t0 = time.perf_counter()
         decoder = self.decoder(raw.dtype)
-        lf = decoder.decode(raw)
-        lf = dataclasses.replace(lf, valid=self._usable(decoder).copy())
+        usable = self._usable(decoder)
+        only = None
+        if not (rays or all_views):
+            only = usable.copy()
+            only[np.flatnonzero(decoder.j_values == 0)[0],
+                 np.flatnonzero(decoder.i_values == 0)[0]] = True
+        lf = decoder.decode(raw, only=only)
+        lf = dataclasses.replace(lf, valid=usable.copy())
         t1 = time.perf_counter()
         timings['decode'] = t1 - t0
 
@@ -263,14 +287,22 @@ class LiveMeasurer:
 
         ids, pts, counts, resid = _no_points()
         reason = 'points not asked for' if not points else ''
+        search = ''
         if points and self.board is None:
             reason = 'no board given'
         elif points:
             try:
-                obs = detect_corners(lf, self.board, pose=0,
-                                     options=self.corner_options).observations
+                if self._tracker is None:
+                    search = 'full search: tracking off'
+                    obs = detect_corners(lf, self.board, pose=0,
+                                         options=self.corner_options).observations
+                else:
+                    obs = self._tracker.detect(lf).observations
             except DetectionError as exc:
                 obs, reason = None, str(exc)
+            if self._tracker is not None:
+                t = self._tracker
+                search = t.last_mode + (f': {t.last_reason}' if t.last_reason else '')
             t3 = time.perf_counter()
             timings['detect'] = t3 - t2
             if obs is not None:
@@ -288,7 +320,8 @@ class LiveMeasurer:
             ray_set = RaySet(origins, directions,
                              (values / np.float32(scale)).astype(np.float32), ijuv)
             timings['rays'] = time.perf_counter() - t4
-        return Measurement(lf, center, ids, pts, counts, resid, reason, ray_set, timings)
+        return Measurement(lf, center, ids, pts, counts, resid, reason, ray_set, timings,
+                           search)
 
     def triangulate(self, obs):
         """

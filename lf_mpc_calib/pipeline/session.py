@@ -11,6 +11,12 @@ without a board is reported and not kept, and never disturbs earlier captures.
 captured frames with a ``manifest.yaml``, so ``lf-mpc-calib calibrate-raw OUTPUT_DIR``
 re-calibrates the session offline.
 
+On a robot arm (:meth:`~CalibrationSession.set_arm`) each capture may carry the robot's pose
+(base -> tool); :meth:`~CalibrationSession.hand_eye_guidance` says whether the motions so far
+determine the mount, :meth:`~CalibrationSession.solve_hand_eye` solves it after a calibration
+(:mod:`lf_mpc_calib.calibration.hand_eye`), the calibration file gets its ``hand_eye`` key and
+the saved manifest the ``arm`` and ``robot_poses`` keys of ``lf-mpc-calib simulate --arm``.
+
 Not thread-safe: a front end serialises the calls (the node holds a lock).
 """
 
@@ -117,6 +123,9 @@ class CalibrationSession:
         self.view_size = None
         self.frames = []          # raw frames as given, one per kept pose
         self.detections = []      # Detection per kept pose
+        self.robot_poses = []     # (w (3,), t (3,)) base -> tool per kept pose, or None
+        self.arm = None           # {'setup', 'base_frame', 'tool_frame'} on a robot arm
+        self.hand_eye = None      # HandEyeResult of the last solve_hand_eye
         self.rejected = 0
         self.result = None
         if white is not None:
@@ -194,9 +203,60 @@ class CalibrationSession:
 
     def reset(self):
         """Forget every capture and the calibration; keep the white image and grid."""
-        self.frames, self.detections = [], []
+        self.frames, self.detections, self.robot_poses = [], [], []
         self.rejected = 0
         self.result = None
+        self.hand_eye = None
+
+    # ---- robot arm ----------------------------------------------------------------------
+    def set_arm(self, setup, base_frame, tool_frame):
+        """Captures come from a robot arm in ``setup`` ('eye-in-hand' | 'eye-to-hand')."""
+        from lf_mpc_calib.calibration.hand_eye import check_setup
+        if not base_frame or not tool_frame:
+            raise InvalidInputError(f'an arm needs a base and a tool frame, got '
+                                    f'{base_frame!r}, {tool_frame!r}')
+        self.arm = {'setup': check_setup(setup), 'base_frame': str(base_frame),
+                    'tool_frame': str(tool_frame)}
+
+    def _robot_arrays(self):
+        """(pose ids (R,), rotation vectors (R, 3), translations (R, 3)) of kept poses with a
+        robot pose."""
+        ids = [k for k, r in enumerate(self.robot_poses) if r is not None]
+        rv = np.array([self.robot_poses[k][0] for k in ids]).reshape(-1, 3)
+        tv = np.array([self.robot_poses[k][1] for k in ids]).reshape(-1, 3)
+        return np.array(ids, dtype=int), rv, tv
+
+    def hand_eye_guidance(self):
+        """MotionDiversity of the robot poses so far (whether they determine the mount, what
+        to add): :func:`lf_mpc_calib.calibration.hand_eye.motion_diversity`."""
+        from lf_mpc_calib.calibration.hand_eye import motion_diversity
+        return motion_diversity(self._robot_arrays()[1])
+
+    def solve_hand_eye(self, **options):
+        """
+        Solve the hand-eye calibration of the last calibration with the captures' robot poses;
+        returns (and keeps) the HandEyeResult. ``options``: of
+        :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`. Raises the
+        LFCalibErrors of that function (motions that do not determine the mount, poses that
+        disagree), InvalidInputError when not calibrated or not on an arm.
+        """
+        from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
+        if self.result is None or self.arm is None:
+            raise InvalidInputError('hand-eye calibration needs a calibration and an arm '
+                                    '(base and tool frames) first')
+        ids, rv, tv = self._robot_arrays()
+        self.hand_eye = calibrate_hand_eye(self.observations, self.result, rv, tv,
+                                           setup=self.arm['setup'], robot_pose_ids=ids,
+                                           **options)
+        return self.hand_eye
+
+    def hand_eye_mapping(self, optical_frame):
+        """The calibration file's ``hand_eye`` mapping of the last solve, or None."""
+        if self.hand_eye is None:
+            return None
+        return self.hand_eye.to_dict(base_frame=self.arm['base_frame'],
+                                     tool_frame=self.arm['tool_frame'],
+                                     optical_frame=optical_frame)
 
     # ---- capture and calibrate ----------------------------------------------------------
     def _detect(self, raw):
@@ -205,9 +265,11 @@ class CalibrationSession:
         return _Detector(self.board, self.white, self.decoder, self.use,
                          self.corner_options).detect(raw, pose=len(self.frames))
 
-    def capture(self, raw):
+    def capture(self, raw, robot_pose=None):
         """
-        Decode ``raw`` (uint8/uint16/float, the white image's size) and detect the board.
+        Decode ``raw`` (uint8/uint16/float, the white image's size) and detect the board;
+        ``robot_pose``: (rotation vector (3,), translation (3,) m) base -> tool at the frame,
+        kept with the pose, or None.
 
         Returns a :class:`CaptureReport`; a frame without the board is reported (accepted
         False, with the reason) and not kept. Raises InvalidInputError when no white image is
@@ -226,7 +288,10 @@ class CalibrationSession:
         pose = len(self.frames)
         self.frames.append(np.asarray(raw))
         self.detections.append(det)
+        self.robot_poses.append(None if robot_pose is None else
+                                tuple(np.asarray(v, float).reshape(3) for v in robot_pose))
         self.result = None
+        self.hand_eye = None
         obs = det.observations
         d = det.diagnostics
         if lf is None:   # focused: micro-images instead of views
@@ -279,21 +344,24 @@ class CalibrationSession:
                 self.result = orient_focused(self.result)
         except DegenerateConfigurationError as exc:
             raise DegenerateConfigurationError(f'{self.num_poses} poses: {exc}') from exc
+        self.hand_eye = None
         return self.result
 
     # ---- outputs ------------------------------------------------------------------------
-    def calibration_file(self, camera_name='camera'):
-        """The CalibrationFile of the last calibration (frame ids from ``camera_name``)."""
+    def calibration_file(self, camera_name='camera', optical_frame=None):
+        """The CalibrationFile of the last calibration (frame ids from ``camera_name``; the
+        hand-eye mount's child ``optical_frame``, default that of ``camera_name``)."""
         if self.result is None:
             raise InvalidInputError('not calibrated yet: calibrate before asking for the '
                                     'calibration file')
-        from lf_mpc_calib.io.calibration_file import CalibrationFile
+        from lf_mpc_calib.io.calibration_file import CalibrationFile, default_frames
         lens_types = getattr(self.result, 'lens_types', None)
-        return CalibrationFile.from_result(self.result, camera_type=self.camera_type,
-                                           image_size=self.view_size, lenslet_grid=self.grid,
-                                           camera=camera_name,
-                                           lens_types=None if lens_types is None
-                                           else lens_types.to_dict())
+        return CalibrationFile.from_result(
+            self.result, camera_type=self.camera_type, image_size=self.view_size,
+            lenslet_grid=self.grid, camera=camera_name,
+            lens_types=None if lens_types is None else lens_types.to_dict(),
+            hand_eye=self.hand_eye_mapping(optical_frame or
+                                           default_frames(camera_name)['optical']))
 
     def save(self, output_dir, camera_name='camera'):
         """
@@ -322,6 +390,13 @@ class CalibrationSession:
                         'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
                         'bayer': self.demosaic, 'views': list(self.views),
                         'calibration': calibration}
+            if self.arm is not None and any(r is not None for r in self.robot_poses):
+                manifest['arm'] = dict(self.arm)   # the keys of simulate --arm
+                manifest['robot_poses'] = [
+                    {'frame': f'frame_{k:03d}.png',
+                     'rotation_vector': [float(x) for x in r[0]],
+                     'translation_m': [float(x) for x in r[1]]}
+                    for k, r in enumerate(self.robot_poses) if r is not None]
             rd.write_manifest(tmp, manifest, names)
             rd.publish_folder(tmp, final)
         except BaseException:

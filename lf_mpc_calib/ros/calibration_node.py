@@ -27,6 +27,17 @@ aimed at, or whose sigma does: :mod:`lf_mpc_calib.calibration.determination`).
 Latched outputs after a calibration: ``~/camera_info`` (CameraInfo of the rectified central
 view), ``~/calibration`` (std_msgs/String, the calibration file) and ``/tf_static`` (every
 captured board pose as ``<camera_name>_board_<n>`` in ``optical_frame``, all in each message).
+On a robot arm (``base_frame`` and ``tool_frame`` set; ``hand_eye_setup`` eye-in-hand or
+eye-to-hand): each ``~/capture`` looks up base -> tool at the frame's stamp through TF
+(:mod:`lf_mpc_calib.ros.robot_pose`: tf2_ros, else the package's own listener) and refuses the
+frame with the reason when the transform is missing, ``tf_max_age`` s from the frame or changes
+within ``tf_motion_window`` s of it (the arm moving); the reply and ``~/status`` (key
+``hand_eye``) say whether the arm motions so far determine the mount and what to add.
+``~/calibrate`` then solves the hand-eye calibration too
+(:mod:`lf_mpc_calib.calibration.hand_eye`), saves it in the calibration file (``hand_eye``)
+and adds the mount to ``/tf_static`` (tool -> optical eye-in-hand, base -> optical eye-to-hand);
+``~/save`` writes the robot poses into the manifest (``calibrate-raw`` solves them again).
+
 Malformed images are logged (WARN) and ignored; an exception in any service or callback is
 answered (success false, with the reason) or logged, and never ends the node or its session
 (:mod:`lf_mpc_calib.ros.guard`). A parameter out of range stops the node at startup with its
@@ -84,6 +95,16 @@ class CalibrationNode(Node):
              None),
             ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
              D.positive),
+            ('base_frame', '', "robot base frame ('' with tool_frame '': no robot arm)", None),
+            ('tool_frame', '', "robot tool (flange) frame ('': no robot arm)", None),
+            ('hand_eye_setup', 'eye-in-hand', 'eye-in-hand (camera on the arm) or eye-to-hand '
+             '(camera fixed, board in the gripper)', D.one_of('eye-in-hand', 'eye-to-hand')),
+            ('tf_max_age', 0.1, 'seconds the base -> tool transform may be from the frame',
+             D.positive),
+            ('tf_motion_window', 0.2, 'seconds around the frame the arm must be at rest',
+             D.at_least(0.0)),
+            ('tf_timeout', 0.5, 'seconds ~/capture waits for the transform at the frame',
+             D.at_least(0.0)),
         ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
@@ -94,6 +115,18 @@ class CalibrationNode(Node):
         self.session = CalibrationSession(board, camera_type=p['camera_type'], grid=grid,
                                           views=tuple(int(v) for v in p['views']),
                                           min_poses=p['min_poses'])
+        self.robot = None                       # robot pose source on an arm
+        if bool(p['base_frame']) != bool(p['tool_frame']):
+            from lf_mpc_calib.errors import InvalidInputError
+            raise InvalidInputError(
+                f"parameters 'base_frame' = {p['base_frame']!r} and 'tool_frame' = "
+                f"{p['tool_frame']!r}: expected both (a robot arm) or neither")
+        if p['base_frame']:
+            from lf_mpc_calib.ros.robot_pose import make_robot_pose_source
+            self.session.set_arm(p['hand_eye_setup'], p['base_frame'], p['tool_frame'])
+            self.robot = make_robot_pose_source(
+                self, p['base_frame'], p['tool_frame'], max_age_s=p['tf_max_age'],
+                window_s=p['tf_motion_window'], timeout_s=p['tf_timeout'])
         self._lock = threading.Lock()           # serialises the session
         self._frame_lock = threading.Lock()
         self._latest = None                     # latest valid frame (H, W) array
@@ -164,12 +197,13 @@ class CalibrationNode(Node):
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
             return
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         with self._frame_lock:
             self.frames_received += 1
             self._latest = pixels
             waiters, self._waiters = self._waiters, []
         for event, slot in waiters:
-            slot.append(pixels)
+            slot.append((pixels, stamp_ns))
             event.set()
 
     def _on_white(self, msg):
@@ -188,7 +222,8 @@ class CalibrationNode(Node):
                                f'grid {grid.shape[0]}x{grid.shape[1]} lenses')
 
     def next_frame(self, timeout):
-        """The next valid frame arriving on image_raw within ``timeout`` s, or None."""
+        """(frame, stamp in ns) of the next valid frame arriving on image_raw within
+        ``timeout`` s, or None."""
         event, slot = threading.Event(), []
         with self._frame_lock:
             self._waiters.append((event, slot))
@@ -216,9 +251,19 @@ class CalibrationNode(Node):
                                    'no image arrived')
                                 + f'; {self.bad_images} malformed images since the start)')
             return response
+        frame, stamp_ns = frame
+        robot_pose = None
+        if self.robot is not None:
+            try:
+                robot_pose = self.robot.lookup(stamp_ns)
+            except LFCalibError as exc:
+                response.message = (f'frame refused: no robot pose: {exc} '
+                                    f'({self.session.num_poses} poses kept)')
+                self.get_logger().warning(response.message)
+                return response
         with self._lock:
             try:
-                report = self.session.capture(frame)
+                report = self.session.capture(frame, robot_pose=robot_pose)
             except LFCalibError as exc:
                 response.message = f'frame rejected: {exc}'
                 return response
@@ -231,6 +276,23 @@ class CalibrationNode(Node):
                 ' / '.join(' '.join(str(int(c)) for c in row) for row in per)
             response.message += '; pose set: ' + self._guide()
         return response
+
+    def _hand_eye_status(self):
+        """The hand-eye part of ~/status (None off an arm)."""
+        if self.robot is None:
+            return None
+        with self._lock:
+            d = self.session.hand_eye_guidance()
+            he = self.session.hand_eye
+        status = {'setup': self.session.arm['setup'], 'captures': d.n_captures,
+                  'determined': bool(d.determined),
+                  'largest_rotation_deg': round(d.largest_rotation_deg, 3),
+                  'axis_spread_deg': round(d.axis_spread_deg, 3), 'advice': d.message}
+        if he is not None:
+            status['mount'] = {'rotation_vector': [float(v) for v in he.mount[0]],
+                               'translation_m': [float(v) for v in he.mount[1]],
+                               'rms_reprojection_px': he.rms_reprojection_px}
+        return status
 
     def _guide(self, result=None):
         """Publish the capture guidance on ~/status; returns its one-line summary."""
@@ -246,39 +308,68 @@ class CalibrationNode(Node):
         else:
             guide = capture_guidance(result, board_points=points)
         status = dict(guide.to_dict(), summary=guide.summary())
+        hand_eye = self._hand_eye_status()
+        if hand_eye is not None:
+            status['hand_eye'] = hand_eye
         if result is not None:
             d = determination(result)
             status['flags'] = list(d.refusals + d.warnings)
             status['held'] = dict(result.held)
         self.status_pub.publish(self._String(data=json.dumps(status)))
-        return status['summary'] + ''.join(f'; {f}' for f in status.get('flags', ()))
+        return status['summary'] + ''.join(f'; {f}' for f in status.get('flags', ())) + (
+            f'; hand-eye: {hand_eye["advice"]}' if hand_eye is not None else '')
 
     def _on_calibrate(self, request, response):
         from lf_mpc_calib.io.calibration_file import dumps
-        from lf_mpc_calib.ros.messages import board_transforms, camera_info
+        from lf_mpc_calib.ros.messages import board_transforms, camera_info, transform_stamped
         response.success = False
+        hand_eye_error = None
         with self._lock:
             try:
                 result = self.session.calibrate()
-                cal = self.session.calibration_file(self.camera_name)
             except LFCalibError as exc:
                 response.message = f'calibration failed: {exc}'
                 self.get_logger().error(response.message)
                 return response
+            if self.robot is not None:
+                try:
+                    self.session.solve_hand_eye()
+                except LFCalibError as exc:
+                    hand_eye_error = str(exc)
+            cal = self.session.calibration_file(self.camera_name, self.optical_frame)
+            he = self.session.hand_eye
             view_size = self.session.view_size
         stamp = self.get_clock().now().to_msg()
         self.info_pub.publish(camera_info(result.model, view_size, frame_id=self.optical_frame,
                                           stamp=stamp))
         self.calibration_pub.publish(self._String(data=dumps(cal)))
-        self.tf_pub.publish(board_transforms(
+        tf = board_transforms(
             result.rotation_vectors, result.translations, parent=self.optical_frame,
-            child_prefix=f'{self.camera_name}_board_', stamp=stamp))
-        response.success = True
+            child_prefix=f'{self.camera_name}_board_', stamp=stamp)
+        if he is not None:                      # the mount in the same (full state) message
+            m = cal.hand_eye
+            tf.transforms.append(transform_stamped(
+                m['rotation_vector'], m['translation_m'], parent=m['parent_frame'],
+                child=m['child_frame'], stamp=stamp))
+        self.tf_pub.publish(tf)
+        response.success = hand_eye_error is None
         response.message = (
             f'calibrated {cal.num_poses} poses: RMS reprojection '
             f'{result.rms_reprojection_px:.4f} px, ray reprojection '
             f'{result.rms_ray_reprojection_mm:.5f} mm, '
             f'{"converged" if result.converged else "not converged"} ({result.message})')
+        if he is not None:
+            m = cal.hand_eye
+            sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])
+            sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
+            response.message += (
+                f'; hand-eye {he.setup}: {m["parent_frame"]} -> {m["child_frame"]} t = ['
+                + ', '.join(f'{1e3 * v:.2f}' for v in he.mount[1]) + f'] mm (sigma {sd_t:.3f} '
+                f'mm, {sd_r:.4f} deg), RMS {he.rms_reprojection_px:.4f} px '
+                f'({he.closed_form_method} closed form then joint refinement)')
+        elif hand_eye_error is not None:
+            response.message += (f'; hand-eye NOT solved (camera calibration published, '
+                                 f'captures kept): {hand_eye_error}')
         response.message += '; pose set: ' + self._guide(result)
         self.get_logger().info(response.message)
         return response

@@ -37,11 +37,21 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   range, range behind the camera, too little disparity) is logged once per cause and the
   other outputs go on;
 - ``~/rate`` (std_msgs/Float32): frames processed per second (last 2 s or 10 frames);
-- ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (decode,
-  rectify, detect, triangulate, rays, depth, refocus, publish), frame counters.
+- ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (convert,
+  decode, rectify: the central view, detect: the corners, triangulate, rays, depth, cloud,
+  refocus, views: the mosaic, publish: the rest; a stage not run is absent), frame
+  counters, how the corners were found (``corners``: tracked or full search and why), ``problems``.
 
-Malformed images are logged and ignored; a parameter out of range or an unreadable calibration
-file stops the node at startup with its name.
+A calibration with a robot mount (its ``hand_eye`` key: tool -> optical on an arm, base ->
+optical for a fixed camera) is published on ``/tf_static`` (latched, the mount's parent frame to
+this node's optical frame), so the points reach the robot's base frame through TF.
+
+Bad input is logged once per cause (:class:`lf_mpc_calib.ros.guard.CauseLog`: again only
+when the cause changes or clears, the causes now on ``~/stats`` under ``problems``) and the
+node keeps serving: malformed images, frames of another size than the calibration's lenslet
+grid (skipped), a calibration without a lenslet grid (file or topic; frames wait), a depth
+range the calibration cannot serve. A parameter out of range or an unreadable calibration file
+stops the node at startup with its name.
 """
 
 import collections
@@ -52,7 +62,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import LFCalibError
 from lf_mpc_calib.ros import defaults as D
-from lf_mpc_calib.ros.guard import guarded_callback
+from lf_mpc_calib.ros.guard import CauseLog, guarded_callback
 
 try:
     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -94,6 +104,7 @@ class DecodeNode(Node):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import CameraInfo, Image, PointCloud2
         from std_msgs.msg import Float32, String
+        from tf2_msgs.msg import TFMessage
 
         from lf_mpc_calib.camera.board import Checkerboard
 
@@ -142,8 +153,9 @@ class DecodeNode(Node):
         self.depth_info_pub = self.create_publisher(CameraInfo, '~/depth/camera_info', out)
         self.cloud_pub = self.create_publisher(PointCloud2, '~/cloud', out)
         self.refocus_pub = self.create_publisher(Image, '~/refocus', out)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
         self._depth = (None, None)             # (measurer, DepthEstimator | error text)
-        self._depth_errors = set()             # causes logged once
+        self.causes = CauseLog(self.get_logger())  # bad input, logged once per cause
 
         group = MutuallyExclusiveCallbackGroup()
         if p['calibration_file']:
@@ -155,7 +167,10 @@ class DecodeNode(Node):
                 raise InvalidInputError(
                     f"parameter 'calibration_file' = {p['calibration_file']!r}: cannot load "
                     f'it: {exc}') from exc
-            self._set_calibration(cal, p['calibration_file'])
+            try:
+                self._set_calibration(cal, p['calibration_file'])
+            except LFCalibError as exc:   # e.g. no lenslet grid: say so once, keep serving
+                self.causes.error('calibration', f"{p['calibration_file']}: {exc}")
         else:
             self.create_subscription(
                 String, p['calibration_topic'],
@@ -212,11 +227,24 @@ class DecodeNode(Node):
             self.calibration, self.measurer = cal, measurer
             if not self.params['optical_frame']:
                 self.optical_frame = cal.frames.get('optical', self.optical_frame)
+        if cal.hand_eye is not None:
+            self._publish_mount(cal.hand_eye)
         m = cal.model
         self.get_logger().info(
             f'calibration from {source}: k_i {m.k_i:.4g}, k_u {m.k_u:.4g}, lenslet grid '
             f'{cal.lenslet_grid.shape[0]}x{cal.lenslet_grid.shape[1]}, frame '
             f'{self.optical_frame}')
+
+    def _publish_mount(self, hand_eye):
+        """The calibration's robot mount on /tf_static (parent frame -> optical frame)."""
+        from tf2_msgs.msg import TFMessage
+        from lf_mpc_calib.ros.messages import transform_stamped
+        tf = transform_stamped(hand_eye['rotation_vector'], hand_eye['translation_m'],
+                               parent=hand_eye['parent_frame'], child=self.optical_frame,
+                               stamp=self.get_clock().now().to_msg())
+        self.tf_pub.publish(TFMessage(transforms=[tf]))
+        self.get_logger().info(f'robot mount {hand_eye["parent_frame"]} -> '
+                               f'{self.optical_frame} on /tf_static')
 
     def _on_calibration(self, msg):
         from lf_mpc_calib.io.calibration_file import loads
@@ -224,8 +252,10 @@ class DecodeNode(Node):
             cal = loads(msg.data)
             self._set_calibration(cal, self.params['calibration_topic'])
         except LFCalibError as exc:
-            self.get_logger().error(f'ignoring calibration on '
-                                    f'{self.params["calibration_topic"]}: {exc}')
+            self.causes.error('calibration', f'ignoring the calibration on '
+                                             f'{self.params["calibration_topic"]}: {exc}')
+        else:
+            self.causes.clear('calibration')
 
     def _to_mono(self, msg, what):
         from lf_mpc_calib.ros.image_conversion import image_to_array, to_mono
@@ -234,7 +264,7 @@ class DecodeNode(Node):
                            msg.encoding)
         except LFCalibError as exc:
             self.bad_images += 1
-            self.get_logger().error(f'ignoring malformed {what} image: {exc}')
+            self.causes.error(what, f'ignoring malformed images: {exc}')
             return None
 
     def _set_white(self, white):
@@ -287,19 +317,19 @@ class DecodeNode(Node):
                 measurer = self.measurer
             if measurer is None:
                 self.frames_waiting += 1
-                if self.frames_waiting == 1:
-                    self.get_logger().warning('frames arrive before any calibration: waiting '
-                                              f'for {self.params["calibration_topic"]}')
+                source = self.params['calibration_file'] or self.params['calibration_topic']
+                self.causes.error('frames', 'frames arrive but there is no usable calibration '
+                                  f'(from {source}): waiting for one')
                 continue
             try:
                 self._process(msg, measurer)
             except LFCalibError as exc:
                 self.bad_images += 1
-                self.get_logger().error(f'frame not processed: {exc}')
+                self.causes.error('frames', f'frame not processed: {exc}')
             except Exception as exc:  # noqa: B902 - a bad frame must not end the worker
                 if self._stop.is_set():
                     return
-                self.get_logger().error(f'frame not processed: {type(exc).__name__}: {exc}')
+                self.causes.error('frames', f'frame not processed: {type(exc).__name__}: {exc}')
 
     def _process(self, msg, measurer):
         """Decode and measure one raw Image; publish everything; update the statistics."""
@@ -312,10 +342,20 @@ class DecodeNode(Node):
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
             return
+        self.causes.clear(D.IMAGE_TOPIC)
+        width, height = (int(v) for v in measurer.grid.image_size)
+        if pixels.shape[:2] != (height, width):
+            self.bad_images += 1
+            self.causes.error('frames', f'frames are {pixels.shape[1]}x{pixels.shape[0]} px but '
+                              f'the calibration\'s lenslet grid is for {width}x{height} px raw '
+                              'frames: frames are skipped until they match (camera resolution '
+                              'or calibration file?)')
+            return
         t1 = time.perf_counter()
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
-        meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays)
+        meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
+                                all_views=want_views)
         focused = meas.lightfield is None     # FocusedMeasurer: no views, no depth outputs
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
@@ -336,7 +376,9 @@ class DecodeNode(Node):
                                               frame_id=self.optical_frame,
                                               stamp=msg.header.stamp))
         if want_views and not focused:
+            t_views = time.perf_counter()
             self.views_pub.publish(image(mosaic(meas.lightfield)))
+            meas.timings['views'] = time.perf_counter() - t_views
         if meas.rays is not None:
             self.rays_pub.publish(ray_cloud(meas.rays, frame_id=self.optical_frame,
                                             stamp=msg.header.stamp))
@@ -345,6 +387,7 @@ class DecodeNode(Node):
                 meas.points, meas.point_ids, meas.rays_per_point, meas.residual_m,
                 frame_id=self.optical_frame, stamp=msg.header.stamp))
         t3 = time.perf_counter()
+        self.causes.clear('frames')
 
         now = time.monotonic()
         with self._lock:
@@ -356,22 +399,19 @@ class DecodeNode(Node):
             counts = dict(received=self.frames_received, processed=self.frames_processed,
                           dropped=self.frames_dropped, bad=self.bad_images)
         rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
-        stages = {'convert': t1 - t0, **meas.timings, 'publish': t3 - t2}
+        stages = {'convert': t1 - t0, **meas.timings,
+                  'publish': t3 - t2 - meas.timings.get('views', 0.0)}
         stats = {'rate_hz': round(rate, 3), 'latency_ms': round((t3 - t0) * 1e3, 2),
                  'stages_ms': {k: round(v * 1e3, 2) for k, v in stages.items()},
                  'frames': counts, 'points': int(len(meas.point_ids)),
-                 'reason': meas.reason}
+                 'reason': meas.reason, 'corners': meas.corner_search,
+                 'problems': dict(self.causes.active)}
         self.last_stats = stats
         self.rate_pub.publish(self._Float32(data=float(rate)))
         import yaml
         self.stats_pub.publish(self._String(data=yaml.safe_dump(stats, sort_keys=False)))
 
     # ---- depth, cloud and refocus ---------------------------------------------------------
-    def _log_depth_error_once(self, text):
-        if text not in self._depth_errors:
-            self._depth_errors.add(text)
-            self.get_logger().error(f'no depth: {text}')
-
     def _estimator(self, measurer, dtype):
         """The DepthEstimator of this measurer (built once), or None after logging why."""
         owner, est = self._depth
@@ -389,8 +429,9 @@ class DecodeNode(Node):
                 est = str(exc)
             self._depth = (measurer, est)
         if isinstance(est, str):
-            self._log_depth_error_once(est)
+            self.causes.error('depth', f'no depth: {est}')
             return None
+        self.causes.clear('depth')
         return est
 
     def _depth_outputs(self, msg, pixels, measurer, meas):
@@ -412,14 +453,16 @@ class DecodeNode(Node):
                     self.depth_info_pub.publish(camera_info(
                         measurer.model, measurer.view_size, frame_id=self.optical_frame,
                         stamp=msg.header.stamp))
+                timings['depth'] = time.perf_counter() - t0
                 if want_cloud:
+                    t0 = time.perf_counter()
                     pts, uv = dm.points(step=self.params['cloud_step'])
                     top = 255.0 if pixels.dtype == np.uint8 else 65535.0
                     self.cloud_pub.publish(depth_cloud(
                         pts, meas.center[uv[:, 1], uv[:, 0]] / top,
                         dm.confidence[uv[:, 1], uv[:, 0]], frame_id=self.optical_frame,
                         stamp=msg.header.stamp))
-                timings['depth'] = time.perf_counter() - t0
+                    timings['cloud'] = time.perf_counter() - t0
         if self.refocus_pub.get_subscription_count() > 0:
             t0 = time.perf_counter()
             from lf_mpc_calib.measurement.depth import default_depth_range, refocus
@@ -429,8 +472,9 @@ class DecodeNode(Node):
                     distance = 2.0 * default_depth_range(measurer.model)[0]
                 image = refocus(meas.lightfield, measurer.model, distance)
             except LFCalibError as exc:
-                self._log_depth_error_once(f'refocus: {exc}')
+                self.causes.error('refocus', f'no refocus: {exc}')
             else:
+                self.causes.clear('refocus')
                 from lf_mpc_calib.ros.image_conversion import array_to_image
                 encoding, top = ('mono8', 255) if pixels.dtype == np.uint8 else \
                     ('mono16', 65535)

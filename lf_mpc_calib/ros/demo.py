@@ -12,6 +12,12 @@ the real services (``/lf_sim_camera/next_pose``, ``/lf_calibration/capture``), c
 optics' ground truth, then starts the decode node on the saved calibration file, shows it a
 new pose and prints the 3-D board corners it measures (``/lf_decoder/points``) against the
 true corner positions.
+
+With ``--hand-eye [eye-in-hand|eye-to-hand]`` the camera rides on a simulated arm (or watches
+the board in its gripper): the calibration node takes base -> tool from /tf at every capture
+and solves the mount; the demo prints it against the arm's truth, then takes the decode node's
+corners into the base frame through TF (/tf from the arm, the mount on /tf_static) and prints
+their error against the true corners in the base frame and the optical-frame floor.
 """
 
 import argparse
@@ -39,6 +45,11 @@ def add_arguments(parser):
     parser.add_argument('--scale', type=float, default=None,
                         help='sensor crop of the simulated camera (default: the nodes\' '
                              'default)')
+    parser.add_argument('--hand-eye', nargs='?', const='eye-in-hand', default=None,
+                        choices=('eye-in-hand', 'eye-to-hand'),
+                        help='the camera on a simulated robot arm (eye-in-hand, the default '
+                             'with the flag) or watching the board in its gripper '
+                             '(eye-to-hand): solve and check the mount')
     parser.add_argument('--timeout', type=float, default=60.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
 
@@ -141,18 +152,30 @@ def run(args, out=None):
         sim_params = [Parameter('num_poses', value=args.poses + 1),
                       Parameter('seed', value=args.seed)]
         calib_params = [Parameter('output_dir', value=str(output_dir))]
+        board_params = []                       # the decode node's board as well
+        setup = getattr(args, 'hand_eye', None)
+        if setup:
+            sim_params += [Parameter('arm', value=setup)]
+            calib_params += [Parameter('base_frame', value='base_link'),
+                             Parameter('tool_frame', value='tool0'),
+                             Parameter('hand_eye_setup', value=setup)]
         if args.scale is not None:
             from lf_mpc_calib.simulation.optics import default_board, preset
             from lf_mpc_calib.ros.defaults import SIM_PRESET
             board = default_board(preset(SIM_PRESET, scale=args.scale))
             sim_params.append(Parameter('scale', value=float(args.scale)))
-            calib_params += [Parameter('board_cols', value=board.cols),
-                             Parameter('board_rows', value=board.rows),
-                             Parameter('square_size', value=float(board.square))]
+            board_params = [Parameter('board_cols', value=board.cols),
+                            Parameter('board_rows', value=board.rows),
+                            Parameter('square_size', value=float(board.square))]
+            calib_params += board_params
         sim = SimCameraNode(context=context, parameter_overrides=sim_params)
         calib = CalibrationNode(context=context, parameter_overrides=calib_params)
         user = rclpy.create_node('lf_demo_user', context=context)
         nodes += [sim, calib, user]
+        tf = None
+        if setup:
+            from lf_mpc_calib.ros.tf_listener import TfListener
+            tf = TfListener(user)
         for node in nodes:
             executor.add_node(node)
         thread = threading.Thread(target=executor.spin, daemon=True)
@@ -185,13 +208,16 @@ def run(args, out=None):
         say('\nrecovered vs ground truth (simulated optics):')
         for line in parameter_table(result.model, truth, result.stddev):
             say(line)
+        if setup:
+            _say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
+                cam.ground_truth_model(calib.session.grid), result.model))
 
         # ---- live measurement of a new pose ----
         new = args.poses
         cal_file = output_dir / 'latest' / f'{calib.camera_name}.yaml'
         expected = _true_corners(sim, result.model, new)
-        measured, ids, source = _measure(caller, executor, context, nodes, cal_file, sim,
-                                         result.model, new, say)
+        measured, ids, source, stamp = _measure(caller, executor, context, nodes, cal_file,
+                                                sim, new, say, board_params)
         err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
         dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
         say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, board at '
@@ -204,6 +230,8 @@ def run(args, out=None):
             f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
         acc = _floor(calib.session, sim, result.model, new)
         say(f'floor: the same frame decoded and detected here, {acc.summary()}')
+        if setup:
+            _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc)
         say(f'\noutputs in {output_dir}; demo took {time.perf_counter() - start:.1f} s')
         return 0
     except RuntimeError as exc:
@@ -218,11 +246,50 @@ def run(args, out=None):
         rclpy.try_shutdown(context=context)
 
 
+def _say_mount(say, he, truth):
+    """Print the recovered mount against the arm's truth (in the calibrated frame)."""
+    from lf_mpc_calib.camera import transforms
+    err_deg, err_t = transforms.difference(he.mount, truth.mount)
+    sd_t = np.linalg.norm(he.mount_stddev[1]) * 1e3
+    sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
+    say(f'\nhand-eye mount ({he.setup}), recovered vs the arm\'s truth:')
+    say(f'  translation {_fmt(he.mount[1])} mm vs {_fmt(truth.mount[1])} mm')
+    say(f'  rotation vector {np.round(he.mount[0], 5)} vs {np.round(truth.mount[0], 5)}')
+    say(f'  mount error {np.linalg.norm(err_t) * 1e3:.3f} mm, {err_deg[0]:.4f} deg (sigma '
+        f'{sd_t:.3f} mm, {sd_r:.4f} deg); closed form ({he.closed_form_method}) then joint '
+        f'refinement: RMS {he.rms_reprojection_px:.4f} px')
+
+
+def _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc):
+    """Corners measured in the optical frame taken into the base frame through TF, against
+    the true corners in the base frame and the optical-frame floor."""
+    from lf_mpc_calib.camera import transforms
+    from lf_mpc_calib.errors import InvalidInputError
+    arm, optical = sim.arm, sim.truth.frames['optical']
+    stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+    caller.wait(lambda: tf.buffer.newest_stamp_ns() >= stamp_ns, 'the arm state on /tf')
+    try:
+        with tf.lock:
+            base_optical = tf.buffer.lookup(arm.base_frame, optical, stamp_ns)
+    except InvalidInputError as exc:
+        raise RuntimeError(f'no {arm.base_frame} -> {optical} transform: {exc}') from None
+    in_base = transforms.apply(base_optical, measured)
+    board_in_base = arm.board if arm.setup == 'eye-in-hand' else transforms.compose(
+        (sim.robot_rvecs[sim.pose_index], sim.robot_tvecs[sim.pose_index]), arm.board)
+    expected = transforms.apply(board_in_base, sim.board.points())[ids]
+    err = np.linalg.norm(in_base - expected, axis=1) * 1e3
+    floor = float(np.mean(acc.floor_mm))
+    say(f'\ncorners in {arm.base_frame} through TF ({arm.base_frame} -> {arm.tool_frame} on '
+        f'/tf, the mount on /tf_static): {len(ids)} corners, mean error {err.mean():.3f} mm '
+        f'(max {err.max():.3f} mm) vs the floor {floor:.3f} mm: {err.mean() / floor:.2f} x '
+        'the floor')
+
+
 def _fmt(p):
     return f'({p[0] * 1e3:8.2f} {p[1] * 1e3:8.2f} {p[2] * 1e3:8.2f})'
 
 
-def _measure(caller, executor, context, nodes, cal_file, sim, model, index, say):
+def _measure(caller, executor, context, nodes, cal_file, sim, index, say, board_params):
     """Measured corners (N, 3), ids (N,) and the source's name for sim pose ``index``."""
     from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile
@@ -236,7 +303,8 @@ def _measure(caller, executor, context, nodes, cal_file, sim, model, index, say)
                                  QoSProfile(depth=5))
     decoder = DecodeNode(context=context, parameter_overrides=[
         Parameter('calibration_file', value=str(cal_file)),
-        Parameter('white_image_file', value=str(cal_file.parent / 'white.png'))])
+        Parameter('white_image_file', value=str(cal_file.parent / 'white.png'))]
+        + board_params)
     nodes.append(decoder)
     executor.add_node(decoder)
     say(f'decode node lf_decoder started on {cal_file.name}; pose {index} shown')
@@ -244,11 +312,12 @@ def _measure(caller, executor, context, nodes, cal_file, sim, model, index, say)
                 'board corners on /lf_decoder/points')
     clouds[:] = [m for m in clouds if m.width * m.height > 0]
     xyz, ids = _cloud_points(clouds[-1])
+    stamp = clouds[-1].header.stamp
     stats = decoder.last_stats
     if stats:
         stages = ', '.join(f'{k} {v:.0f}' for k, v in stats['stages_ms'].items())
         say(f'lf_decoder: {stats["latency_ms"]:.0f} ms per frame ({stages} ms)')
-    return xyz, ids, 'lf_decoder (/lf_decoder/points)'
+    return xyz, ids, 'lf_decoder (/lf_decoder/points)', stamp
 
 
 def main(argv=None):

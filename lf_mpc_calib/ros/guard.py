@@ -44,3 +44,41 @@ def guarded_callback(node, name, callback):
             node.get_logger().error(f'{name}: message dropped: {describe(exc)}')
             return None
     return guarded
+
+
+class CauseLog:
+    """
+    Errors of a stream of inputs logged once per cause, not once per message.
+
+    Each channel ('frames', 'calibration', 'depth', ...) holds its current cause:
+    :meth:`error` logs at ERROR only when the cause differs from the one held, :meth:`clear`
+    logs once at INFO that the channel works again. ``active`` {channel: cause} is what is
+    wrong now (for the stats topic); ``history`` [(channel, cause or '')] what was logged.
+    Thread-safe.
+    """
+
+    def __init__(self, logger):
+        import threading
+        self._logger = logger
+        self._lock = threading.Lock()
+        self.active = {}
+        self.history = []
+
+    def error(self, channel, cause):
+        """Log ``cause`` for ``channel`` unless it is the cause already logged there."""
+        cause = shorten(str(cause), 500)
+        with self._lock:
+            if self.active.get(channel) == cause:
+                return
+            self.active[channel] = cause
+            self.history.append((channel, cause))
+        self._logger.error(f'{channel}: {cause} (logged once until the cause changes)')
+
+    def clear(self, channel):
+        """The channel works again: log that once, if it had a cause."""
+        with self._lock:
+            cause = self.active.pop(channel, None)
+            if cause is None:
+                return
+            self.history.append((channel, ''))
+        self._logger.info(f'{channel}: working again (was: {cause})')

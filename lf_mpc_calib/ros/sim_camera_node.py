@@ -13,6 +13,21 @@ its namespace):
 - ``/tf_static``: the current board pose as ``<camera>_true_board`` in the optical frame (the
   MPC frame of the ground truth)
 
+Scene (``scene``): 'board', the board alone on a grey background, or 'planes', textured
+planes at several depths and slants with the board among them
+(:func:`lf_mpc_calib.simulation.scene.planes_scene`, one drawn per pose from ``seed``; the
+board at its pose from ``poses`` when given, else where the scene put it; conventional
+presets). With 'planes' it also publishes ``~/depth_truth`` (latched sensor_msgs/Image
+32FC1): the ground-truth depth of the rectified central view of the pose shown, metres along
+the optical axis, NaN where no surface (:func:`lf_mpc_calib.simulation.scene.depth_truth`).
+
+Arm mode (``arm`` = eye-in-hand: the board fixed in the world, the camera on a simulated arm;
+eye-to-hand: the camera fixed, the board in the gripper; :mod:`lf_mpc_calib.simulation.arm`):
+the arm is driven to the base -> tool pose that shows the board at each pose, published on
+``/tf`` as ``base_frame`` -> ``tool_frame`` with the stamp of every frame (just before it); the
+mount is known only to the ground truth (its ``hand_eye`` key). ``~/next_pose`` answers once
+the arm has moved and come to rest (``settle_time`` s on the new pose, frames going on).
+
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
 Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
@@ -77,12 +92,23 @@ class SimCameraNode(Node):
             ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
              None),
             ('camera_name', D.CAMERA_NAME, 'camera name (frame ids)', None),
+            ('scene', 'board', "what the camera sees: 'board' or 'planes' (textured planes at "
+             'several depths with the board; conventional presets)', D.one_of('board', 'planes')),
+            ('arm', '', "'' (a hand-held board), eye-in-hand or eye-to-hand: a simulated "
+             'robot arm', D.one_of('', 'eye-in-hand', 'eye-to-hand')),
+            ('base_frame', 'base_link', 'arm mode: the robot base frame', None),
+            ('tool_frame', 'tool0', 'arm mode: the robot tool frame', None),
+            ('settle_time', 0.3, 'arm mode: seconds ~/next_pose waits for the arm to rest',
+             D.at_least(0.0)),
         ])
         self.params = p
         self.camera = preset(p['preset'], scale=p['scale'])
         self.board = default_board(self.camera)
         poses = np.asarray(p['poses'], dtype=float)
-        if poses.size >= 6:
+        self.scenes = None
+        if p['scene'] == 'planes':
+            self._planes(poses)
+        elif poses.size >= 6:
             self.rvecs, self.tvecs = poses.reshape(-1, 6)[:, :3], poses.reshape(-1, 6)[:, 3:]
         else:   # conventional: both sides of the focus distance, tilts about both axes
             draw = capture_poses if self.camera.camera_type == 'conventional' else random_poses
@@ -98,11 +124,22 @@ class SimCameraNode(Node):
 
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
+        self.arm = None                          # the simulated arm's ground truth
+        if p['arm']:
+            from lf_mpc_calib.simulation.arm import default_arm
+            self.arm = default_arm(p['arm'], base_frame=p['base_frame'],
+                                   tool_frame=p['tool_frame'])
+            self.robot_rvecs, self.robot_tvecs = self.arm.robot_poses(self.rvecs, self.tvecs)
+            self.truth = dataclasses.replace(
+                self.truth, hand_eye=self.arm.truth_dict(self.truth.frames['optical']))
         latched = D.latched_qos()
         self.image_pub = self.create_publisher(Image, D.IMAGE_TOPIC, 2)
         self.white_pub = self.create_publisher(Image, D.WHITE_TOPIC, latched)
         self.truth_pub = self.create_publisher(String, '~/ground_truth', latched)
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
+        self.depth_truth_pub = None if self.scenes is None else \
+            self.create_publisher(Image, '~/depth_truth', latched)
+        self.arm_pub = self.create_publisher(TFMessage, '/tf', 100) if self.arm else None
 
         white = quantize(render_white(self.camera, samples=p['samples']), self.bits)
         self.white_msg = array_to_image(white, p['encoding'])
@@ -123,8 +160,40 @@ class SimCameraNode(Node):
         self.get_logger().info(
             f'{self.camera.name} x{p["scale"]} {self.camera.sensor.width}x'
             f'{self.camera.sensor.height} px, board {self.board.cols}x{self.board.rows} x '
-            f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, '
+            f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, scene {p["scene"]}, '
             f'{p["encoding"]} at {p["rate"]} Hz')
+
+    def _planes(self, poses):
+        """One planes scene per pose (rvecs, tvecs: the board's there, or ``poses``')."""
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.simulation.scene import BoardSurface, Scene, planes_scene
+        if self.camera.camera_type != 'conventional':
+            raise InvalidInputError(f"parameter 'scene' = 'planes' needs a conventional camera "
+                                    f'preset (depth truth of the central view), got '
+                                    f'{self.params["preset"]!r} ({self.camera.camera_type})')
+        given = poses.reshape(-1, 6) if poses.size >= 6 else None
+        count = len(given) if given is not None else self.params['num_poses']
+        scenes = []
+        for k in range(count):
+            scene = planes_scene(self.camera, np.random.default_rng([self.params['seed'], k]),
+                                 board=self.board)
+            if given is not None:
+                surfaces = [BoardSurface(self.board, given[k, :3], given[k, 3:])
+                            if s is scene.board else s for s in scene.surfaces]
+                scene = Scene(tuple(surfaces), scene.background)
+            scenes.append(scene)
+        self.scenes = scenes
+        self.rvecs = np.array([s.board.rvec for s in scenes])
+        self.tvecs = np.array([s.board.tvec for s in scenes])
+        self._depth_cache = {}
+
+    def depth_truth(self, index):
+        """Ground-truth depth (rows, cols) float32 of pose ``index`` ('planes' scene only)."""
+        from lf_mpc_calib.simulation.scene import depth_truth
+        index = int(index) % len(self.rvecs)
+        if index not in self._depth_cache:
+            self._depth_cache[index] = depth_truth(self.camera, self.scenes[index])
+        return self._depth_cache[index]
 
     @property
     def pose_index(self):
@@ -133,13 +202,18 @@ class SimCameraNode(Node):
 
     def frame(self, index):
         """The quantized raw frame (H, W) uint8/uint16 of pose ``index``, rendered once."""
-        from lf_mpc_calib.simulation.render import render_raw
+        from lf_mpc_calib.simulation.render import render_raw, render_scene
         index = int(index) % len(self.rvecs)
         if index not in self._cache:
             rng = np.random.default_rng([self.params['seed'], index])
             noise = self.params['noise'] if self.params['noise'] >= 0 else None
-            raw = render_raw(self.camera, self.board, self.rvecs[index], self.tvecs[index],
-                             samples=self.params['samples'], rng=rng, noise=noise)
+            if self.scenes is not None:
+                raw = render_scene(self.camera, self.scenes[index],
+                                   samples=self.params['samples'], rng=rng, noise=noise)
+            else:
+                raw = render_raw(self.camera, self.board, self.rvecs[index],
+                                 self.tvecs[index], samples=self.params['samples'], rng=rng,
+                                 noise=noise)
             self._cache[index] = self._quantize(raw, self.bits)
         return self._cache[index]
 
@@ -154,6 +228,12 @@ class SimCameraNode(Node):
                                child=f'{self.params["camera_name"]}_true_board',
                                stamp=self.get_clock().now().to_msg())
         self.tf_pub.publish(self._TFMessage(transforms=[tf]))
+        if self.depth_truth_pub is not None:
+            from std_msgs.msg import Header
+
+            from lf_mpc_calib.ros.messages import depth_image
+            self.depth_truth_pub.publish(depth_image(self.depth_truth(index), header=Header(
+                stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)))
         return index
 
     def _advance(self):
@@ -165,12 +245,21 @@ class SimCameraNode(Node):
 
     def _publish_frame(self):
         with self._lock:
-            msg = self._msg
+            msg, index = self._msg, self._index
         msg.header.stamp = self.get_clock().now().to_msg()
+        if self.arm_pub is not None:            # the arm's state at the frame, sent first
+            from lf_mpc_calib.ros.messages import transform_stamped
+            self.arm_pub.publish(self._TFMessage(transforms=[transform_stamped(
+                self.robot_rvecs[index], self.robot_tvecs[index],
+                parent=self.arm.base_frame, child=self.arm.tool_frame,
+                stamp=msg.header.stamp)]))
         self.image_pub.publish(msg)
 
     def _on_next_pose(self, request, response):
         index = self._advance()
+        if self.arm is not None:                # the arm comes to rest; frames go on
+            import time
+            time.sleep(self.params['settle_time'])
         response.success = True
         response.message = f'pose {index} of {len(self.rvecs)}'
         return response

@@ -12,8 +12,8 @@ transform is further than ``max_age`` from the stamp, or a dynamic link changed 
 :class:`TfListener` feeds a buffer from /tf and /tf_static (tf2_msgs/TFMessage; /tf_static
 TRANSIENT_LOCAL so latched transforms arrive). The buffer itself imports no ROS.
 
-Status: the buffer is tested on its own; the calibration node does not use it yet (see the
-hand-eye issue's report).
+The calibration node uses it through :mod:`lf_mpc_calib.ros.robot_pose` where tf2_ros is
+missing.
 """
 
 from collections import deque
@@ -50,6 +50,10 @@ class TransformBuffer:
             old = (parent, deque(maxlen=self._history))
             self._dynamic[child] = old
         old[1].append((int(stamp_ns), w, t))
+
+    def newest_stamp_ns(self):
+        """The newest stamp of any dynamic transform (-1 without one)."""
+        return max((h[-1][0] for _, h in self._dynamic.values() if h), default=-1)
 
     def frames(self):
         """Every frame named so far (sorted)."""
@@ -116,9 +120,13 @@ class TransformBuffer:
 
 
 class TfListener:
-    """Feeds a TransformBuffer from /tf and /tf_static of ``node`` (rclpy)."""
+    """Feeds a TransformBuffer from /tf and /tf_static of ``node`` (rclpy). ``lock`` (a
+    threading.Condition) is held while a message is added and notified after: hold it to read
+    the buffer from another thread."""
 
     def __init__(self, node, buffer=None):
+        import threading
+        self.lock = threading.Condition()
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from tf2_msgs.msg import TFMessage
         self.buffer = TransformBuffer() if buffer is None else buffer
@@ -130,6 +138,11 @@ class TfListener:
                                      static_qos)]
 
     def _on(self, msg, static):
+        with self.lock:
+            self._add(msg, static)
+            self.lock.notify_all()
+
+    def _add(self, msg, static):
         for ts in msg.transforms:
             q = ts.transform.rotation
             v = ts.transform.translation

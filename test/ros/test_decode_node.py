@@ -166,7 +166,8 @@ def test_decode_node_from_file_publishes_everything_and_survives_bad_images(
     assert len(d) == len(node.measurer._rays[0]) > 100
     stats = yaml.safe_load(out['stats'].last.data)
     assert set(stats['stages_ms']) == {'convert', 'decode', 'rectify', 'detect', 'triangulate',
-                                       'rays', 'publish'}
+                                       'rays', 'views', 'publish'}
+    assert stats['corners'] == 'full search: no previous frame'  # the node's first frame
     assert stats['frames']['bad'] == len(bad) and stats['points'] == 36
 
 
@@ -195,10 +196,15 @@ def test_decode_node_follows_the_calibration_topic_and_drops_frames(
                  node.frames_dropped + node.frames_waiting == node.frames_received,
                  'the burst processed', timeout_sec=60.0)
         out['rate'].wait(ros_executor)
+        wait_for(ros_executor, lambda: len(out['stats'].messages) >= node.frames_processed,
+                 'the stats of every frame')
     assert 1 <= node.frames_processed < 8
     _check_points(out['points'].last, scene)
     rate = out['rate'].last.data
     assert rate > 0 if node.frames_processed > 1 else rate == 0  # frames/s, 2-s window
+    # after the first frame the corners are tracked from the previous one (same frame here)
+    modes = [yaml.safe_load(m.data)['corners'] for m in out['stats'].messages]
+    assert modes[0] == 'full search: no previous frame' and set(modes[1:]) <= {'tracked'}
 
 
 def test_decode_node_refuses_hostile_files(ros_context, scene):
@@ -218,3 +224,26 @@ def test_decode_node_refuses_hostile_files(ros_context, scene):
         DecodeNode(context=ros_context, parameter_overrides=[
             Parameter('calibration_file', value=str(folder / 'truth.yaml')),
             Parameter('white_image_file', value=str(half))])
+
+
+def test_decode_node_publishes_the_robot_mount(ros_context, ros_executor, ros_node, scene,
+                                               tmp_path):
+    from tf2_msgs.msg import TFMessage
+    from lf_mpc_calib.io.calibration_file import save_calibration
+    from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion
+    from lf_mpc_calib.simulation.arm import default_arm
+    arm = default_arm('eye-in-hand')
+    cal = dataclasses.replace(scene['truth'], hand_eye=arm.truth_dict('lf_camera_optical_frame'))
+    save_calibration(tmp_path / 'arm.yaml', cal)
+    tf = MessageCollector(ros_node, TFMessage, '/tf_static', LATCHED_QOS)
+    node = DecodeNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('calibration_file', value=str(tmp_path / 'arm.yaml'))])
+    with spinning(ros_context, node):
+        wait_for(ros_executor, lambda: any(t.header.frame_id == 'tool0' for m in tf.messages
+                                           for t in m.transforms), 'the mount on /tf_static')
+    t, = [t for m in tf.messages for t in m.transforms if t.header.frame_id == 'tool0']
+    assert t.child_frame_id == 'lf_camera_optical_frame'
+    tr, q = t.transform.translation, t.transform.rotation
+    np.testing.assert_allclose([tr.x, tr.y, tr.z], arm.mount[1], atol=1e-12)
+    np.testing.assert_allclose(rotation_vector_from_quaternion([q.x, q.y, q.z, q.w]),
+                               arm.mount[0], atol=1e-9)

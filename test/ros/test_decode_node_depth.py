@@ -83,7 +83,8 @@ def test_decode_node_publishes_depth_cloud_and_refocus(ros_context, ros_executor
     assert np.all((cols['confidence'] >= 0.3) & (cols['confidence'] <= 1))
     assert image_to_array(out['refocus'].last).shape == truth.shape
     stats = yaml.safe_load(out['stats'].last.data)
-    assert {'depth', 'refocus'} <= set(stats['stages_ms'])
+    assert {'depth', 'cloud', 'refocus'} <= set(stats['stages_ms'])
+    assert all(v >= 0 for v in stats['stages_ms'].values())
 
 
 def test_decode_node_with_an_empty_depth_range_keeps_serving(
@@ -101,5 +102,5 @@ def test_decode_node_with_an_empty_depth_range_keeps_serving(
             pub.publish(array_to_image(strips['raw'], 'mono8'))
             center.wait(ros_executor, count=n + 1, timeout_sec=30.0)
     assert not depth.messages
-    assert len(node._depth_errors) == 1     # logged once, not per frame
-    assert 'empty' in next(iter(node._depth_errors))
+    depth_log = [cause for channel, cause in node.causes.history if channel == 'depth']
+    assert len(depth_log) == 1 and 'empty' in depth_log[0]    # logged once, not per frame
