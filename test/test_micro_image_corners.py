@@ -46,7 +46,9 @@ def test_corners_match_the_optics(name):
     err, unmatched = match_truth(found.observations, truth)
     assert unmatched == 0
     assert np.all(found.observations.pose == 3)
-    assert len(np.unique(found.observations.point)) >= 0.9 * board.n_points
+    # 35 of 40 on the multi-focus camera since the 8-sample render covers the micro-lens disk
+    # as wide in y as in x (the old pattern under-blurred y: mean ey^2 0.09 instead of 1/4)
+    assert len(np.unique(found.observations.point)) >= 0.85 * board.n_points
     assert len(err) >= 3 * board.n_points
     assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.3
     assert np.abs(err).max() < 0.8

@@ -235,7 +235,8 @@ class CalibrationSession:
     def solve_hand_eye(self, **options):
         """
         Solve the hand-eye calibration of the last calibration with the captures' robot poses;
-        returns (and keeps) the HandEyeResult. ``options``: of
+        returns (and keeps) the HandEyeResult. The intrinsics are held at the calibration's
+        unless ``refine_intrinsics=True`` is given. ``options``: of
         :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`. Raises the
         LFCalibErrors of that function (motions that do not determine the mount, poses that
         disagree), InvalidInputError when not calibrated or not on an arm.
@@ -245,10 +246,36 @@ class CalibrationSession:
             raise InvalidInputError('hand-eye calibration needs a calibration and an arm '
                                     '(base and tool frames) first')
         ids, rv, tv = self._robot_arrays()
-        self.hand_eye = calibrate_hand_eye(self.observations, self.result, rv, tv,
-                                           setup=self.arm['setup'], robot_pose_ids=ids,
-                                           **options)
-        return self.hand_eye
+        # the intrinsics stay the calibration's (the file's): a mount refined with them would
+        # refer to a camera frame tilted from the published one (by ~1 deg on a weak pose set)
+        options = dict({'refine_intrinsics': False}, **options)
+        he = calibrate_hand_eye(self.observations, self.result, rv, tv,
+                                setup=self.arm['setup'], robot_pose_ids=ids, **options)
+        if not options['refine_intrinsics']:
+            he.extras['joint_check'] = self._joint_check(he, rv, tv, ids)
+        self.hand_eye = he
+        return he
+
+    def _joint_check(self, he, rv, tv, ids):
+        """How far the mount moves when the intrinsics are refined with it (the robot's metric
+        poses against the calibration's depth scale): {translation_mm, rotation_deg,
+        sigma_mm, sigma_deg, agrees} (sigmas of the joint solve), or {error} when it fails."""
+        from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
+        from lf_mpc_calib.camera import transforms
+        from lf_mpc_calib.errors import LFCalibError
+        try:
+            joint = calibrate_hand_eye(self.observations, self.result, rv, tv,
+                                       setup=self.arm['setup'], robot_pose_ids=ids)
+        except LFCalibError as exc:
+            return {'error': str(exc)}
+        d_deg, d_t = transforms.difference(he.mount, joint.mount)
+        out = {'translation_mm': float(np.linalg.norm(d_t) * 1e3),
+               'rotation_deg': float(d_deg[0]),
+               'sigma_mm': float(np.linalg.norm(joint.mount_stddev[1]) * 1e3),
+               'sigma_deg': float(np.degrees(np.linalg.norm(joint.mount_stddev[0])))}
+        out['agrees'] = bool(out['translation_mm'] <= 3 * out['sigma_mm'] + 0.1
+                             and out['rotation_deg'] <= 3 * out['sigma_deg'] + 0.01)
+        return out
 
     def hand_eye_mapping(self, optical_frame):
         """The calibration file's ``hand_eye`` mapping of the last solve, or None."""

@@ -291,7 +291,8 @@ class CalibrationNode(Node):
         if he is not None:
             status['mount'] = {'rotation_vector': [float(v) for v in he.mount[0]],
                                'translation_m': [float(v) for v in he.mount[1]],
-                               'rms_reprojection_px': he.rms_reprojection_px}
+                               'rms_reprojection_px': he.rms_reprojection_px,
+                               'joint_check': he.extras.get('joint_check')}
         return status
 
     def _guide(self, result=None):
@@ -367,6 +368,14 @@ class CalibrationNode(Node):
                 + ', '.join(f'{1e3 * v:.2f}' for v in he.mount[1]) + f'] mm (sigma {sd_t:.3f} '
                 f'mm, {sd_r:.4f} deg), RMS {he.rms_reprojection_px:.4f} px '
                 f'({he.closed_form_method} closed form then joint refinement)')
+            check = he.extras.get('joint_check', {})
+            if check and not check.get('agrees', True):
+                response.message += (
+                    f'; WARNING: refining the intrinsics with the mount moves it by '
+                    f'{check["translation_mm"]:.2f} mm / {check["rotation_deg"]:.3f} deg (> 3 '
+                    f'sigma: {check["sigma_mm"]:.3f} mm, {check["sigma_deg"]:.3f} deg): the '
+                    "calibration's depth scale disagrees with the robot's; add poses at other "
+                    'distances and recalibrate')
         elif hand_eye_error is not None:
             response.message += (f'; hand-eye NOT solved (camera calibration published, '
                                  f'captures kept): {hand_eye_error}')

@@ -60,13 +60,13 @@ def sample_pattern(samples):
     points p: for S = 4 a rotated-grid pixel offset (1/8, 3/8) and a lens point at radius
     sqrt(1/2) (the second moments of a uniform pixel and disk); otherwise pixel offsets from a
     4-D low-discrepancy (R_4) sequence and lens points on equal-area rings (:func:`_r4_points`).
-    Other counts use antithetic pairs (p, -p) of those points; an odd count adds the pixel and
-    lens centre. The lens point sets the footprint of a view pixel on the scene, so its spread
-    must be the disk's in both axes. (Measured on full-size Lytro, 6 default poses: the old
-    4-sample pairs had mean ey^2 0.09 vs ex^2 0.36, the old 16 had 0.32 vs 0.14; the corners'
-    v error was 0.14 px RMS against 0.05 px in u and k_j came out 1.7 % off. With 16 samples
-    whose lens radii all but missed the rim (mean r^2 0.32 instead of 1/2) corners locked
-    towards the middle between lens rows by up to 0.065 px.)
+    Other counts use antithetic pairs (p, -p) of the R_4 sequence (lens radii from it; not
+    isotropic); an odd count adds the pixel and lens centre. The lens point sets the footprint
+    of a view pixel on the scene, so its spread must be the disk's in both axes. (Measured on
+    full-size Lytro, 6 default poses: the old 4-sample pairs had mean ey^2 0.09 vs ex^2 0.36,
+    the old 16 had 0.32 vs 0.14; the corners' v error was 0.14 px RMS against 0.05 px in u and
+    k_j came out 1.7 % off. With 16 samples whose lens radii all but missed the rim (mean r^2
+    0.32 instead of 1/2) corners locked towards the middle between lens rows by up to 0.065 px.)
     """
     if int(samples) != samples or samples < 1:
         raise InvalidInputError(f'samples must be a positive integer, got {samples!r}')
@@ -76,21 +76,22 @@ def sample_pattern(samples):
         a = np.pi / 8
         base = np.array([[0.125, 0.375, np.sqrt(0.5) * np.cos(a), np.sqrt(0.5) * np.sin(a)]])
     else:
-        base = _r4_points(samples // 4 if samples % 4 == 0 else samples // 2)
+        base = _r4_points(samples // 4 if samples % 4 == 0 else samples // 2,
+                          rings=samples % 4 == 0)
     if samples % 4 == 0:
         turned = np.column_stack([-base[:, 1], base[:, 0], -base[:, 3], base[:, 2]])
         return np.concatenate([base, -base, turned, -turned])
     return np.concatenate([centre, base, -base])
 
 
-def _r4_points(n):
+def _r4_points(n, rings):
     """
-    (n, 4) base points: pixel offsets in (-0.5, 0.5) from the R_4 sequence, unit-disk points
-    on equal-area rings (radius sqrt((k + 1/2) / n), so the mean squared radius is the disk's
-    1/2) at angles from the sequence.
+    (n, 4) base points: pixel offsets in (-0.5, 0.5) from the R_4 sequence; unit-disk points
+    at angles from the sequence and radii on equal-area rings (``rings``: sqrt((k + 1/2) / n),
+    so the mean squared radius is the disk's 1/2) or from the sequence (equal-area map).
     """
     u = (0.5 + np.arange(1, n + 1)[:, None] * _R4[None, :]) % 1.0
-    r = np.sqrt((np.arange(n) + 0.5) / n)
+    r = np.sqrt((np.arange(n) + 0.5) / n) if rings else np.sqrt(u[:, 2])
     phi = 2.0 * np.pi * u[:, 3]
     return np.column_stack([u[:, 0] - 0.5, u[:, 1] - 0.5, r * np.cos(phi), r * np.sin(phi)])
 
