@@ -19,13 +19,24 @@ every corner's (x, w) follows from its positions in two or more micro-images.
    :func:`~lf_mpc_calib.features.corners.resolve_orientation` labels it (square colours,
    light margin: a grid one square off or part of a larger board is refused).
 5. Each corner is predicted by (1) in every micro-image whose usable disk contains it, refined
-   with cornerSubPix, and validated: it must stay within ``max_step`` of the prediction and show
+   (:func:`lf_mpc_calib.features.micro_image_refine.refine_in_disks`: a window symmetric about
+   the corner, as wide as the micro-image's blur needs; :meth:`MicroImageCornerDetector.
+   windows`), and validated: it must stay within ``max_step`` of the prediction and show
    a saddle (the 2nd angular harmonic of a small ring around it dominates, with enough
    contrast); then (x, w) of each corner is fitted to its micro-images robustly (outliers beyond
    ``fit_threshold`` dropped), and predicted again from the fit for a second pass.
 6. A corner is kept when at least ``min_views`` micro-images agree and its fitted x lies on the
    board's homography through all corners (a mislabelled corner cannot), within
    ``max_label_error`` squares of where the rendered image put it.
+
+The usable disk: a pixel's ray bundle (through its whole micro-lens) is cut by the main-lens
+aperture within rho of the rim of the aperture's image (radius R); in a defocused micro-image
+such a pixel no longer sees the scene around its chief ray (the ray the MPC model gives it), so
+corners read there move (measured against the optics on rendered frames: inward 0.02-0.06 px
+at 0.4-0.65 R, outward 0.1 px beyond 0.75 R, a 0.7 % scale error of (u, v); the white's rims
+give R and rho, :func:`_aperture_profile`). The disk ends where that move would pass
+``clip_tolerance`` at the frame's blur; a corner seen in fewer than ``min_views`` micro-images
+that way is read out to ``radius_fraction`` of the lit disk instead (``rim_corners``).
 
 Rows: (i, j) = micro-image centre (raw px), (u, v) = refined corner - centre (the focused-camera
 convention of :mod:`lf_mpc_calib.calibration`), lens_type from ``lens_types`` when given.
@@ -40,8 +51,13 @@ from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.corners import find_board, resolve_orientation
 from lf_mpc_calib.features.interface import Detection
+from lf_mpc_calib.features.micro_image_refine import refine_in_disks
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+
+RIM_WINDOW = 0.5
+"""Corners are refined up to RIM_WINDOW half windows inside the usable disk (the window shrinks,
+symmetric about the corner, towards the rim)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,9 +66,13 @@ class MicroImageOptions:
     Options of :class:`MicroImageCornerDetector`.
 
     radius_fraction: usable part of a micro-image (fraction of its radius measured on the white);
-    window: cornerSubPix half window (px); max_step: largest move (px) of a refined corner from
-    its prediction; min_saddle: least 2nd-harmonic amplitude of the ring around a corner
-    (fraction of the board's light-dark contrast); fit_threshold: residual (px) of a micro-image
+    window, max_window, window_fraction: bounds of the half window (px) of the corner
+    refinement (:meth:`MicroImageCornerDetector.windows`,
+    :mod:`lf_mpc_calib.features.micro_image_refine`); max_step: largest move (px) of a refined
+    corner from its prediction; clip_tolerance: largest move (px) of the image accepted from
+    the main-lens aperture's cut of the pixels' ray bundles near a micro-image's rim;
+    min_saddle: least 2nd-harmonic amplitude of the ring around a corner (fraction of the
+    board's light-dark contrast); fit_threshold: residual (px) of a micro-image
     from its corner's (x, w) fit beyond which it is dropped; min_views: fewest micro-images per
     corner; max_label_error: largest distance (squares) of a corner's fitted x from its
     rendered position and from the board homography; w_range: searched |w| (inverse virtual
@@ -61,6 +81,9 @@ class MicroImageOptions:
 
     radius_fraction: float = 0.95
     window: int = 2
+    max_window: int = 6
+    window_fraction: float = 0.4
+    clip_tolerance: float = 0.1
     max_step: float = 1.0
     min_saddle: float = 0.15
     fit_threshold: float = 0.35
@@ -106,6 +129,7 @@ class MicroImageCornerDetector:
         self.white_level = top
         w32 = (white / top).astype(np.float32)
         self._lit = w32 > 0.35
+        self._white32 = w32
         self._inv_white = np.where(self._lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
             np.float32)
         self.radius = _micro_image_radius(self._lit, grid)
@@ -139,8 +163,15 @@ class MicroImageCornerDetector:
         x_fit = np.full_like(x0, np.nan)
         w_fit = np.full(len(x0), np.nan)
         counts = np.zeros(len(x0), int)
+        half, r_valid = self.windows(spacing, w)
+        r_lit = np.full(len(r_valid), opt.radius_fraction * self.radius - 1.0)
+        rim_corners = 0
         for c_idx in range(len(x0)):
-            res = self._corner(norm, smooth, x0[c_idx], w, contrast)
+            res = self._corner(norm, smooth, x0[c_idx], w, contrast, half, r_valid)
+            if (res is None or len(res[0]) < opt.min_views) and np.any(r_valid < r_lit):
+                # too few micro-images whose bundles the aperture leaves whole: read the rims
+                res = self._corner(norm, smooth, x0[c_idx], w, contrast, half, r_lit)
+                rim_corners += res is not None and len(res[0]) >= opt.min_views
             if res is None:
                 continue
             m_idx, q, xc, wc, fit_res = res
@@ -153,7 +184,7 @@ class MicroImageCornerDetector:
         kept = self._homography_check(x_fit, board, spacing)
         rows = [r for r in rows if kept[r[0]]]
         if len(rows) < opt.min_corners:
-            reach = (opt.radius_fraction * self.radius - opt.window - 0.5) / abs(w)
+            reach = np.median(r_valid - RIM_WINDOW * half) / abs(w)
             per_point = np.pi * reach ** 2 / abs(np.linalg.det(self.lattice.basis))
             raise DetectionError(
                 f'only {len(rows)} board corners were found in at least {opt.min_views} '
@@ -174,6 +205,7 @@ class MicroImageCornerDetector:
         obs = Observations.concatenate(parts)
         central = np.where(kept[:, None] & (counts[:, None] > 0), x_fit / step, np.nan)
         diag = {'inverse_virtual_depth': float(w), 'render_step_px': float(step),
+                'window': float(np.median(half)), 'rim_corners': int(rim_corners),
                 'corners_found': int(len(rows)), 'corners_total': int(board.n_points),
                 'rays': int(len(obs)),
                 'fit_residual_rms_px': float(np.sqrt(np.mean(np.concatenate(
@@ -266,27 +298,66 @@ class MicroImageCornerDetector:
         out[(nb < 0).reshape(xx.shape)] = 0
         return out, step
 
-    def _corner(self, norm, smooth, x, w, contrast):
+    def aperture_profile(self):
+        """
+        (R (M,), rho (M,)) px of each micro-image, from the white (per lens type when known,
+        :func:`_aperture_profile`): the radius of the main-lens aperture's image and the
+        radius of a pixel's ray bundle (through its whole micro-lens) on it.
+        """
+        key = None if self.lens_types is None else self.lens_types.tobytes()
+        if getattr(self, '_profile_key', 0) != key:
+            types = np.zeros(len(self.centres), np.int64) if self.lens_types is None \
+                else self.lens_types
+            r_ap, rho = _aperture_profile(self._white32, self.centres, types, self.radius,
+                                          self.grid.pitch)
+            self._profile = (r_ap[types], rho[types])
+            self._profile_key = key
+        return self._profile
+
+    def windows(self, spacing, w):
+        """
+        (half window (M,) px, valid radius (M,) px) of each micro-image for corners ``spacing``
+        raw px apart at inverse virtual depth w.
+
+        The blur radius of a micro-image is |pitch |w| / 2 - rho| px (its micro-lens focuses
+        where pitch |w| / 2 = rho); the half window is blur + 1.5 px (at least ``window`` + 1),
+        at most ``window_fraction`` of a board square in the micro-image and ``max_window``.
+        The valid radius (within ``radius_fraction`` of the lit radius, less 1 px for the
+        gradients) ends where the aperture's cut of the pixels' bundles would move the image
+        by more than ``clip_tolerance`` px (:func:`_clip_shift`).
+        """
+        opt = self.options
+        r_ap, rho = self.aperture_profile()
+        blur = np.abs(0.5 * self.grid.pitch * abs(w) - rho)
+        cap = max(opt.window, min(opt.max_window, round(opt.window_fraction * abs(w) * spacing)))
+        half = np.clip(np.ceil(blur + 1.5), opt.window + 1, cap).astype(np.float64)
+        valid = np.full(len(self.centres), opt.radius_fraction * self.radius)
+        for key in set(zip(r_ap.tolist(), rho.tolist(), blur.tolist())):
+            sel = (r_ap == key[0]) & (rho == key[1]) & (blur == key[2])
+            valid[sel] = np.minimum(valid[sel], _clip_radius(*key, opt.clip_tolerance))
+        return half, valid - 1.0
+
+    def _corner(self, norm, smooth, x, w, contrast, half_all, r_valid_all):
         """One corner: (micro-image indices (K,), refined q (K, 2), fitted x (2,), w) or None."""
         opt = self.options
-        half = opt.window
-        r_use = opt.radius_fraction * self.radius - half - 0.5
-        if r_use <= 1.0:
+        r_use_all = r_valid_all - RIM_WINDOW * half_all
+        if not np.any(r_use_all > 1.0):
             return None
         m_idx, q = None, None
         for n_pass in range(3):
             # micro-images whose usable disk contains the predicted corner
-            reach = r_use / abs(w)
+            reach = r_use_all.max() / abs(w)
             near = self.lattice.within(x, reach)
             if near.size == 0:
                 return None
             cen = self.centres[near]
             pred = cen + w * (cen - x)
-            ok = np.hypot(*(pred - cen).T) <= r_use
+            ok = np.hypot(*(pred - cen).T) <= r_use_all[near]
             near, cen, pred = near[ok], cen[ok], pred[ok]
             if len(near) < 2:
                 return None
-            ref = _subpix(norm, pred, half)
+            r_valid, r_use = r_valid_all[near], r_use_all[near]
+            ref = refine_in_disks(norm, pred, cen, r_valid, half_all[near])
             good = np.all(np.isfinite(ref), axis=1)
             good &= np.hypot(*(ref - pred).T) <= opt.max_step * (2.0 if n_pass == 0 else 1.0)
             good &= np.hypot(*(ref - cen).T) <= r_use
@@ -324,6 +395,103 @@ def _micro_image_radius(lit, grid):
     return float(np.sqrt(share * grid.pitch * grid.row_spacing / np.pi))
 
 
+def _aperture_profile(white, centres, types, radius, pitch, max_images=400):
+    """
+    (R (T,), rho (T,)) px per lens type, from the white image's micro-images: R the radius of
+    the main-lens aperture's image, rho the radius of a pixel's ray bundle (through its whole
+    micro-lens) on it, in micro-image pixels. A pixel within R - rho of the centre passes its
+    bundle whole (the white's plateau, a + b r^2: the cos^4 falloff of the chief ray); beyond,
+    the aperture cuts it and the white falls, to half at R. Up to ``max_images`` micro-images
+    of each type near the middle, each divided by its centre value, are pooled by radius; the
+    plateau is fitted inside half the lit ``radius`` and the profile outside, relative to it,
+    as the share of the bundle's disk inside the aperture's (:func:`_fit_overlap`), out to
+    half the micro-image ``pitch`` less 0.5 px (farther pixels may belong to a neighbour).
+    """
+    h, w = white.shape
+    d = _disk_offsets(radius + 2.0, 0.5)
+    r = np.hypot(*d.T)
+    inner = r <= 0.3 * radius
+    edges = np.arange(0.0, radius + 2.25, 0.25)
+    rc = 0.5 * (edges[:-1] + edges[1:])
+    n_t = int(types.max()) + 1
+    r_ap, rho = np.full(n_t, float(radius)), np.zeros(n_t)
+    mid = np.array([w / 2.0, h / 2.0])
+    inside = np.all((centres > radius + 4) & (centres < np.array([w, h]) - radius - 5), axis=1)
+    for t in range(n_t):
+        idx = np.nonzero(inside & (types == t))[0]
+        if idx.size == 0:
+            continue
+        idx = idx[np.argsort(np.hypot(*(centres[idx] - mid).T))[:max_images]]
+        vals = _remap(white, centres[idx, None, :] + d[None]).astype(np.float64)
+        rel = vals / np.maximum(vals[:, inner].mean(axis=1, keepdims=True), 1e-6)
+        b = np.digitize(r, edges) - 1
+        prof = np.array([np.median(rel[:, b == k]) if np.any(b == k) else np.nan
+                         for k in range(len(rc))])
+        fit = np.isfinite(prof) & (rc <= 0.5 * radius)
+        if fit.sum() < 3:
+            continue
+        rel = prof / np.polyval(np.polyfit(rc[fit] ** 2, prof[fit], 1), rc ** 2)
+        use = np.isfinite(rel) & (rc > 0.5 * radius) & (edges[1:] <= 0.5 * pitch - 0.5)
+        r_ap[t], rho[t] = _fit_overlap(rc[use], rel[use], radius)
+    return r_ap, rho
+
+
+def _overlap(r, r_ap, rho):
+    """Share (len(r),) of a disk (radius rho) centred r from the centre of one of r_ap in it."""
+    r = np.maximum(np.asarray(r, float), 1e-9)
+    if rho <= 1e-6:
+        return (r <= r_ap).astype(float)
+    a = np.clip((r ** 2 + rho ** 2 - r_ap ** 2) / (2.0 * r * rho), -1.0, 1.0)
+    b = np.clip((r ** 2 + r_ap ** 2 - rho ** 2) / (2.0 * r * r_ap), -1.0, 1.0)
+    k = np.sqrt(np.maximum((-r + rho + r_ap) * (r + rho - r_ap) * (r - rho + r_ap)
+                           * (r + rho + r_ap), 0.0))
+    area = rho ** 2 * np.arccos(a) + r_ap ** 2 * np.arccos(b) - 0.5 * k
+    area = np.where(r + rho <= r_ap, np.pi * rho ** 2, np.where(r - rho >= r_ap, 0.0, area))
+    return area / (np.pi * rho ** 2)
+
+
+def _fit_overlap(r, share, radius):
+    """(R, rho) whose :func:`_overlap` fits the white's profile ``share`` at radii r (grid)."""
+    if len(r) < 4:
+        return float(radius), 0.0
+    best = (np.inf, float(radius), 0.0)
+    r_grid = np.arange(0.7, 1.2, 0.01) * radius
+    rho_grid = np.arange(0.0, 0.6, 0.01) * radius
+    for ra in r_grid:
+        for rh in rho_grid:
+            cost = float(np.sum((_overlap(r, ra, rh) - share) ** 2))
+            if cost < best[0]:
+                best = (cost, float(ra), float(rh))
+    return best[1], best[2]
+
+
+def _clip_shift(r, r_ap, rho, n=41):
+    """
+    (len(r),) centroid offset, as a fraction of rho, of the part of a disk of radius rho
+    centred r px from the micro-image centre that lies inside the aperture's image (radius
+    r_ap): how far (in units of the blur radius) a pixel there sees off its chief ray.
+    """
+    g = (np.arange(n) + 0.5) / n * 2.0 - 1.0
+    ex, ey = np.meshgrid(g, g)
+    keep = ex ** 2 + ey ** 2 <= 1.0
+    ex, ey = ex[keep], ey[keep]
+    out = np.zeros(len(r))
+    for k, rk in enumerate(np.asarray(r, float)):
+        inside = (rk + rho * ex) ** 2 + (rho * ey) ** 2 <= r_ap ** 2
+        if inside.any() and not inside.all():
+            out[k] = abs(ex[inside].mean())
+    return out
+
+
+def _clip_radius(r_ap, rho, blur, tolerance):
+    """Radius (px) out to which the bundles' cut moves the image by <= ``tolerance`` px."""
+    if rho <= 0.0:
+        return float(r_ap)
+    r = np.arange(max(r_ap - rho, 0.0), r_ap + rho, 0.05)
+    bad = np.nonzero(_clip_shift(r, r_ap, rho) * blur > tolerance)[0]
+    return float(r[bad[0]] if bad.size else r_ap + rho)
+
+
 def _disk_offsets(radius, step):
     """Offsets (K, 2) on a square grid of ``step`` px inside a disk of ``radius`` px."""
     n = int(np.floor(radius / step))
@@ -346,21 +514,6 @@ def _remap(img, pts):
     out = cv2.remap(img, m[..., 0].copy(), m[..., 1].copy(), cv2.INTER_LINEAR,
                     borderMode=cv2.BORDER_REPLICATE)
     return out.reshape(-1)[:n].reshape(shp)
-
-
-def _subpix(img, uv, half):
-    """cornerSubPix at uv (N, 2) -> (N, 2), NaN where the window leaves the image."""
-    h, w = img.shape
-    out = np.full_like(uv, np.nan)
-    ok = (uv[:, 0] >= half + 1) & (uv[:, 1] >= half + 1) & \
-        (uv[:, 0] <= w - half - 2) & (uv[:, 1] <= h - half - 2)
-    if not np.any(ok):
-        return out
-    pts = uv[ok].astype(np.float32).reshape(-1, 1, 2).copy()
-    crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 30, 1e-3)
-    cv2.cornerSubPix(img, pts, (half, half), (-1, -1), crit)
-    out[ok] = pts.reshape(-1, 2)
-    return out
 
 
 _RING = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)

@@ -1,0 +1,99 @@
+"""
+Sub-pixel refinement of checkerboard corners inside micro-images, unbiased by blur and the rim.
+
+    refine_in_disks(image, points (N, 2), centres (N, 2), radius, half) -> (N, 2), NaN = failed
+
+The gradient-orthogonality (Foerstner / cornerSubPix) estimate: the corner p solves
+sum_o w(o) g g^T (x_o - p) = 0 over a window of offsets o around p, g the image gradient at
+x_o = p + o. For an ideal corner every g is orthogonal to x_o - p, so any window gives p; for a
+blurred corner (a micro-image out of focus) only the point symmetry of the blurred image about
+the corner makes the sum vanish at p, which needs a window symmetric about p. Two things break
+that symmetry in a micro-image, and both move the corner (measured on rendered focused frames,
+test/test_micro_image_refine.py): a window that reaches past the micro-image's rim (the pixels
+there are dark, or divided by a vignetted white) and a window smaller than the blur (cornerSubPix
+with a 5 x 5 window on a corner blurred over a 2 px radius). Here the window is a Gaussian of
+``half`` px (sigma half / 2) masked to the offsets o for which both p + o and p - o lie within
+``radius`` of the micro-image centre, so it stays symmetric about the current estimate wherever
+the corner is; the gradients are central differences of the image sampled bilinearly.
+"""
+
+import cv2
+import numpy as np
+
+MAX_ITER = 20
+EPS_PX = 1e-3
+SIGMA_FRACTION = 0.5
+
+
+def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25):
+    """
+    Refine corners ``points`` (N, 2) of ``image`` (H, W) float32, each inside the micro-image
+    disk of centre ``centres`` (N, 2) and ``radius`` (px; scalar or (N,)), with half window
+    ``half`` (px; scalar or (N,)). Returns (N, 2) refined points, NaN where the symmetric
+    window kept less than ``min_weight`` of its full weight or the gradients were degenerate.
+    """
+    img = np.asarray(image, np.float32)
+    pts = np.asarray(points, np.float64).reshape(-1, 2)
+    cen = np.asarray(centres, np.float64).reshape(-1, 2)
+    n = len(pts)
+    out = np.full((n, 2), np.nan)
+    if n == 0:
+        return out
+    radius = np.broadcast_to(np.asarray(radius, np.float64), (n,))
+    half = np.broadcast_to(np.asarray(half, np.float64), (n,))
+    gx = cv2.Sobel(img, cv2.CV_32F, 1, 0, ksize=1, scale=0.5)
+    gy = cv2.Sobel(img, cv2.CV_32F, 0, 1, ksize=1, scale=0.5)
+    h_max = int(np.ceil(half.max()))
+    g = np.arange(-h_max, h_max + 1, dtype=np.float64)
+    ox, oy = np.meshgrid(g, g)
+    off = np.column_stack([ox.ravel(), oy.ravel()])                       # (K, 2)
+    sig = SIGMA_FRACTION * half[:, None]
+    full = np.exp(-0.5 * (off ** 2).sum(1)[None] / sig ** 2)             # (N, K)
+    full = np.where(np.abs(off).max(1)[None] <= half[:, None], full, 0.0)
+    full_sum = full.sum(1)
+    p = pts.copy()
+    alive = np.all(np.isfinite(p), axis=1)
+    for _ in range(MAX_ITER):
+        idx = np.nonzero(alive)[0]
+        if idx.size == 0:
+            break
+        pi, ci = p[idx], cen[idx]
+        x = pi[:, None, :] + off[None]                                  # (n, K, 2)
+        rr = radius[idx, None] ** 2
+        inside = (((x - ci[:, None]) ** 2).sum(-1) <= rr) & \
+            (((pi[:, None, :] - off[None] - ci[:, None]) ** 2).sum(-1) <= rr)
+        wgt = full[idx] * inside
+        enough = wgt.sum(1) >= min_weight * full_sum[idx]
+        gxs = _sample(gx, x).astype(np.float64)
+        gys = _sample(gy, x).astype(np.float64)
+        a = (wgt * gxs * gxs).sum(1)
+        b = (wgt * gxs * gys).sum(1)
+        c = (wgt * gys * gys).sum(1)
+        bx = (wgt * (gxs * gxs * x[..., 0] + gxs * gys * x[..., 1])).sum(1)
+        by = (wgt * (gxs * gys * x[..., 0] + gys * gys * x[..., 1])).sum(1)
+        det = a * c - b * b
+        ok = enough & (det > 1e-12 * np.maximum(a + c, 1e-30) ** 2)
+        new = np.full_like(pi, np.nan)
+        new[ok, 0] = (c[ok] * bx[ok] - b[ok] * by[ok]) / det[ok]
+        new[ok, 1] = (a[ok] * by[ok] - b[ok] * bx[ok]) / det[ok]
+        move = np.hypot(*(new - pi).T)
+        p[idx] = new
+        alive[idx] = ok & (move > EPS_PX) & (move < 2.0 * h_max + 2.0)
+        failed = idx[~ok | ~(move < 2.0 * h_max + 2.0)]
+        p[failed] = np.nan
+    return p
+
+
+def _sample(img, pts):
+    """Bilinear samples of img at pts (..., 2) -> (...) float32 (border replicated)."""
+    shp = pts.shape[:-1]
+    flat = pts.reshape(-1, 2).astype(np.float32)
+    m = len(flat)
+    width = 4096
+    rows = max(1, -(-m // width))
+    buf = np.zeros((rows * width, 2), np.float32)
+    buf[:m] = flat
+    buf = buf.reshape(rows, width, 2)
+    vals = cv2.remap(img, buf[..., 0].copy(), buf[..., 1].copy(), cv2.INTER_LINEAR,
+                     borderMode=cv2.BORDER_REPLICATE)
+    return vals.reshape(-1)[:m].reshape(shp)

@@ -1,0 +1,89 @@
+"""Corner refinement in defocused micro-images, checked against the optics: the blurred corner's
+position, the aperture's image and the pixels' bundles read from the white, and rows of a
+defocused frame free of the aperture-cut scale bias (simulation.focused_observations)."""
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+from lf_mpc_calib.features.micro_image_refine import refine_in_disks
+from lf_mpc_calib.lenslet.estimate import estimate_grid
+from lf_mpc_calib.simulation.focused_observations import focused_observations
+from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of, match_truth
+from lf_mpc_calib.simulation.optics import Checkerboard, preset
+from lf_mpc_calib.simulation.render import render_raw, render_white
+
+
+def _blurred_corner(centre, angle, blur, n=33, steps=10):
+    """X-junction image (n, n) at centre (2,), axes turned by angle, pixel-integrated and
+    blurred by a disk of radius ``blur`` px (dense quadrature)."""
+    g = (np.arange(steps) + 0.5) / steps - 0.5
+    d = np.stack(np.meshgrid(np.linspace(-1, 1, 9), np.linspace(-1, 1, 9)), -1).reshape(-1, 2)
+    d = d[np.hypot(*d.T) <= 1.0] * blur if blur > 0 else np.zeros((1, 2))
+    ys, xs = np.mgrid[0:n, 0:n].astype(float)
+    c, s = np.cos(angle), np.sin(angle)
+    acc = np.zeros((n, n))
+    for dx in g:
+        for dy in g:
+            for ex, ey in d:
+                x, y = xs + dx + ex - centre[0], ys + dy + ey - centre[1]
+                acc += (c * x + s * y) * (-s * x + c * y) > 0
+    return (0.08 + 0.77 * acc / (len(g) ** 2 * len(d))).astype(np.float32)
+
+
+@pytest.mark.parametrize('blur, tol', [(0.0, 0.08), (2.0, 0.04)])
+def test_blurred_corner_found_where_it_is(blur, tol):
+    # sharp: the pixel grid's own ~0.05 px (cornerSubPix does as well); blurred by 2 px the
+    # point symmetry the wide window keeps gives the corner (cornerSubPix 5 x 5: 0.06 px)
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        c = np.array([16.0, 16.0]) + rng.uniform(-0.5, 0.5, 2)
+        img = _blurred_corner(c, rng.uniform(0, np.pi), blur)
+        start = c + rng.uniform(-0.6, 0.6, 2)
+        got = refine_in_disks(img, start[None], np.array([[16.0, 16.0]]), 15.0, 4)[0]
+        assert np.hypot(*(got - c)) < tol
+
+
+def test_window_cut_by_the_disk_stays_symmetric():
+    # a corner 3 px from the usable rim: the window keeps the offsets mirrored inside
+    c = np.array([16.3, 15.8])
+    img = _blurred_corner(c, 0.4, 2.0)
+    got = refine_in_disks(img, (c + [0.4, -0.3])[None], np.array([[10.0, 16.0]]), 9.5, 4)[0]
+    assert np.hypot(*(got - c)) < 0.06
+    assert np.all(np.isnan(refine_in_disks(img, c[None], np.array([[16.0, 16.0]]), 0.5, 4)))
+
+
+def test_aperture_and_bundles_read_from_the_white():
+    cam = preset('focused-multifocus', scale=0.5)
+    det = MicroImageCornerDetector(render_white(cam, samples=16),
+                                   estimate_grid(render_white(cam, samples=4)))
+    det.lens_types = lens_types_of(cam, det.centres)
+    r_ap, rho = det.aperture_profile()
+    D = cam.D
+    for t, f in enumerate(cam.mla.type_focal_lengths):
+        b = cam.gap + cam.mla.type_gap_offsets[t]
+        # the bundle of a pixel on the main lens: the micro-lens disk x |1 - D / a_T|, a_T the
+        # distance the micro-lens images the sensor to; in pixels x b / (D p_x)
+        truth = 0.5 * cam.mla.pitch * b / cam.sensor.pixel_pitch * abs(1 / f - 1 / b - 1 / D)
+        sel = det.lens_types == t
+        assert abs(np.median(rho[sel]) - truth) < 0.35
+        assert abs(np.median(r_ap[sel]) - cam.micro_image_radius) < 0.35
+
+
+def test_defocused_rows_carry_no_scale_bias():
+    # Keplerian board at 1.4 x the scene distance: micro-images blurred by ~1.8 px; before, the
+    # aperture's cut near the rims shrank (u, v) by 0.7 % against the chief rays
+    cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
+    det = MicroImageCornerDetector(render_white(cam, samples=16))
+    h = cam.field_of_view(cam.scene_distance)[1]
+    board = Checkerboard(8, 5, 0.7 * h / 7)
+    rv, tv = board_pose(cam, board, 1.4 * cam.scene_distance, (8.0, -6.0, 2.0))
+    raw = render_raw(cam, board, rv, tv, samples=64, noise=0.0)
+    found = det.detect(raw, board)
+    truth = focused_observations(cam, board, rv[None], tv[None], radius_fraction=1.0)
+    err, unmatched = match_truth(found.observations, truth)
+    assert unmatched == 0 and len(err) > 200
+    uv = found.observations.ijuv[:, 2:]
+    scale = np.sum(err * uv) / np.sum(uv * uv)           # radial scale of the errors
+    assert abs(scale) < 0.003
+    assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.15
