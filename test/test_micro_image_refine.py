@@ -5,7 +5,8 @@ defocused frame free of the aperture-cut scale bias (simulation.focused_observat
 import numpy as np
 import pytest
 
-from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+from lf_mpc_calib.features.micro_image_corners import (MicroImageCornerDetector,
+                                                       MicroImageOptions)
 from lf_mpc_calib.features.micro_image_refine import refine_in_disks
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.simulation.focused_observations import focused_observations
@@ -71,10 +72,12 @@ def test_aperture_and_bundles_read_from_the_white():
 
 
 def test_defocused_rows_carry_no_scale_bias():
-    # Keplerian board at 1.4 x the scene distance: micro-images blurred by ~1.8 px; before, the
-    # aperture's cut near the rims shrank (u, v) by 0.7 % against the chief rays
+    # Keplerian board at 1.4 x the scene distance: micro-images blurred by ~1.8 px; read out
+    # to the lit disk the aperture's cut near the rims shrank (u, v) by 0.7 % against the chief
+    # rays (full size, 64-sample renders)
     cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
-    det = MicroImageCornerDetector(render_white(cam, samples=16))
+    det = MicroImageCornerDetector(render_white(cam, samples=16),
+                                   options=MicroImageOptions(clip_tolerance=0.1))
     h = cam.field_of_view(cam.scene_distance)[1]
     board = Checkerboard(8, 5, 0.7 * h / 7)
     rv, tv = board_pose(cam, board, 1.4 * cam.scene_distance, (8.0, -6.0, 2.0))

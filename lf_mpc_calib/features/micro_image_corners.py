@@ -34,8 +34,10 @@ aperture within rho of the rim of the aperture's image (radius R); in a defocuse
 such a pixel no longer sees the scene around its chief ray (the ray the MPC model gives it), so
 corners read there move (measured against the optics on rendered frames: inward 0.02-0.06 px
 at 0.4-0.65 R, outward 0.1 px beyond 0.75 R, a 0.7 % scale error of (u, v); the white's rims
-give R and rho, :func:`_aperture_profile`). The disk ends where that move would pass
-``clip_tolerance`` at the frame's blur; a corner seen in fewer than ``min_views`` micro-images
+give R and rho, :func:`_aperture_profile`). With ``clip_tolerance`` set, the disk ends where
+that move would pass it at the frame's blur (fewer rows: on 4-pose half-size data with 8-sample
+renders the calibration lost more to the missing rows than it gained; default None, the lit
+disk); a corner seen in fewer than ``min_views`` micro-images
 that way is read out to ``radius_fraction`` of the lit disk instead (``rim_corners``).
 
 Rows: (i, j) = micro-image centre (raw px), (u, v) = refined corner - centre (the focused-camera
@@ -70,7 +72,8 @@ class MicroImageOptions:
     refinement (:meth:`MicroImageCornerDetector.windows`,
     :mod:`lf_mpc_calib.features.micro_image_refine`); max_step: largest move (px) of a refined
     corner from its prediction; clip_tolerance: largest move (px) of the image accepted from
-    the main-lens aperture's cut of the pixels' ray bundles near a micro-image's rim;
+    the main-lens aperture's cut of the pixels' ray bundles near a micro-image's rim (None:
+    no limit);
     min_saddle: least 2nd-harmonic amplitude of the ring around a corner (fraction of the
     board's light-dark contrast); fit_threshold: residual (px) of a micro-image
     from its corner's (x, w) fit beyond which it is dropped; min_views: fewest micro-images per
@@ -83,7 +86,7 @@ class MicroImageOptions:
     window: int = 2
     max_window: int = 6
     window_fraction: float = 0.4
-    clip_tolerance: float = 0.1
+    clip_tolerance: float = None
     max_step: float = 1.0
     min_saddle: float = 0.15
     fit_threshold: float = 0.35
@@ -332,6 +335,8 @@ class MicroImageCornerDetector:
         cap = max(opt.window, min(opt.max_window, round(opt.window_fraction * abs(w) * spacing)))
         half = np.clip(np.ceil(blur + 1.5), opt.window + 1, cap).astype(np.float64)
         valid = np.full(len(self.centres), opt.radius_fraction * self.radius)
+        if opt.clip_tolerance is None:
+            return half, valid - 1.0
         for key in set(zip(r_ap.tolist(), rho.tolist(), blur.tolist())):
             sel = (r_ap == key[0]) & (rho == key[1]) & (blur == key[2])
             valid[sel] = np.minimum(valid[sel], _clip_radius(*key, opt.clip_tolerance))

@@ -11,10 +11,11 @@ the corner makes the sum vanish at p, which needs a window symmetric about p. Tw
 that symmetry in a micro-image, and both move the corner (measured on rendered focused frames,
 test/test_micro_image_refine.py): a window that reaches past the micro-image's rim (the pixels
 there are dark, or divided by a vignetted white) and a window smaller than the blur (cornerSubPix
-with a 5 x 5 window on a corner blurred over a 2 px radius). Here the window is a Gaussian of
-``half`` px (sigma half / 2) masked to the offsets o for which both p + o and p - o lie within
-``radius`` of the micro-image centre, so it stays symmetric about the current estimate wherever
-the corner is; the gradients are central differences of the image sampled bilinearly.
+with a 5 x 5 window on a corner blurred over a 2 px radius). Here the window is a Gaussian
+(sigma 0.7 half, as cornerSubPix's) out to ``half`` px, masked to the offsets o for which both
+p + o and p - o lie within ``radius`` of the micro-image centre, so it stays symmetric about the
+current estimate wherever the corner is; the gradients are central differences of the image
+sampled bilinearly.
 """
 
 import cv2
@@ -22,7 +23,7 @@ import numpy as np
 
 MAX_ITER = 20
 EPS_PX = 1e-3
-SIGMA_FRACTION = 0.5
+SIGMA_FRACTION = 0.7
 
 
 def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25):
