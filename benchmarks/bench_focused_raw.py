@@ -63,12 +63,13 @@ def distances(cam, n=6):
     return cand[np.linspace(0, len(cand) - 1, n).round().astype(int)]
 
 
-def run_one(name, scale, noise, seed, samples, radius_fraction=0.95):
+def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, clip_tolerance=None):
     cam = preset(name, scale=scale, sensor__noise=0.0)
     board = Checkerboard(9, 6, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 8)
     rng = np.random.default_rng(seed)
     det = MicroImageCornerDetector(render_white(cam, samples=samples),
-                                   options=MicroImageOptions(radius_fraction=radius_fraction))
+                                   options=MicroImageOptions(radius_fraction=radius_fraction,
+                                                             clip_tolerance=clip_tolerance))
     if cam.mla.n_types > 1:
         det.lens_types = lens_types_of(cam, det.centres)
     parts, skipped = [], []
@@ -87,12 +88,13 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95):
     k_err = np.abs(res.model.to_vector()[:4] / gt.to_vector()[:4] - 1.0).max()
     pp = np.hypot(res.model.u_0 / res.model.k_u - gt.u_0 / gt.k_u,
                   res.model.v_0 / res.model.k_v - gt.v_0 / gt.k_v)
+    pp_sd = float(np.hypot(*res.principal_point_stddev()))
     z = np.nan
     if res.lens_types is not None:
         tt, lt = cam.ground_truth_lens_types(w), res.lens_types
         z = max(np.abs((lt.scale - tt.scale) / lt.scale_std).max(),
                 np.abs((lt.offset_px - tt.offset_px) / lt.offset_std_px).max())
-    return k_err, pp, z, res.rms_reprojection_px, len(obs), len(parts), skipped
+    return k_err, pp, pp_sd, z, res.rms_reprojection_px, len(obs), len(parts), skipped
 
 
 def main():
@@ -102,21 +104,29 @@ def main():
     ap.add_argument('--noise-free', action='store_true', help='full size, no noise rows')
     ap.add_argument('--radius-fraction', type=float, default=0.95,
                     help='usable part of each micro-image (MicroImageOptions.radius_fraction)')
+    ap.add_argument('--clip-tolerance', type=float, default=None,
+                    help='limit on the micro-image disk for the aperture cut '
+                         '(MicroImageOptions.clip_tolerance, px; default none)')
+    ap.add_argument('--noise', type=float, nargs='+', default=None,
+                    help='sensor noise levels (fraction of full scale) instead of the default')
+    ap.add_argument('--cameras', nargs='+', default=CAMERAS, choices=CAMERAS)
     args = ap.parse_args()
     scale = 0.5 if args.quick else 1.0
     noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)
+    noises = tuple(args.noise) if args.noise else noises
     print(f'{"camera":20s} {"noise":>6s} {"max|dk|/k %":>12s} {"pp err px":>10s} '
-          f'{"types |err|/sd":>15s} {"RMS px":>8s} {"rays":>6s} {"poses":>6s}')
-    for name in CAMERAS:
+          f'{"pp sd px":>9s} {"types |err|/sd":>15s} {"RMS px":>8s} {"rays":>6s} {"poses":>6s}')
+    for name in args.cameras:
         for noise in noises:
             try:
-                k, pp, z, rms, n, used, skipped = run_one(name, scale, noise, 0, args.samples,
-                                                          args.radius_fraction)
+                k, pp, pp_sd, z, rms, n, used, skipped = run_one(
+                    name, scale, noise, 0, args.samples, args.radius_fraction,
+                    args.clip_tolerance)
             except LFCalibError as exc:
                 print(f'{name:20s} {noise:6.3f} REFUSED: {str(exc)[:120]}')
                 continue
-            print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {pp:10.4f} {z:15.2f} '
-                  f'{rms:8.4f} {n:6d} {used:6d}')
+            print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {pp:10.4f} {pp_sd:9.4f} {z:15.2f} '
+                  f'{rms:8.4f} {n:6d} {used:6d}', flush=True)
             for s in skipped:
                 print(f'    skipped pose at {s}')
     print('targets: k <= 0.5 %, pp <= 0.5 px, types within 3 sd, RMS <= 0.2 px (noise 0); '

@@ -1,6 +1,6 @@
 """Corner refinement in defocused micro-images, checked against the optics: the blurred corner's
-position, the aperture's image and the pixels' bundles read from the white, and rows of a
-defocused frame free of the aperture-cut scale bias (simulation.focused_observations)."""
+position, the aperture's image and the pixels' bundles read from the white, and the rows of a
+defocused frame against the chief rays (simulation.focused_observations)."""
 
 import numpy as np
 import pytest
@@ -71,13 +71,12 @@ def test_aperture_and_bundles_read_from_the_white():
         assert abs(np.median(r_ap[sel]) - cam.micro_image_radius) < 0.35
 
 
-def test_defocused_rows_carry_no_scale_bias():
-    # Keplerian board at 1.4 x the scene distance: micro-images blurred by ~1.8 px; read out
-    # to the lit disk the aperture's cut near the rims shrank (u, v) by 0.7 % against the chief
-    # rays (full size, 64-sample renders)
+def test_defocused_rows_lie_on_the_chief_rays():
+    # Keplerian board at 1.4 x the scene distance, micro-images blurred by ~1.8 px (64-sample
+    # render): cornerSubPix's 5 x 5 window put the rows 0.166 px RMS from the optics' chief
+    # rays, the blur-wide symmetric window 0.103 px (0.065 px with clip_tolerance 0.1)
     cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
-    det = MicroImageCornerDetector(render_white(cam, samples=16),
-                                   options=MicroImageOptions(clip_tolerance=0.1))
+    det = MicroImageCornerDetector(render_white(cam, samples=16))
     h = cam.field_of_view(cam.scene_distance)[1]
     board = Checkerboard(8, 5, 0.7 * h / 7)
     rv, tv = board_pose(cam, board, 1.4 * cam.scene_distance, (8.0, -6.0, 2.0))
@@ -85,8 +84,12 @@ def test_defocused_rows_carry_no_scale_bias():
     found = det.detect(raw, board)
     truth = focused_observations(cam, board, rv[None], tv[None], radius_fraction=1.0)
     err, unmatched = match_truth(found.observations, truth)
-    assert unmatched == 0 and len(err) > 200
+    assert unmatched == 0 and len(err) > 400
     uv = found.observations.ijuv[:, 2:]
     scale = np.sum(err * uv) / np.sum(uv * uv)           # radial scale of the errors
     assert abs(scale) < 0.003
-    assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.15
+    assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.12
+    limited = MicroImageCornerDetector(render_white(cam, samples=16),
+                                       options=MicroImageOptions(clip_tolerance=0.1))
+    err, unmatched = match_truth(limited.detect(raw, board).observations, truth)
+    assert unmatched == 0 and np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.09
