@@ -216,12 +216,14 @@ class FocusedMeasurer:
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
         self.white = w
 
-    def measure(self, raw, *, points=True, rays=False, all_views=False):
+    def measure(self, raw, *, points=True, rays=False, all_views=False, depth=False):
         """
         Render and measure one raw frame (H, W); see the class docstring. ``center`` is in the
         raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
-        rendered image only; rays, all_views: accepted for LiveMeasurer's signature (no RaySet
-        or views here).
+        rendered image only; depth=True: also its depth from the micro-images' disparities
+        (:func:`lf_mpc_calib.measurement.focused_depth.micro_image_depth`, NaN where unknown or
+        without a pinhole); rays, all_views: accepted for LiveMeasurer's signature (no RaySet or
+        views here).
         """
         del rays, all_views
         import time
@@ -249,15 +251,22 @@ class FocusedMeasurer:
         except InvalidInputError:
             pinhole = None
         timings = {'render': time.perf_counter() - t0}
+        depth_map = None
+        if depth:
+            from lf_mpc_calib.measurement.focused_depth import micro_image_depth
+            t0 = time.perf_counter()
+            depth_map = np.full(center.shape, np.nan, np.float32) if pinhole is None else \
+                micro_image_depth(det, norm, self.model, w, pinhole.size)
+            timings['depth'] = time.perf_counter() - t0
         if self.board is None or not points:
             return Measurement(None, center, *none, reason='no board to measure',
-                               timings=timings, pinhole=pinhole)
+                               timings=timings, pinhole=pinhole, depth=depth_map)
         t0 = time.perf_counter()
         try:
             obs = det.detect(img, self.board).observations
         except DetectionError as exc:
             return Measurement(None, center, *none, reason=str(exc), timings=timings,
-                               pinhole=pinhole)
+                               pinhole=pinhole, depth=depth_map)
         timings['detect'] = time.perf_counter() - t0
         t0 = time.perf_counter()
         pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
@@ -272,4 +281,5 @@ class FocusedMeasurer:
         resid = np.sqrt(np.bincount(pos[ok], weights=d * d, minlength=len(ids))
                         / np.maximum(n, 1))
         timings['triangulate'] = time.perf_counter() - t0
-        return Measurement(None, center, ids, pts, n, resid, timings=timings, pinhole=pinhole)
+        return Measurement(None, center, ids, pts, n, resid, timings=timings, pinhole=pinhole,
+                           depth=depth_map)

@@ -106,7 +106,8 @@ class Measurement:
     corner_search: 'tracked', 'full search: <why>' or '' (no corners asked for); pinhole: the
     :class:`lf_mpc_calib.measurement.focused.RenderedPinhole` of ``center`` when it is an image
     rendered from a focused camera's micro-images (None: the rectified central view, K of
-    :func:`central_view_intrinsics`).
+    :func:`central_view_intrinsics`); depth (rows, cols) float32: a focused camera's depth in
+    the pixels of ``center`` when asked for (:mod:`lf_mpc_calib.measurement.focused_depth`).
     """
 
     lightfield: object
@@ -120,6 +121,7 @@ class Measurement:
     timings: dict = field(default_factory=dict)
     corner_search: str = ''
     pinhole: object = None
+    depth: np.ndarray = None
 
 
 def _no_points():

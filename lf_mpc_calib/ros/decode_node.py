@@ -27,7 +27,11 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   (:func:`lf_mpc_calib.measurement.focused.rendered_pinhole`): exact for the scene at the
   rendered depth, elsewhere up to the tiling of the micro-image patches; its focal length
   follows w (the rendered pixel is 1 / |w| raw pixels), so it changes from frame to frame;
-  no views or depth outputs;
+  ``~/depth`` (while subscribed) in the same pixels and frame, from the disparities between
+  neighbouring micro-images (:mod:`lf_mpc_calib.measurement.focused_depth`: NaN where a
+  micro-image has no texture near its centre; edges spread by up to two micro-image tiles;
+  about 1.2 s CPU per 1024 x 768 frame), with ``~/depth/camera_info`` = the
+  rendered image's; no views, rays, cloud or refocus outputs;
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
 - ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
   direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
@@ -365,9 +369,10 @@ class DecodeNode(Node):
         from std_msgs.msg import Header
 
         from lf_mpc_calib.lenslet.decode import mosaic
+        from lf_mpc_calib.measurement.focused import FocusedMeasurer
         from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.ros.messages import (camera_info, pinhole_camera_info, points_cloud,
-                                               ray_cloud)
+        from lf_mpc_calib.ros.messages import (camera_info, depth_image, pinhole_camera_info,
+                                               points_cloud, ray_cloud)
         t0 = time.perf_counter()
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
@@ -384,9 +389,10 @@ class DecodeNode(Node):
         t1 = time.perf_counter()
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
+        focused = isinstance(measurer, FocusedMeasurer)   # rendered image, no views
+        depth = {'depth': self.depth_pub.get_subscription_count() > 0} if focused else {}
         meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
-                                all_views=want_views)
-        focused = meas.lightfield is None     # FocusedMeasurer: no views, no depth outputs
+                                all_views=want_views, **depth)
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
         t2 = time.perf_counter()
@@ -404,9 +410,12 @@ class DecodeNode(Node):
             self.center_pub.publish(array_to_image(
                 np.clip(np.rint(meas.center), 0, top).astype(dtype), encoding, header=rendered))
             if meas.pinhole is not None:
-                self.info_pub.publish(pinhole_camera_info(
-                    meas.pinhole.K, meas.pinhole.size, frame_id=self.rendered_frame,
-                    stamp=msg.header.stamp))
+                info = pinhole_camera_info(meas.pinhole.K, meas.pinhole.size,
+                                           frame_id=self.rendered_frame, stamp=msg.header.stamp)
+                self.info_pub.publish(info)
+                if meas.depth is not None:
+                    self.depth_pub.publish(depth_image(meas.depth, header=rendered))
+                    self.depth_info_pub.publish(info)
         elif meas.center is not None:
             self.center_pub.publish(image(meas.center))
         if not focused:
