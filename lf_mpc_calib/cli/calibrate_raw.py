@@ -8,8 +8,10 @@
 
 ``--robot-poses FILE`` (CSV ``frame,tx,ty,tz,rx,ry,rz``, base -> tool, or YAML; see
 :mod:`lf_mpc_calib.io.robot_poses`) also solves the hand-eye calibration
-(:mod:`lf_mpc_calib.calibration.hand_eye`) and writes the ``hand_eye`` key; a folder written by
-``lf-mpc-calib simulate --arm ...`` carries its robot poses in its manifest.
+(:mod:`lf_mpc_calib.calibration.hand_eye`), refining the intrinsics jointly with the mount, and
+writes that joint calibration with its ``hand_eye`` key (the camera-only one stays in the
+report); a folder written by ``lf-mpc-calib simulate --arm ...`` carries its robot poses in its
+manifest.
 
 A folder written by ``lf-mpc-calib simulate`` needs no options (its manifest names the board
 and the white image). Any other folder of raw PNG/TIFF frames needs the board, and the white
@@ -130,7 +132,9 @@ def add_hand_eye_arguments(p, frame_help):
 
 
 def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
-    """Solve and print the hand-eye calibration; returns (HandEyeResult, file mapping)."""
+    """Solve and print the hand-eye calibration, the intrinsics refined jointly with the
+    mount (its ``extras['joint_calibration']`` is what the calibration file then holds);
+    returns (HandEyeResult, file mapping)."""
     from lf_mpc_calib.pipeline.hand_eye import hand_eye_for_frames, hand_eye_mapping
     he = hand_eye_for_frames(obs, result, robot, frames, setup=args.setup,
                              frame_indices=frame_indices)
@@ -145,11 +149,33 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
           f'[{", ".join(f"{x:.5f}" for x in he.mount[0])}] rad (sd '
           f'{", ".join(f"{x:.4f}" for x in sd_r)} deg); RMS {he.rms_reprojection_px:.4f} px '
           f'(calibration {he.calibration_rms_px:.4f} px)', file=out)
+    shift = he.extras.get('intrinsics_shift')
+    if shift is not None:
+        print(f'  {shift.summary()}', file=out)
+        if shift.large:
+            print(f'warning: the robot poses pull the intrinsics by {shift.max_sigmas:.1f} sigma '
+                  'from the camera-only calibration (> 3): check that the robot poses are '
+                  'accurate, base -> tool, in metres and radians', file=sys.stderr)
     missing = he.extras.get('captures_without_robot_pose') or []
     if missing:
         print(f'warning: {len(missing)} calibrated frame(s) have no robot pose and were left out '
               f'of the hand-eye: {", ".join(Path(m).name for m in missing)}', file=sys.stderr)
     return he, mapping
+
+
+def print_joint_calibration(he, out):
+    """Print the calibration written beside the mount: the intrinsics refined jointly with
+    the hand-eye, their sigmas, and how far they moved from the camera-only ones."""
+    joint = he.extras['joint_calibration']
+    m, sd = joint.model, joint.stddev
+    print(f'written calibration: intrinsics refined jointly with the hand-eye '
+          f'({len(joint.pose_ids)} captures with robot poses): RMS reprojection '
+          f'{joint.rms_reprojection_px:.4f} px, ray {joint.rms_ray_reprojection_mm:.4f} mm',
+          file=out)
+    for values in (m.intrinsics_dict(), m.distortion_dict()):
+        print('  ' + '  '.join(f'{k}={v:.6g}' + (f' (sd {sd[k]:.2g})' if np.isfinite(
+            sd.get(k, np.nan)) else '') for k, v in values.items()), file=out)
+    print(f'  {he.extras["intrinsics_shift"].summary()}', file=out)
 
 
 def parse_fix(text):
@@ -241,6 +267,8 @@ def run(args):
                             hand_eye_result=he)
     r = result_run.result
     m = r.model
+    if he is not None and 'joint_calibration' in he.extras:
+        print('camera-only calibration (before the hand-eye; kept in the report):', file=out)
     print(f'{len(result_run.pose_frames)} poses, {len(result_run.observations)} rays: RMS '
           f'reprojection {r.rms_reprojection_px:.4f} px, ray {r.rms_ray_reprojection_mm:.4f} mm'
           f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
@@ -257,6 +285,8 @@ def run(args):
             print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                   f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
                   f'{lt.offset_std_px[t][0]:.3f} px', file=out)
+    if he is not None and 'joint_calibration' in he.extras:
+        print_joint_calibration(he, out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:

@@ -200,7 +200,7 @@ def run(args, out=None):
             return 1
         say(f'save: {caller.call("/lf_calibration/save").message}')
 
-        result = calib.session.result
+        result = calib.session.published_result   # joint with the mount on an arm
         captured = slice(0, args.poses)
         truth, _, _ = aligned_truth(cam.ground_truth_model(calib.session.grid), result.model,
                                     rotation_matrix(sim.rvecs[captured]),
