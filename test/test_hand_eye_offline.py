@@ -1,5 +1,7 @@
 """The offline hand-eye path: robot pose files, the simulated arm dataset, the CLI."""
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -50,14 +52,20 @@ def test_cli_calibrate_with_robot_poses(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0, text
     assert 'hand-eye (eye-to-hand, 6 captures' in text
+    assert 'written calibration: intrinsics refined jointly with the hand-eye (6 captures' in text
+    assert 'moved from the camera-only calibration by at most' in text
     cal = load_calibration(out)
+    assert cal.hand_eye['errors']['intrinsics'] == 'joint'
+    k_u = float(re.search(r'written calibration: .*\n  .*k_u=([-0-9.e]+)', text).group(1))
+    assert abs(cal.model.k_u / k_u - 1) < 1e-5           # the file holds the joint model
     parent, child, w, t = hand_eye_transform(cal)
     assert (parent, child) == ('world', 'camera_optical_frame')
     from lf_mpc_calib.calibration.refine import calibrate
     truth = sc.arm.in_calibrated_frame(sc.model, calibrate(sc.obs, distortion=False).model)
     assert np.linalg.norm(t - truth.mount[1]) < 1e-4
     assert (tmp_path / 'rep' / 'hand_eye_poses.png').is_file()
-    assert 'Closed forms' in (tmp_path / 'rep' / 'hand_eye.txt').read_text()
+    report = (tmp_path / 'rep' / 'hand_eye.txt').read_text()
+    assert 'Closed forms' in report and "Intrinsics (the calibration file's): " in report
     # three captures about one axis only: a clear error, exit 1
     write_robot_poses_csv(tmp_path / 'two.csv', range(2), sc.robot_rvecs[:2], sc.robot_tvecs[:2])
     code = main(['calibrate', str(tmp_path / 'obs.csv'), '-o', str(tmp_path / 'c2.yaml'),

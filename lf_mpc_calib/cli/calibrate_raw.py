@@ -151,7 +151,6 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
           f'(calibration {he.calibration_rms_px:.4f} px)', file=out)
     shift = he.extras.get('intrinsics_shift')
     if shift is not None:
-        print(f'  {shift.summary()}', file=out)
         if shift.large:
             print(f'warning: the robot poses pull the intrinsics by {shift.max_sigmas:.1f} sigma '
                   'from the camera-only calibration (> 3): check that the robot poses are '
