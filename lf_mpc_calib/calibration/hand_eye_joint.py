@@ -19,8 +19,10 @@ from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.errors import InvalidInputError
 
-#: a shift of the intrinsics above this many camera-only sigmas is reported
-SHIFT_WARNING_SIGMAS = 3.0
+#: a shift of the intrinsics above this many camera-only sigmas is reported: on correct
+#: simulated arms rendered as raw frames the largest shift was 0.5-3.0 sigmas (the two
+#: solutions share the corner errors, and those are not all covered by the camera-only sigma)
+SHIFT_WARNING_SIGMAS = 5.0
 
 
 def joint_calibration(he, obs, calibration):

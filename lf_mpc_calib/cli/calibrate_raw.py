@@ -135,6 +135,7 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
     """Solve and print the hand-eye calibration, the intrinsics refined jointly with the
     mount (its ``extras['joint_calibration']`` is what the calibration file then holds);
     returns (HandEyeResult, file mapping)."""
+    from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
     from lf_mpc_calib.pipeline.hand_eye import hand_eye_for_frames, hand_eye_mapping
     he = hand_eye_for_frames(obs, result, robot, frames, setup=args.setup,
                              frame_indices=frame_indices)
@@ -153,8 +154,9 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
     if shift is not None:
         if shift.large:
             print(f'warning: the robot poses pull the intrinsics by {shift.max_sigmas:.1f} sigma '
-                  'from the camera-only calibration (> 3): check that the robot poses are '
-                  'accurate, base -> tool, in metres and radians', file=sys.stderr)
+                  f'from the camera-only calibration (> {SHIFT_WARNING_SIGMAS:g}): check that '
+                  'the robot poses are accurate, base -> tool, in metres and radians',
+                  file=sys.stderr)
     missing = he.extras.get('captures_without_robot_pose') or []
     if missing:
         print(f'warning: {len(missing)} calibrated frame(s) have no robot pose and were left out '

@@ -375,6 +375,7 @@ class CalibrationNode(Node):
                 + ', '.join(f'{1e3 * v:.2f}' for v in he.mount[1]) + f'] mm (sigma {sd_t:.3f} '
                 f'mm, {sd_r:.4f} deg), RMS {he.rms_reprojection_px:.4f} px '
                 f'({he.closed_form_method} closed form then joint refinement)')
+            from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
             shift = he.extras.get('intrinsics_shift')
             if shift is not None:
                 response.message += (
@@ -382,9 +383,10 @@ class CalibrationNode(Node):
                     f'{he.calibration_rms_px:.4f} px)')
                 if shift.large:
                     response.message += (
-                        '; WARNING: the robot poses pull the intrinsics by more than 3 sigma '
-                        'from the camera-only calibration: check that the robot poses are '
-                        'accurate and in metres, and add board poses at other distances')
+                        f'; WARNING: the robot poses pull the intrinsics by '
+                        f'{shift.max_sigmas:.1f} sigma from the camera-only calibration (> '
+                        f'{SHIFT_WARNING_SIGMAS:g}): check that the robot poses are accurate '
+                        'and in metres, and add board poses at other distances')
         elif hand_eye_error is not None:
             response.message += (f'; hand-eye NOT solved (camera calibration published, '
                                  f'captures kept): {hand_eye_error}')
