@@ -179,6 +179,24 @@ def print_joint_calibration(he, out):
     print(f'  {he.extras["intrinsics_shift"].summary()}', file=out)
 
 
+def check_joint_determined(he, run, accept_uncertain):
+    """The Determination of the calibration written beside the mount (the joint one, else
+    ``run.result``); raises DegenerateConfigurationError naming the figures and the poses to add
+    when it does not determine the camera, unless ``accept_uncertain``."""
+    from lf_mpc_calib.calibration.determination import check_determined, determination
+    from lf_mpc_calib.calibration.hand_eye_joint import published_result
+    from lf_mpc_calib.errors import DegenerateConfigurationError
+    result = published_result(run.result, he)
+    if accept_uncertain:
+        return determination(result)
+    try:
+        return check_determined(result, board_points=run.board.points())
+    except DegenerateConfigurationError as exc:
+        raise DegenerateConfigurationError(
+            f'with the robot poses (intrinsics refined jointly with the hand-eye): {exc}'
+        ) from None
+
+
 def parse_fix(text):
     """Split ``'k_1,k_2'`` into a tuple of parameter names; raises InvalidInputError."""
     names = tuple(n.strip() for n in (text or '').split(',') if n.strip())
@@ -243,27 +261,31 @@ def run(args):
         white = dataset.white.name if isinstance(dataset.white, Path) else dataset.white
         print(f'{len(dataset.frames)} frames, white {white}, board '
               f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
-    if camera_type == 'focused':
-        result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
-                                           min_poses=args.min_poses, progress=progress,
-                                           accept_uncertain=args.accept_uncertain,
-                                           n_types=args.lens_types)
-    else:
-        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
-                                   calibrate_options=options, min_poses=args.min_poses,
-                                   progress=progress, accept_uncertain=args.accept_uncertain)
-    for path, reason in result_run.skipped:
-        print(f'warning: skipped {path}: {reason}', file=sys.stderr)
-    he = mapping = None
     from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
     folder = Path(args.dataset)
     robot = (robot_poses_for_dataset(folder, args.robot_poses) if folder.is_dir()
              or args.robot_poses else None)
+    # with robot poses the calibration written is the joint one: that is the one whose
+    # determination is checked (the arm determines the principal point better)
+    accept = args.accept_uncertain or robot is not None
+    if camera_type == 'focused':
+        result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
+                                           min_poses=args.min_poses, progress=progress,
+                                           accept_uncertain=accept, n_types=args.lens_types)
+    else:
+        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
+                                   calibrate_options=options, min_poses=args.min_poses,
+                                   progress=progress, accept_uncertain=accept)
+    for path, reason in result_run.skipped:
+        print(f'warning: skipped {path}: {reason}', file=sys.stderr)
+    he = mapping = None
+    determined = result_run.determination
     if robot is not None:
         order = {str(p): k for k, p in enumerate(dataset.frames)}
         he, mapping = solve_hand_eye(args, result_run.observations, result_run.result, robot,
                                      result_run.pose_frames, out,
                                      [order[str(p)] for p in result_run.pose_frames])
+        determined = check_joint_determined(he, result_run, args.accept_uncertain)
     written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
                             hand_eye_result=he)
     r = result_run.result
@@ -292,10 +314,10 @@ def run(args):
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
         print(f'  also: {advice}', file=out)
-    for problem in result_run.determination.refusals:
+    for problem in determined.refusals:
         print(f'WARNING (--accept-uncertain): {problem}: the poses do not determine the camera',
               file=out)
-    for warning in result_run.determination.warnings:
+    for warning in determined.warnings:
         print(f'WARNING: {warning}', file=out)
     for p in written[:2]:
         print(f'wrote {p}', file=out)
