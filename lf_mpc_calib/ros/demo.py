@@ -232,7 +232,7 @@ def run(args, out=None):
             return 1
         say(f'save: {caller.call("/lf_calibration/save").message}')
 
-        result = calib.session.result
+        result = calib.session.published_result   # joint with the mount on an arm
         captured = slice(0, args.poses)
         truth, _, _ = aligned_truth(_truth_model(sim, calib.session.grid,
                                                  calib.session.observations), result.model,
