@@ -1,5 +1,7 @@
 """The offline hand-eye path: robot pose files, the simulated arm dataset, the CLI."""
 
+import re
+
 import numpy as np
 import pytest
 import yaml
@@ -50,14 +52,20 @@ def test_cli_calibrate_with_robot_poses(tmp_path, capsys):
     text = capsys.readouterr().out
     assert code == 0, text
     assert 'hand-eye (eye-to-hand, 6 captures' in text
+    assert 'written calibration: intrinsics refined jointly with the hand-eye (6 captures' in text
+    assert 'moved from the camera-only calibration by at most' in text
     cal = load_calibration(out)
+    assert cal.hand_eye['errors']['intrinsics'] == 'joint'
+    k_u = float(re.search(r'written calibration: .*\n  .*k_u=([-0-9.e]+)', text).group(1))
+    assert abs(cal.model.k_u / k_u - 1) < 1e-5           # the file holds the joint model
     parent, child, w, t = hand_eye_transform(cal)
     assert (parent, child) == ('world', 'camera_optical_frame')
     from lf_mpc_calib.calibration.refine import calibrate
     truth = sc.arm.in_calibrated_frame(sc.model, calibrate(sc.obs, distortion=False).model)
     assert np.linalg.norm(t - truth.mount[1]) < 1e-4
     assert (tmp_path / 'rep' / 'hand_eye_poses.png').is_file()
-    assert 'Closed forms' in (tmp_path / 'rep' / 'hand_eye.txt').read_text()
+    report = (tmp_path / 'rep' / 'hand_eye.txt').read_text()
+    assert 'Closed forms' in report and "Intrinsics (the calibration file's): " in report
     # three captures about one axis only: a clear error, exit 1
     write_robot_poses_csv(tmp_path / 'two.csv', range(2), sc.robot_rvecs[:2], sc.robot_tvecs[:2])
     code = main(['calibrate', str(tmp_path / 'obs.csv'), '-o', str(tmp_path / 'c2.yaml'),
@@ -82,3 +90,41 @@ def test_arm_dataset_manifest_and_truth(tmp_path):
     assert truth.hand_eye['parent_frame'] == 'base_link'
     assert truth.hand_eye['board_in_tool']['parent_frame'] == 'tool0'
     np.testing.assert_allclose(truth.hand_eye['translation_m'], arm.mount[1])
+
+
+def test_cli_calibrate_raw_on_an_arm_writes_the_joint_calibration(tmp_path, capsys):
+    # 6 rendered captures on a 0.3 crop determine the camera poorly even with the arm: with
+    # robot poses the joint calibration is what is checked and written
+    from lf_mpc_calib.camera import transforms
+    cam = preset('lytro', scale=0.3)
+    board = default_board(cam)
+    rv, tv = random_poses(cam, board, 6, rng=np.random.default_rng(4))
+    arm = default_arm('eye-in-hand')
+    write_arm_dataset(tmp_path / 'data', cam, board, arm, rv, tv, samples=2)
+    out = tmp_path / 'cal.yaml'
+    code = main(['calibrate-raw', str(tmp_path / 'data'), '-o', str(out), '--quiet'])
+    captured = capsys.readouterr()
+    # refused (measured: joint principal point sigma 8.5 px), naming the joint figures
+    assert code == 1 and not out.exists(), captured.out
+    assert 'with the robot poses (intrinsics refined jointly with the hand-eye): ' \
+        'calibration: the poses do not determine the camera: sigma of' in captured.err
+    code = main(['calibrate-raw', str(tmp_path / 'data'), '-o', str(out), '--quiet',
+                 '--accept-uncertain'])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    text = captured.out
+    assert 'camera-only calibration (before the hand-eye; kept in the report):' in text
+    assert 'written calibration: intrinsics refined jointly with the hand-eye (6 captures' in text
+    cal = load_calibration(out)
+    assert cal.hand_eye['errors']['intrinsics'] == 'joint' and len(cal.translations) == 6
+    k_u = float(re.search(r'written calibration: .*\n  .*k_u=([-0-9.e]+)', text).group(1))
+    assert abs(cal.model.k_u / k_u - 1) < 1e-5
+    # the mount against the truth in the written calibration's optical frame, within 3 sigma
+    truth = arm.in_calibrated_frame(load_calibration(tmp_path / 'data' / 'ground_truth.yaml')
+                                    .model, cal.model)
+    parent, child, w, t = hand_eye_transform(cal)
+    err_deg, err_t = transforms.difference((w, t), truth.mount)
+    sd = cal.hand_eye['stddev']
+    # measured 6.6 mm (sigma along the optical axis 2.2 mm), 1.17 deg
+    assert np.all(np.abs(err_t) < 3 * np.array(sd['translation_m']) + 1e-5)
+    assert err_deg[0] < 3 * np.degrees(np.linalg.norm(sd['rotation_vector']))

@@ -337,6 +337,8 @@ class HandEyeResult:
     (P,); calibration_rms_px: the free-pose calibration's RMS it is compared with.
     closed_form {method: ClosedFormEstimate}; closed_form_method: the one that started the
     refinement. diversity: MotionDiversity. iterations, converged, message: solver report.
+    model_covariance (F, F): covariance of the F refined model parameters (those whose
+    model_stddev is finite, PARAMETER_NAMES order), or None when the intrinsics were held.
     """
 
     setup: str
@@ -361,6 +363,7 @@ class HandEyeResult:
     converged: bool
     message: str
     extras: dict = field(default_factory=dict)
+    model_covariance: np.ndarray = None
 
     def optical_poses(self):
         """Board -> optical poses (w (P, 3), t (P, 3)) the refined set-up predicts."""
@@ -383,10 +386,22 @@ class HandEyeResult:
             self.setup, self.mount, parent_frame=parent, child_frame=optical_frame,
             stddev=self.mount_stddev, board=self.board, board_parent_frame=board_parent,
             board_stddev=self.board_stddev,
-            errors={'rms_reprojection_px': self.rms_reprojection_px,
-                    'calibration_rms_px': self.calibration_rms_px,
-                    'closed_form_method': self.closed_form_method,
-                    'captures': int(len(self.pose_ids))})
+            errors=self.error_figures())
+
+    def error_figures(self):
+        """The ``errors`` of the ``hand_eye`` mapping: RMS of the solve and of the camera-only
+        calibration, closed form, captures, whether the intrinsics were refined with the mount
+        ('joint') or held ('held'), and (joint) intrinsics_shift_max_sigmas: how far they moved
+        from the camera-only calibration in its sigmas."""
+        errors = {'rms_reprojection_px': self.rms_reprojection_px,
+                  'calibration_rms_px': self.calibration_rms_px,
+                  'closed_form_method': self.closed_form_method,
+                  'captures': int(len(self.pose_ids)),
+                  'intrinsics': 'held' if self.model_covariance is None else 'joint'}
+        shift = self.extras.get('intrinsics_shift')
+        if shift is not None:
+            errors['intrinsics_shift_max_sigmas'] = shift.max_sigmas
+        return errors
 
 
 def hand_eye_dict(setup, mount, *, parent_frame, child_frame, stddev=None, board=None,
@@ -647,5 +662,6 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
         robot_rvecs=rv, robot_tvecs=tv, residuals_px=residuals, rms_reprojection_px=rms,
         per_capture_rms_px=per, calibration_rms_px=cal_rms, closed_form=scored,
         closed_form_method=best, diversity=diversity, iterations=int(sol.nfev),
-        converged=bool(sol.success), message=str(sol.message))
+        converged=bool(sol.success), message=str(sol.message),
+        model_covariance=cov[12:, 12:].copy() if len(problem.free_idx) else None)
     return result

@@ -182,7 +182,12 @@ def run(args):
         from lf_mpc_calib.io.robot_poses import read_robot_poses
         he, mapping = solve_hand_eye(args, obs, result, read_robot_poses(args.robot_poses),
                                      [str(int(p)) for p in result.pose_ids], sys.stdout)
-    cal = CalibrationFile.from_result(result, camera_type=camera_type, image_size=image_size,
+    from lf_mpc_calib.calibration.hand_eye_joint import published_result
+    if he is not None and 'joint_calibration' in he.extras:
+        from lf_mpc_calib.cli.calibrate_raw import print_joint_calibration
+        print_joint_calibration(he, sys.stdout)
+    cal = CalibrationFile.from_result(published_result(result, he), camera_type=camera_type,
+                                      image_size=image_size,
                                       lenslet_grid=extra.get('lenslet_grid'),
                                       lens_types=lens_types, hand_eye=mapping)
     save_calibration(args.output, cal)

@@ -8,8 +8,10 @@
 
 ``--robot-poses FILE`` (CSV ``frame,tx,ty,tz,rx,ry,rz``, base -> tool, or YAML; see
 :mod:`lf_mpc_calib.io.robot_poses`) also solves the hand-eye calibration
-(:mod:`lf_mpc_calib.calibration.hand_eye`) and writes the ``hand_eye`` key; a folder written by
-``lf-mpc-calib simulate --arm ...`` carries its robot poses in its manifest.
+(:mod:`lf_mpc_calib.calibration.hand_eye`), refining the intrinsics jointly with the mount, and
+writes that joint calibration with its ``hand_eye`` key (the camera-only one stays in the
+report); a folder written by ``lf-mpc-calib simulate --arm ...`` carries its robot poses in its
+manifest.
 
 A folder written by ``lf-mpc-calib simulate`` needs no options (its manifest names the board
 and the white image). Any other folder of raw PNG/TIFF frames needs the board, and the white
@@ -130,7 +132,10 @@ def add_hand_eye_arguments(p, frame_help):
 
 
 def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
-    """Solve and print the hand-eye calibration; returns (HandEyeResult, file mapping)."""
+    """Solve and print the hand-eye calibration, the intrinsics refined jointly with the
+    mount (its ``extras['joint_calibration']`` is what the calibration file then holds);
+    returns (HandEyeResult, file mapping)."""
+    from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
     from lf_mpc_calib.pipeline.hand_eye import hand_eye_for_frames, hand_eye_mapping
     he = hand_eye_for_frames(obs, result, robot, frames, setup=args.setup,
                              frame_indices=frame_indices)
@@ -145,11 +150,51 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
           f'[{", ".join(f"{x:.5f}" for x in he.mount[0])}] rad (sd '
           f'{", ".join(f"{x:.4f}" for x in sd_r)} deg); RMS {he.rms_reprojection_px:.4f} px '
           f'(calibration {he.calibration_rms_px:.4f} px)', file=out)
+    shift = he.extras.get('intrinsics_shift')
+    if shift is not None:
+        if shift.large:
+            print(f'warning: the robot poses pull the intrinsics by {shift.max_sigmas:.1f} sigma '
+                  f'from the camera-only calibration (> {SHIFT_WARNING_SIGMAS:g}): check that '
+                  'the robot poses are accurate, base -> tool, in metres and radians',
+                  file=sys.stderr)
     missing = he.extras.get('captures_without_robot_pose') or []
     if missing:
         print(f'warning: {len(missing)} calibrated frame(s) have no robot pose and were left out '
               f'of the hand-eye: {", ".join(Path(m).name for m in missing)}', file=sys.stderr)
     return he, mapping
+
+
+def print_joint_calibration(he, out):
+    """Print the calibration written beside the mount: the intrinsics refined jointly with
+    the hand-eye, their sigmas, and how far they moved from the camera-only ones."""
+    joint = he.extras['joint_calibration']
+    m, sd = joint.model, joint.stddev
+    print(f'written calibration: intrinsics refined jointly with the hand-eye '
+          f'({len(joint.pose_ids)} captures with robot poses): RMS reprojection '
+          f'{joint.rms_reprojection_px:.4f} px, ray {joint.rms_ray_reprojection_mm:.4f} mm',
+          file=out)
+    for values in (m.intrinsics_dict(), m.distortion_dict()):
+        print('  ' + '  '.join(f'{k}={v:.6g}' + (f' (sd {sd[k]:.2g})' if np.isfinite(
+            sd.get(k, np.nan)) else '') for k, v in values.items()), file=out)
+    print(f'  {he.extras["intrinsics_shift"].summary()}', file=out)
+
+
+def check_joint_determined(he, run, accept_uncertain):
+    """The Determination of the calibration written beside the mount (the joint one, else
+    ``run.result``); raises DegenerateConfigurationError naming the figures and the poses to add
+    when it does not determine the camera, unless ``accept_uncertain``."""
+    from lf_mpc_calib.calibration.determination import check_determined, determination
+    from lf_mpc_calib.calibration.hand_eye_joint import published_result
+    from lf_mpc_calib.errors import DegenerateConfigurationError
+    result = published_result(run.result, he)
+    if accept_uncertain:
+        return determination(result)
+    try:
+        return check_determined(result, board_points=run.board.points())
+    except DegenerateConfigurationError as exc:
+        raise DegenerateConfigurationError(
+            f'with the robot poses (intrinsics refined jointly with the hand-eye): {exc}'
+        ) from None
 
 
 def parse_fix(text):
@@ -216,31 +261,37 @@ def run(args):
         white = dataset.white.name if isinstance(dataset.white, Path) else dataset.white
         print(f'{len(dataset.frames)} frames, white {white}, board '
               f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
-    if camera_type == 'focused':
-        result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
-                                           min_poses=args.min_poses, progress=progress,
-                                           accept_uncertain=args.accept_uncertain,
-                                           n_types=args.lens_types)
-    else:
-        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
-                                   calibrate_options=options, min_poses=args.min_poses,
-                                   progress=progress, accept_uncertain=args.accept_uncertain)
-    for path, reason in result_run.skipped:
-        print(f'warning: skipped {path}: {reason}', file=sys.stderr)
-    he = mapping = None
     from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
     folder = Path(args.dataset)
     robot = (robot_poses_for_dataset(folder, args.robot_poses) if folder.is_dir()
              or args.robot_poses else None)
+    # with robot poses the calibration written is the joint one: that is the one whose
+    # determination is checked (the arm determines the principal point better)
+    accept = args.accept_uncertain or robot is not None
+    if camera_type == 'focused':
+        result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
+                                           min_poses=args.min_poses, progress=progress,
+                                           accept_uncertain=accept, n_types=args.lens_types)
+    else:
+        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
+                                   calibrate_options=options, min_poses=args.min_poses,
+                                   progress=progress, accept_uncertain=accept)
+    for path, reason in result_run.skipped:
+        print(f'warning: skipped {path}: {reason}', file=sys.stderr)
+    he = mapping = None
+    determined = result_run.determination
     if robot is not None:
         order = {str(p): k for k, p in enumerate(dataset.frames)}
         he, mapping = solve_hand_eye(args, result_run.observations, result_run.result, robot,
                                      result_run.pose_frames, out,
                                      [order[str(p)] for p in result_run.pose_frames])
+        determined = check_joint_determined(he, result_run, args.accept_uncertain)
     written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
                             hand_eye_result=he)
     r = result_run.result
     m = r.model
+    if he is not None and 'joint_calibration' in he.extras:
+        print('camera-only calibration (before the hand-eye; kept in the report):', file=out)
     print(f'{len(result_run.pose_frames)} poses, {len(result_run.observations)} rays: RMS '
           f'reprojection {r.rms_reprojection_px:.4f} px, ray {r.rms_ray_reprojection_mm:.4f} mm'
           f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
@@ -257,14 +308,16 @@ def run(args):
             print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                   f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
                   f'{lt.offset_std_px[t][0]:.3f} px', file=out)
+    if he is not None and 'joint_calibration' in he.extras:
+        print_joint_calibration(he, out)
     guidance = capture_guidance(r, board_points=result_run.board.points())
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
         print(f'  also: {advice}', file=out)
-    for problem in result_run.determination.refusals:
+    for problem in determined.refusals:
         print(f'WARNING (--accept-uncertain): {problem}: the poses do not determine the camera',
               file=out)
-    for warning in result_run.determination.warnings:
+    for warning in determined.warnings:
         print(f'WARNING: {warning}', file=out)
     for p in written[:2]:
         print(f'wrote {p}', file=out)

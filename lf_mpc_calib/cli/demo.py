@@ -2,7 +2,8 @@
 ``lf-mpc-calib demo``: a whole calibration session on the simulated camera, end to end.
 
     lf-mpc-calib demo [--poses 6] [--preset lytro --scale 0.5] [-o OUTPUT_DIR]
-    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR] [--hand-eye [eye-to-hand]]
+    lf-mpc-calib demo --ros [--preset lytro|focused-keplerian|...] [--poses 6] [--output-dir DIR]
+                      [--hand-eye [eye-to-hand]]
 
 With ``--ros`` the same session runs through the ROS 2 nodes (simulated camera, calibration
 node, decode node) in one process: :mod:`lf_mpc_calib.ros.demo`.
@@ -58,9 +59,10 @@ def run(args):
         return 2
     if getattr(args, 'ros', False):
         from lf_mpc_calib.ros import defaults, demo
-        if args.preset != defaults.SIM_PRESET:
-            print(f'lf-mpc-calib demo: --ros simulates the {defaults.SIM_PRESET} preset, '
-                  f'not {args.preset!r}', file=sys.stderr)
+        from lf_mpc_calib.simulation.names import PRESETS
+        if args.preset not in PRESETS:
+            print(f'lf-mpc-calib demo: unknown --preset {args.preset!r}; expected one of '
+                  f'{", ".join(PRESETS)}', file=sys.stderr)
             return 2
         args.output_dir = args.output
         args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
@@ -84,8 +86,7 @@ def run(args):
     rng = np.random.default_rng(args.seed)
     # a careful user's poses (both sides of the focus distance, tilts about both axes), then
     # one more frame to measure
-    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng,
-                                 **_focused_depths(camera))
+    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng)
     print(f'simulated camera: {camera.name} {camera.sensor.size[0]}x{camera.sensor.size[1]} '
           f'px, board {board.cols}x{board.rows} x {board.square * 1e3:.1f} mm, '
           f'{args.poses} calibration poses -> {out}')
@@ -171,16 +172,3 @@ def _focused_detection(detector, raw, board, result):
     ijuv = result.lens_types.corrected_ijuv(obs.ijuv, obs.lens_type)
     return dataclasses.replace(det, observations=Observations(obs.pose, obs.point, obs.board,
                                                               ijuv, obs.lens_type))
-
-
-def _focused_depths(camera):
-    """
-    capture_poses' depth_range for a focused camera: the side of the plane conjugate to the
-    micro-lenses where they focus (Keplerian: beyond it; Galilean: before it), at least 25 %
-    away from it, within 0.6-1.5 x the scene distance ({} for a conventional camera).
-    """
-    if camera.camera_type != 'focused':
-        return {}
-    zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
-    return {'depth_range': (max(0.6, 1.25 * zf), 1.5) if zf < 1.0
-            else (0.6, min(1.5, 0.75 * zf))}

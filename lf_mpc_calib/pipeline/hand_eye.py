@@ -4,7 +4,8 @@ Hand-eye calibration after an offline calibration: match robot poses to captures
     robot = read_robot_poses('robot.csv')                 # or from the dataset's manifest
     he = hand_eye_for_frames(run.observations, run.result, robot, run.pose_frames,
                              setup='eye-in-hand')
-    write_outputs(run, 'calibration.yaml', hand_eye=hand_eye_mapping(he, robot))
+    write_outputs(run, 'calibration.yaml', hand_eye=hand_eye_mapping(he, robot),
+                  hand_eye_result=he)          # saves he's joint calibration
 """
 
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye, SETUPS
+from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.calibration_file import default_frames
 from lf_mpc_calib.io.robot_poses import read_robot_poses, robot_poses_from_mapping
@@ -56,7 +58,10 @@ def hand_eye_for_frames(obs, result, robot, frames, *, setup=None, frame_indices
     id of ``result`` in pose-id order (``run.pose_frames``; for an observation table the pose
     ids themselves). Captures without a robot pose are left out (their number is in
     ``extras['captures_without_robot_pose']``). ``options``: of
-    :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`.
+    :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`. With the intrinsics refined
+    (the default) ``extras['joint_calibration']`` is the calibration to save beside the mount
+    and ``extras['intrinsics_shift']`` how far it moved from ``result``
+    (:func:`~lf_mpc_calib.calibration.hand_eye_joint.attach_joint_calibration`).
     """
     setup = resolve_setup(setup, robot)
     ids = np.asarray(result.pose_ids)
@@ -71,6 +76,7 @@ def hand_eye_for_frames(obs, result, robot, frames, *, setup=None, frame_indices
             f'{", ..." if len(frames) > 5 else ""})')
     he = calibrate_hand_eye(obs, result, rv, tv, setup=setup, robot_pose_ids=ids[idx],
                             **options)
+    attach_joint_calibration(he, obs, result)
     he.extras['captures_without_robot_pose'] = [str(frames[k]) for k in range(len(frames))
                                                 if k not in set(idx.tolist())]
     he.extras['frames'] = [str(frames[k]) for k in idx]

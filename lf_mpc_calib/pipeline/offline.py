@@ -191,12 +191,16 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
     Write the calibration file, the observation table beside it and (optionally) the report.
 
     hand_eye: the calibration file's ``hand_eye`` mapping (or None); hand_eye_result: the
-    HandEyeResult it came from, for the report. Returns a list of written paths.
+    HandEyeResult it came from: the file holds its joint calibration (intrinsics refined with
+    the mount, :func:`~lf_mpc_calib.calibration.hand_eye_joint.published_result`), the report
+    the camera-only ``run.result`` beside it. Returns a list of written paths.
     """
+    from lf_mpc_calib.calibration.hand_eye_joint import published_result
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    lens_types = getattr(run.result, 'lens_types', None)
-    cal = CalibrationFile.from_result(run.result, camera_type=run.camera_type,
+    result = published_result(run.result, hand_eye_result)
+    lens_types = getattr(result, 'lens_types', None)
+    cal = CalibrationFile.from_result(result, camera_type=run.camera_type,
                                       image_size=run.view_size, lenslet_grid=run.grid,
                                       camera=camera, camera_metadata=run.camera_metadata,
                                       hand_eye=hand_eye,

@@ -14,8 +14,10 @@ re-calibrates the session offline.
 On a robot arm (:meth:`~CalibrationSession.set_arm`) each capture may carry the robot's pose
 (base -> tool); :meth:`~CalibrationSession.hand_eye_guidance` says whether the motions so far
 determine the mount, :meth:`~CalibrationSession.solve_hand_eye` solves it after a calibration
-(:mod:`lf_mpc_calib.calibration.hand_eye`), the calibration file gets its ``hand_eye`` key and
-the saved manifest the ``arm`` and ``robot_poses`` keys of ``lf-mpc-calib simulate --arm``.
+(:mod:`lf_mpc_calib.calibration.hand_eye`) with the intrinsics refined jointly; the calibration
+file then holds that joint calibration (:attr:`~CalibrationSession.published_result`) and its
+``hand_eye`` key, the saved manifest the ``arm`` and ``robot_poses`` keys of
+``lf-mpc-calib simulate --arm``.
 
 Not thread-safe: a front end serialises the calls (the node holds a lock).
 """
@@ -235,47 +237,35 @@ class CalibrationSession:
     def solve_hand_eye(self, **options):
         """
         Solve the hand-eye calibration of the last calibration with the captures' robot poses;
-        returns (and keeps) the HandEyeResult. The intrinsics are held at the calibration's
-        unless ``refine_intrinsics=True`` is given. ``options``: of
+        returns (and keeps) the HandEyeResult. The intrinsics are refined jointly with the
+        mount (the arm ties every capture's board pose to 12 parameters): that joint
+        calibration is what the session then saves and publishes (:attr:`published_result`,
+        also ``extras['joint_calibration']``; ``extras['intrinsics_shift']``: how far it moved
+        from the camera-only ``result``, :func:`~lf_mpc_calib.calibration.hand_eye_joint.
+        intrinsics_shift`). ``options``: of
         :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`. Raises the
         LFCalibErrors of that function (motions that do not determine the mount, poses that
         disagree), InvalidInputError when not calibrated or not on an arm.
         """
         from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
+        from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration
         if self.result is None or self.arm is None:
             raise InvalidInputError('hand-eye calibration needs a calibration and an arm '
                                     '(base and tool frames) first')
         ids, rv, tv = self._robot_arrays()
-        # the intrinsics stay the calibration's (the file's): a mount refined with them would
-        # refer to a camera frame tilted from the published one (by ~1 deg on a weak pose set)
-        options = dict({'refine_intrinsics': False}, **options)
+        self.hand_eye = None
         he = calibrate_hand_eye(self.observations, self.result, rv, tv,
                                 setup=self.arm['setup'], robot_pose_ids=ids, **options)
-        if not options['refine_intrinsics']:
-            he.extras['joint_check'] = self._joint_check(he, rv, tv, ids)
+        attach_joint_calibration(he, self.observations, self.result)
         self.hand_eye = he
         return he
 
-    def _joint_check(self, he, rv, tv, ids):
-        """How far the mount moves when the intrinsics are refined with it (the robot's metric
-        poses against the calibration's depth scale): {translation_mm, rotation_deg,
-        sigma_mm, sigma_deg, agrees} (sigmas of the joint solve), or {error} when it fails."""
-        from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
-        from lf_mpc_calib.camera import transforms
-        from lf_mpc_calib.errors import LFCalibError
-        try:
-            joint = calibrate_hand_eye(self.observations, self.result, rv, tv,
-                                       setup=self.arm['setup'], robot_pose_ids=ids)
-        except LFCalibError as exc:
-            return {'error': str(exc)}
-        d_deg, d_t = transforms.difference(he.mount, joint.mount)
-        out = {'translation_mm': float(np.linalg.norm(d_t) * 1e3),
-               'rotation_deg': float(d_deg[0]),
-               'sigma_mm': float(np.linalg.norm(joint.mount_stddev[1]) * 1e3),
-               'sigma_deg': float(np.degrees(np.linalg.norm(joint.mount_stddev[0])))}
-        out['agrees'] = bool(out['translation_mm'] <= 3 * out['sigma_mm'] + 0.1
-                             and out['rotation_deg'] <= 3 * out['sigma_deg'] + 0.01)
-        return out
+    @property
+    def published_result(self):
+        """The CalibrationResult the session saves and publishes: the joint hand-eye one once
+        the mount is solved (the mount refers to its optical frame), else ``result``."""
+        from lf_mpc_calib.calibration.hand_eye_joint import published_result
+        return published_result(self.result, self.hand_eye)
 
     def hand_eye_mapping(self, optical_frame):
         """The calibration file's ``hand_eye`` mapping of the last solve, or None."""
@@ -376,15 +366,15 @@ class CalibrationSession:
 
     # ---- outputs ------------------------------------------------------------------------
     def calibration_file(self, camera_name='camera', optical_frame=None):
-        """The CalibrationFile of the last calibration (frame ids from ``camera_name``; the
+        """The CalibrationFile of :attr:`published_result` (frame ids from ``camera_name``; the
         hand-eye mount's child ``optical_frame``, default that of ``camera_name``)."""
         if self.result is None:
             raise InvalidInputError('not calibrated yet: calibrate before asking for the '
                                     'calibration file')
         from lf_mpc_calib.io.calibration_file import CalibrationFile, default_frames
-        lens_types = getattr(self.result, 'lens_types', None)
+        lens_types = getattr(self.published_result, 'lens_types', None)
         return CalibrationFile.from_result(
-            self.result, camera_type=self.camera_type, image_size=self.view_size,
+            self.published_result, camera_type=self.camera_type, image_size=self.view_size,
             lenslet_grid=self.grid, camera=camera_name,
             lens_types=None if lens_types is None else lens_types.to_dict(),
             hand_eye=self.hand_eye_mapping(optical_frame or

@@ -4,7 +4,9 @@ The report of a hand-eye calibration: text summary and plots of a HandEyeResult.
 ``write_hand_eye_report(he, out_dir)`` writes
 
 - ``hand_eye.txt``: the mount and the board's pose with standard deviations, the closed-form
-  methods against the refinement, the motion-diversity figures (:func:`hand_eye_summary`);
+  methods against the refinement, the motion-diversity figures, the intrinsics refined jointly
+  with the mount and how far they moved from the camera-only calibration
+  (:func:`hand_eye_summary`);
 - ``hand_eye_poses.png``: the camera's optical frames along the arm in the base frame
   (eye-in-hand: one per capture, with the tool flange; eye-to-hand: the fixed camera and the
   board at every capture), the board outline, 3-D;
@@ -56,6 +58,15 @@ def hand_eye_summary(he, *, truth=None, title=''):
         dr, dt = transforms.difference(he.mount, truth.mount)
         lines.append(f'Refined mount error: {dr[0]:.4f} deg, {1e3 * np.linalg.norm(dt):.3f} mm '
                      f'({_fmt3(dt[0], 1e3)} mm)')
+    shift = he.extras.get('intrinsics_shift')
+    if shift is None:
+        lines.append("Intrinsics: held at the camera-only calibration's")
+    else:
+        m, sd = he.model, he.model_stddev
+        lines.append('Intrinsics (the calibration file\'s): ' + shift.summary())
+        lines.append('  joint: ' + '  '.join(
+            f'{k}={getattr(m, k):.6g}' + (f' (sd {sd[k]:.2g})' if np.isfinite(sd[k]) else '')
+            for k in sd))
     lines.append(f'Solver: {he.iterations} evaluations, {he.message}')
     return '\n'.join(lines) + '\n'
 

@@ -34,8 +34,12 @@ frame with the reason when the transform is missing, ``tf_max_age`` s from the f
 within ``tf_motion_window`` s of it (the arm moving); the reply and ``~/status`` (key
 ``hand_eye``) say whether the arm motions so far determine the mount and what to add.
 ``~/calibrate`` then solves the hand-eye calibration too
-(:mod:`lf_mpc_calib.calibration.hand_eye`), saves it in the calibration file (``hand_eye``)
-and adds the mount to ``/tf_static`` (tool -> optical eye-in-hand, base -> optical eye-to-hand);
+(:mod:`lf_mpc_calib.calibration.hand_eye`), refining the intrinsics jointly with the mount: the
+published ``~/camera_info``, ``~/calibration`` and board poses are that joint calibration's (the
+mount refers to its optical frame; the reply says how far it moved from the camera-only one),
+the calibration file gets the mount (``hand_eye``) and ``/tf_static`` the mount (tool ->
+optical eye-in-hand, base -> optical eye-to-hand); when the hand-eye cannot be solved the
+camera-only calibration is published and the reply says why;
 ``~/save`` writes the robot poses into the manifest (``calibrate-raw`` solves them again).
 
 Malformed images are logged (WARN) and ignored; an exception in any service or callback is
@@ -289,10 +293,12 @@ class CalibrationNode(Node):
                   'largest_rotation_deg': round(d.largest_rotation_deg, 3),
                   'axis_spread_deg': round(d.axis_spread_deg, 3), 'advice': d.message}
         if he is not None:
+            shift = he.extras.get('intrinsics_shift')
             status['mount'] = {'rotation_vector': [float(v) for v in he.mount[0]],
                                'translation_m': [float(v) for v in he.mount[1]],
                                'rms_reprojection_px': he.rms_reprojection_px,
-                               'joint_check': he.extras.get('joint_check')}
+                               'intrinsics': he.error_figures()['intrinsics'],
+                               'intrinsics_shift': None if shift is None else shift.to_dict()}
         return status
 
     def _guide(self, result=None):
@@ -337,6 +343,7 @@ class CalibrationNode(Node):
                     self.session.solve_hand_eye()
                 except LFCalibError as exc:
                     hand_eye_error = str(exc)
+            result = self.session.published_result     # joint with the mount when solved
             cal = self.session.calibration_file(self.camera_name, self.optical_frame)
             he = self.session.hand_eye
             view_size = self.session.view_size
@@ -368,14 +375,18 @@ class CalibrationNode(Node):
                 + ', '.join(f'{1e3 * v:.2f}' for v in he.mount[1]) + f'] mm (sigma {sd_t:.3f} '
                 f'mm, {sd_r:.4f} deg), RMS {he.rms_reprojection_px:.4f} px '
                 f'({he.closed_form_method} closed form then joint refinement)')
-            check = he.extras.get('joint_check', {})
-            if check and not check.get('agrees', True):
+            from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
+            shift = he.extras.get('intrinsics_shift')
+            if shift is not None:
                 response.message += (
-                    f'; WARNING: refining the intrinsics with the mount moves it by '
-                    f'{check["translation_mm"]:.2f} mm / {check["rotation_deg"]:.3f} deg (> 3 '
-                    f'sigma: {check["sigma_mm"]:.3f} mm, {check["sigma_deg"]:.3f} deg): the '
-                    "calibration's depth scale disagrees with the robot's; add poses at other "
-                    'distances and recalibrate')
+                    f'; published: the {shift.summary()} (camera-only RMS '
+                    f'{he.calibration_rms_px:.4f} px)')
+                if shift.large:
+                    response.message += (
+                        f'; WARNING: the robot poses pull the intrinsics by '
+                        f'{shift.max_sigmas:.1f} sigma from the camera-only calibration (> '
+                        f'{SHIFT_WARNING_SIGMAS:g}): check that the robot poses are accurate '
+                        'and in metres, and add board poses at other distances')
         elif hand_eye_error is not None:
             response.message += (f'; hand-eye NOT solved (camera calibration published, '
                                  f'captures kept): {hand_eye_error}')

@@ -6,6 +6,7 @@ Public API::
     lens_types_of(camera, centres (M, 2)) -> (M,) int    # lens type of each micro-image
     board_pose(camera, board, distance, angles_deg) -> (rvec (3,), tvec (3,)) MPC frame
     match_truth(found, truth, board, *, radius=1.0) -> (errors (K, 2) px, unmatched int)
+    board_depth_truth(pinhole, board, rvec, tvec) -> (rows, cols) depth of the rendered image
 """
 
 import numpy as np
@@ -51,3 +52,26 @@ def match_truth(found, truth, *, radius=1.0):
         unmatched += int((~ok).sum())
         errors.append((a[ok, :2] + a[ok, 2:]) - (b[i[ok], :2] + b[i[ok], 2:]))
     return (np.concatenate(errors) if errors else np.zeros((0, 2))), unmatched
+
+
+def board_depth_truth(pinhole, board, rvec, tvec):
+    """
+    True depth (rows, cols) float32 of ``board`` (margin included: its ``extent``) at MPC-frame
+    pose (rvec, tvec) in the pixels of a rendered image whose pinhole is ``pinhole`` (a
+    :class:`lf_mpc_calib.measurement.focused.RenderedPinhole`): metres along the pinhole's
+    axis, NaN off the board.
+    """
+    width, height = pinhole.size
+    b, a = np.mgrid[0:height, 0:width].astype(float)
+    d = np.linalg.solve(pinhole.K, np.stack([a.ravel(), b.ravel(), np.ones(a.size)]))
+    d = (Rotation.from_rotvec(pinhole.rotation_vector).as_matrix() @ d).T   # z = 1 there
+    rot = Rotation.from_rotvec(np.asarray(rvec, float)).as_matrix()
+    tvec = np.asarray(tvec, float)
+    normal = rot[:, 2]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        lam = ((tvec - pinhole.centre) @ normal) / (d @ normal)
+    local = (pinhole.centre + lam[:, None] * d - tvec) @ rot
+    x0, y0, x1, y1 = board.extent()
+    on = (lam > 0) & (local[:, 0] > x0) & (local[:, 0] < x1) & (local[:, 1] > y0) \
+        & (local[:, 1] < y1)
+    return np.where(on, lam, np.nan).reshape(height, width).astype(np.float32)
