@@ -133,3 +133,25 @@ def test_sensor_noise_and_a_bayer_mosaic_give_no_wrong_corner(noise):
     assert unmatched == 0
     assert len(np.unique(found.observations.point)) >= 0.8 * board.n_points
     assert np.abs(err).max() < 1.2
+
+
+def test_corners_on_one_line_are_refused():
+    # a pose whose few corners lie on one board row is useless to the calibration (it refuses
+    # it): the detector says so with the reason
+    cam, det = _setup('focused-keplerian')
+    board = _board(cam)
+    raw, _ = _frame(cam, board)
+    found = det.detect(raw, board).observations
+    one_row = found.point[found.point < board.cols]
+    assert len(np.unique(one_row)) >= 3
+    keep = np.isin(np.arange(board.n_points), np.unique(one_row))
+    det_kept = det._homography_check
+
+    def only_first_row(x_fit, b, spacing):
+        return det_kept(x_fit, b, spacing) & keep
+    det._homography_check = only_first_row
+    try:
+        with pytest.raises(DetectionError, match='on one line'):
+            det.detect(raw, board)
+    finally:
+        del det._homography_check

@@ -197,6 +197,13 @@ class MicroImageCornerDetector:
                    'nearer or farther' if per_point < opt.min_views + 1 else
                    'the board is too blurred, too small in the micro-images or partly hidden'))
         pts = board.points()
+        spread = np.linalg.svd(pts[[r[0] for r in rows], :2]
+                               - pts[[r[0] for r in rows], :2].mean(0), compute_uv=False)
+        if spread[1] < 1e-6 * board.square:
+            raise DetectionError(
+                f'the {len(rows)} board corners found in at least {opt.min_views} micro-images '
+                f'each lie on one line of the board (a pose needs 3 not on a line); at inverse '
+                f'virtual depth {w:+.3f} the board is too blurred or partly hidden')
         parts = []
         for c_idx, m_idx, q, _ in rows:
             cen = self.centres[m_idx]
