@@ -95,12 +95,14 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, clip_tolera
     pp = np.hypot(res.model.u_0 / res.model.k_u - gt.u_0 / gt.k_u,
                   res.model.v_0 / res.model.k_v - gt.v_0 / gt.k_v)
     pp_sd = float(np.hypot(*res.principal_point_stddev()))
+    k_z = max(abs(getattr(res.model, n) - getattr(gt, n)) / res.stddev[n]
+              for n in ('k_i', 'k_j', 'k_u', 'k_v'))
     z = np.nan
     if res.lens_types is not None:
         tt, lt = cam.ground_truth_lens_types(w), res.lens_types
         z = max(np.abs((lt.scale - tt.scale) / lt.scale_std).max(),
                 np.abs((lt.offset_px - tt.offset_px) / lt.offset_std_px).max())
-    return k_err, pp, pp_sd, z, res.rms_reprojection_px, len(obs), len(parts), skipped
+    return k_err, k_z, pp, pp_sd, z, res.rms_reprojection_px, len(obs), len(parts), skipped
 
 
 def main():
@@ -120,18 +122,20 @@ def main():
     scale = 0.5 if args.quick else 1.0
     noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)
     noises = tuple(args.noise) if args.noise else noises
-    print(f'{"camera":20s} {"noise":>6s} {"max|dk|/k %":>12s} {"pp err px":>10s} '
-          f'{"pp sd px":>9s} {"types |err|/sd":>15s} {"RMS px":>8s} {"rays":>6s} {"poses":>6s}')
+    print(f'{"camera":20s} {"noise":>6s} {"max|dk|/k %":>12s} {"k |err|/sd":>10s} '
+          f'{"pp err px":>10s} {"pp sd px":>9s} {"types |err|/sd":>15s} {"RMS px":>8s} '
+          f'{"rays":>6s} {"poses":>6s}')
     for name in args.cameras:
         for noise in noises:
             try:
-                k, pp, pp_sd, z, rms, n, used, skipped = run_one(
+                k, k_z, pp, pp_sd, z, rms, n, used, skipped = run_one(
                     name, scale, noise, 0, args.samples, args.radius_fraction,
                     args.clip_tolerance)
             except LFCalibError as exc:
                 print(f'{name:20s} {noise:6.3f} REFUSED: {str(exc)[:120]}')
                 continue
-            print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {pp:10.4f} {pp_sd:9.4f} {z:15.2f} '
+            print(f'{name:20s} {noise:6.3f} {100 * k:12.4f} {k_z:10.2f} {pp:10.4f} {pp_sd:9.4f} '
+                  f'{z:15.2f} '
                   f'{rms:8.4f} {n:6d} {used:6d}', flush=True)
             for s in skipped:
                 print(f'    skipped pose at {s}')
