@@ -95,3 +95,17 @@ def test_lens_types_are_checked():
         CalibrationSession(board, camera_type='focused', lens_types=0)
     with pytest.raises(InvalidInputError, match="'focused' camera only"):
         CalibrationSession(board, camera_type='conventional', lens_types=3)
+
+
+def test_saved_session_is_recalibrated_with_its_lens_types(captured, tmp_path, capsys):
+    from lf_mpc_calib.cli import main
+    from lf_mpc_calib.io.calibration_file import load_calibration
+    _, _, _, _, session = captured
+    session.save(tmp_path)
+    out = tmp_path / 'again.yaml'
+    assert main(['calibrate-raw', str(tmp_path), '-o', str(out), '--accept-uncertain',
+                 '--fix', 'k_1,k_2']) == 0, capsys.readouterr().err
+    text = capsys.readouterr().out
+    assert "lens types: 3 (the calibration session's manifest)" in text
+    assert '3 micro-lens types (told from the frames)' in text
+    assert len(load_calibration(out).lens_types['type_of_class']) == 6

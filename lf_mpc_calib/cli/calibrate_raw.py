@@ -77,11 +77,12 @@ def register(subparsers):
                         '(plenoptic 2.0: corners in the micro-images); auto tells them from the '
                         'micro-image size and what the frames show inside micro-images, and a '
                         'type the data contradicts is refused (default: %(default)s)')
-    p.add_argument('--lens-types', type=_lens_types, default=1, metavar='T',
+    p.add_argument('--lens-types', type=_lens_types, default=None, metavar='T',
                    help='focused multi-focus cameras: T interleaved micro-lens types, told '
                         'apart from the corners\' sharpness and detections and given their own '
                         'terms; \'simulated\': the true types of a data set written by simulate '
-                        '(ground truth, not what a real camera gives) (default: %(default)s)')
+                        '(ground truth, not what a real camera gives) (default: the '
+                        'lens_types a calibration node saved in the manifest, else 1)')
     p.add_argument('--min-poses', type=int, default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
     add_model_arguments(p)
@@ -271,6 +272,11 @@ def run(args):
     # determination is checked (the arm determines the principal point better)
     accept = args.accept_uncertain or robot is not None
     if camera_type == 'focused':
+        if args.lens_types is None:
+            args.lens_types = _saved_lens_types(folder)
+            if args.lens_types > 1:
+                print(f'lens types: {args.lens_types} (the calibration session\'s manifest)',
+                      file=out)
         simulated = args.lens_types == SIMULATED
         cam = dataset.camera
         if args.lens_types == 1 and cam is not None and cam.mla.n_types > 1:
@@ -355,3 +361,15 @@ def _lens_types(text):
         raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'simulated', got "
                                          f'{text!r}')
     return value
+
+
+def _saved_lens_types(folder):
+    """The ``lens_types`` a calibration session wrote into the folder's manifest, else 1."""
+    from lf_mpc_calib.io.raw_dataset import LATEST, MANIFEST
+    from lf_mpc_calib.io.yaml_file import read_yaml
+    for path in (Path(folder) / MANIFEST, Path(folder) / LATEST / MANIFEST):
+        if path.is_file():
+            manifest = read_yaml(path, 'manifest')
+            value = manifest.get('lens_types', 1) if isinstance(manifest, dict) else 1
+            return value if isinstance(value, int) and value >= 1 else 1
+    return 1

@@ -437,11 +437,12 @@ class CalibrationSession:
 
         ``<camera_name>.yaml`` (when calibrated) and ``<camera_name>_observations.csv``
         beside it; ``white.png``, ``frame_NNN.png`` (the captured raw frames, 16-bit PNG for
-        float input) and ``manifest.yaml`` (board, white, frames, bayer and the SHA-256 of
-        every file), a data set for ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Atomic: the
-        files go to a hidden temporary folder renamed into place once complete, so a save cut
-        off leaves earlier saves as they were and no folder that looks complete. Raises
-        InvalidInputError when nothing was captured and nothing calibrated.
+        float input) and ``manifest.yaml`` (board, white, frames, bayer, lens_types when > 1
+        and the SHA-256 of every file), a data set for ``lf-mpc-calib calibrate-raw
+        OUTPUT_DIR``. Atomic: the files go to a hidden temporary folder renamed into place
+        once complete, so a save cut off leaves earlier saves as they were and no folder that
+        looks complete. Raises InvalidInputError when nothing was captured and nothing
+        calibrated.
         """
         from lf_mpc_calib.io import raw_dataset as rd
         from lf_mpc_calib.io.calibration_file import save_calibration
@@ -457,6 +458,8 @@ class CalibrationSession:
                         'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
                         'bayer': self.demosaic, 'views': list(self.views),
                         'calibration': calibration}
+            if self.lens_types > 1:   # calibrate-raw tells them again
+                manifest['lens_types'] = self.lens_types
             if self.arm is not None and any(r is not None for r in self.robot_poses):
                 manifest['arm'] = dict(self.arm)   # the keys of simulate --arm
                 manifest['robot_poses'] = [
