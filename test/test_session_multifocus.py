@@ -46,9 +46,10 @@ def test_lens_types_told_from_the_captures_match_the_simulator(captured):
 
 
 def test_per_type_terms_within_3_sigma_of_the_optics(captured):
-    """The told types and the joint estimation, on the optics' own rows (no detector): the
-    rendered detections carry a per-type, per-depth (u, v) scale bias of the size of the true
-    type scales (+-1.1 %; measured 1.8-3.5 sigma off at this scale), the detector's to fix."""
+    """The told types and the joint estimation, on the optics' own rows (no detector): in the
+    rendered frames a defocused micro-image's corner lies off the chief ray by a per-type,
+    per-depth (u, v) scale of the size of the true type scales (+-1.1 %; the terms fitted to
+    the detections are 1.8-3.5 sigma off at this scale, benchmarks/bench_focused_raw.py)."""
     cam, board, rv, tv, session = captured
     rows = focused_observations(cam, ModelBoard(board.cols, board.rows, board.square), rv, tv,
                                 noise_px=0.25, rng=np.random.default_rng(0))
