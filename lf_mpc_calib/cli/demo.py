@@ -130,6 +130,14 @@ def run(args):
         print(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
     pp_est, pp_true = result.model.principal_point, truth.principal_point
     print(f'principal point {pp_est.round(3)} px, truth {pp_true.round(3)} px')
+    if focused and calib.lens_type_rule is not None:   # the told types against the simulator's
+        from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+        from lf_mpc_calib.measurement.focused import micro_image_types
+        from lf_mpc_calib.simulation.focused_raw import type_agreement
+        told = micro_image_types(calib.grid, calib.lens_type_rule)
+        _, right = type_agreement(camera, MicroImageLattice(calib.grid).centres, told)
+        print(f'lens types ({calib.lens_type_source}): {100 * right:.1f} % of {len(told)} '
+              'micro-images of their true type (up to the labels\' order)')
     for name, reason in result.held.items():
         print(f'  {name}: {reason}')
     for problem in calib.determination.refusals:
