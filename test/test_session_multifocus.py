@@ -94,6 +94,8 @@ def test_lens_types_are_checked():
     board = default_board(preset('focused-multifocus', scale=0.2))
     with pytest.raises(InvalidInputError, match='integer >= 1'):
         CalibrationSession(board, camera_type='focused', lens_types=0)
+    with pytest.raises(InvalidInputError, match='integer >= 1'):
+        CalibrationSession(board, camera_type='focused', lens_types='3')
     with pytest.raises(InvalidInputError, match="'focused' camera only"):
         CalibrationSession(board, camera_type='conventional', lens_types=3)
 

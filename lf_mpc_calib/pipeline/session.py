@@ -112,7 +112,7 @@ class CalibrationSession:
         if camera_type not in ('conventional', 'focused'):
             raise InvalidInputError(
                 f"camera_type: expected 'conventional' or 'focused', got {camera_type!r}")
-        if int(lens_types) != lens_types or lens_types < 1:
+        if not isinstance(lens_types, (int, np.integer)) or lens_types < 1:
             raise InvalidInputError(f'lens_types: expected an integer >= 1, got {lens_types!r}')
         if lens_types > 1 and camera_type != 'focused':
             raise InvalidInputError(f'lens_types {lens_types}: micro-lens types are told apart '
@@ -396,7 +396,7 @@ class CalibrationSession:
                 f'calibration needs at least {self.min_poses} captured poses showing the '
                 f'board, got {self.num_poses} ({self.rejected} frames rejected)')
         from lf_mpc_calib.calibration import calibrate
-        self.result = None
+        self.result, self.hand_eye = None, None
         if self.lens_types > 1:
             self._tell_lens_types()
         try:
