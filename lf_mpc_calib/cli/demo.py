@@ -42,6 +42,9 @@ def register(subparsers):
                    help='with --ros: the camera on a simulated robot arm (eye-in-hand, the '
                         'default with the flag) or watching the board in its gripper '
                         '(eye-to-hand); solves the mount and measures in the base frame')
+    p.add_argument('--lens-types', type=int, default=None, metavar='T',
+                   help='micro-lens types told apart from the frames (default: the preset\'s, '
+                        '3 for focused-multifocus; 1: one type)')
     p.add_argument('--timeout', type=float, default=60.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
@@ -106,7 +109,9 @@ def run(args):
     focused = camera.camera_type == 'focused'
     if focused:   # corners in the micro-images (pipeline.focused_raw)
         from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
-        calib = calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True)
+        n_types = camera.mla.n_types if args.lens_types is None else args.lens_types
+        calib = calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True,
+                                      n_types=n_types)   # told from the frames, as for a user
     else:
         calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
     write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
@@ -125,6 +130,14 @@ def run(args):
         print(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
     pp_est, pp_true = result.model.principal_point, truth.principal_point
     print(f'principal point {pp_est.round(3)} px, truth {pp_true.round(3)} px')
+    if focused and calib.lens_type_rule is not None:   # the told types against the simulator's
+        from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+        from lf_mpc_calib.measurement.focused import micro_image_types
+        from lf_mpc_calib.simulation.focused_raw import type_agreement
+        told = micro_image_types(calib.grid, calib.lens_type_rule)
+        _, right = type_agreement(camera, MicroImageLattice(calib.grid).centres, told)
+        print(f'lens types ({calib.lens_type_source}): {100 * right:.1f} % of {len(told)} '
+              'micro-images of their true type (up to the labels\' order)')
     for name, reason in result.held.items():
         print(f'  {name}: {reason}')
     for problem in calib.determination.refusals:
@@ -135,9 +148,12 @@ def run(args):
     # ---- live measurement of a new frame with the calibrated model ----
     raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)
     if focused:
+        from lf_mpc_calib.measurement.focused import micro_image_types
         from lf_mpc_calib.pipeline.focused_raw import focused_detector
-        detection = _focused_detection(focused_detector(dataset, calib.grid), raw, board,
-                                       result)
+        types = None if calib.lens_type_rule is None else \
+            micro_image_types(calib.grid, calib.lens_type_rule)
+        detection = _focused_detection(focused_detector(dataset, calib.grid, lens_types=types),
+                                       raw, board, result)
     else:
         _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
         detection = detect_corners(decoder.decode(raw), board, pose=0)

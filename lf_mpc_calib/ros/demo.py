@@ -19,7 +19,11 @@ camera is a focused (plenoptic 2.0) one: the calibration node runs with ``camera
 focused (corners found in the micro-images), the poses lie where the micro-lenses focus
 (:func:`lf_mpc_calib.simulation.dataset.capture_depth_range`), and the decode node renders an
 image from the micro-images and triangulates the corners from every micro-image that sees
-them. A multi-focus camera is calibrated with one lens type (the node is not told the types).
+them. A multi-focus camera is calibrated with its number of lens types (``lens_types`` of the
+calibration node; ``--lens-types 1``: one type): the node tells the type of every micro-image
+from the captures, the demo prints how many it got right against the simulator (up to the
+labels' order) and the per-type terms against the optics' truth, and the decode node applies
+them.
 
 With ``--hand-eye [eye-in-hand|eye-to-hand]`` the camera rides on a simulated arm (or watches
 the board in its gripper): the calibration node takes base -> tool from /tf at every capture
@@ -62,6 +66,9 @@ def add_arguments(parser):
                         help='the camera on a simulated robot arm (eye-in-hand, the default '
                              'with the flag) or watching the board in its gripper '
                              '(eye-to-hand): solve and check the mount')
+    parser.add_argument('--lens-types', type=int, default=None, metavar='T',
+                        help='micro-lens types the calibration node tells apart (default: the '
+                             "preset's, 3 for focused-multifocus; 1: one type)")
     parser.add_argument('--timeout', type=float, default=60.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
 
@@ -95,13 +102,45 @@ class _Caller:
 
 def _truth_model(sim, grid, obs):
     """The optics' MPC model of the simulated camera (a multi-focus one's: weighted by the rays
-    per lens type of ``obs``, equal when the observations carry no lens types)."""
+    of ``obs`` per true lens type, what one model of all types and the zero-mean per-type terms
+    refer to)."""
     cam = sim.camera
     if cam.camera_type != 'focused':
         return cam.ground_truth_model(grid)
-    weights = None if obs.lens_type is None else \
-        np.bincount(obs.lens_type, minlength=cam.mla.n_types) / len(obs)
-    return cam.ground_truth_model(weights=weights)
+    return cam.ground_truth_model(weights=_true_type_weights(cam, obs))
+
+
+def _true_type_weights(cam, obs):
+    """(T,) fraction of the rows of ``obs`` per true lens type, or None for one type."""
+    if cam.mla.n_types == 1 or len(obs) == 0:
+        return None
+    from lf_mpc_calib.simulation.focused_raw import lens_types_of
+    true = lens_types_of(cam, obs.ijuv[:, :2])
+    return np.bincount(true, minlength=cam.mla.n_types) / len(obs)
+
+
+def _type_lines(session, cam, result):
+    """Lines: the told lens types against the simulator's and the per-type terms against the
+    optics' truth (labels mapped to the true types)."""
+    from lf_mpc_calib.simulation.focused_raw import type_agreement
+    types, lt = session.micro_image_types, result.lens_types
+    if types is None or lt is None:
+        return [f'lens types: one type calibrated (the simulated camera has '
+                f'{cam.mla.n_types})'] if cam.mla.n_types > 1 else []
+    centres = session.decoder.detector.centres
+    true_of, fraction = type_agreement(cam, centres, types)
+    truth = cam.ground_truth_lens_types(_true_type_weights(cam, session.observations))
+    lines = [f'lens types told from the captures: {100 * fraction:.1f} % of '
+             f'{len(types)} micro-images right (labels -> true types {true_of.tolist()})',
+             f'{"type":>6} {"scale %":>9} {"± std":>7} {"truth":>7} {"z":>6} '
+             f'{"offset px":>16} {"± std":>13} {"truth":>16}']
+    for t in range(lt.n_types):
+        g = true_of[t]
+        z = (lt.scale[t] - truth.scale[g]) / lt.scale_std[t]
+        lines.append(f'{t:>6} {100 * lt.scale[t]:+9.3f} {100 * lt.scale_std[t]:7.3f} '
+                     f'{100 * truth.scale[g]:+7.3f} {z:+6.1f} {_fmt3(lt.offset_px[t]):>16} '
+                     f'{_fmt3(lt.offset_std_px[t]):>13} {_fmt3(truth.offset_px[g]):>16}')
+    return lines
 
 
 def _true_corners(sim, model, index):
@@ -121,6 +160,10 @@ def _floor(session, sim, model, index):
     if session.camera_type == 'focused':   # corners in the micro-images, as the session found
         obs = session.decoder.detect(sim.frame(index), pose=0)[1].observations
         truth = _truth_model(sim, session.grid, session.observations)
+        terms, types = getattr(session.result, 'lens_types', None), session.micro_image_types
+        if terms is not None and types is not None:   # as the decode node: (u, v) corrected
+            t = types[session.decoder.detector.lattice.nearest(obs.ijuv[:, :2])]
+            obs = dataclasses.replace(obs, ijuv=terms.corrected_ijuv(obs.ijuv, t))
     else:
         lf = dataclasses.replace(session.decoder.decode(as_float_image(sim.frame(index))),
                                  valid=session.use.copy())
@@ -184,6 +227,10 @@ def run(args, out=None):
                       Parameter('seed', value=args.seed)]
         calib_params = [Parameter('output_dir', value=str(output_dir)),
                         Parameter('camera_type', value=camera.camera_type)]
+        n_types = getattr(args, 'lens_types', None)
+        n_types = camera.mla.n_types if n_types is None else n_types
+        if n_types != 1:
+            calib_params.append(Parameter('lens_types', value=int(n_types)))
         board_params = []                       # the decode node's board as well
         setup = getattr(args, 'hand_eye', None)
         if setup:
@@ -243,6 +290,8 @@ def run(args, out=None):
             say(line)
         say(f'principal point {_fmt_px(result.model.principal_point)} px, truth '
             f'{_fmt_px(truth.principal_point)} px')
+        for line in _type_lines(calib.session, cam, result):
+            say(line)
         if setup:
             _say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
                 cam.ground_truth_model(calib.session.grid), result.model))
@@ -326,6 +375,10 @@ def _fmt(p):
 
 def _fmt_px(p):
     return f'({p[0]:.2f}, {p[1]:.2f})'
+
+
+def _fmt3(p):
+    return f'({p[0]:+.3f}, {p[1]:+.3f})'
 
 
 def _measure(caller, executor, context, nodes, cal_file, sim, index, say, board_params):
