@@ -53,7 +53,7 @@ from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.corners import find_board, resolve_orientation
 from lf_mpc_calib.features.interface import Detection
-from lf_mpc_calib.features.micro_image_refine import refine_in_disks
+from lf_mpc_calib.features.micro_image_refine import image_gradients, refine_in_disks
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice
 
@@ -167,13 +167,14 @@ class MicroImageCornerDetector:
         w_fit = np.full(len(x0), np.nan)
         counts = np.zeros(len(x0), int)
         half, r_valid = self.windows(spacing, w)
+        grads = image_gradients(norm)
         r_lit = np.full(len(r_valid), opt.radius_fraction * self.radius - 1.0)
         rim_corners = 0
         for c_idx in range(len(x0)):
-            res = self._corner(norm, smooth, x0[c_idx], w, contrast, half, r_valid)
+            res = self._corner(norm, grads, smooth, x0[c_idx], w, contrast, half, r_valid)
             if (res is None or len(res[0]) < opt.min_views) and np.any(r_valid < r_lit):
                 # too few micro-images whose bundles the aperture leaves whole: read the rims
-                res = self._corner(norm, smooth, x0[c_idx], w, contrast, half, r_lit)
+                res = self._corner(norm, grads, smooth, x0[c_idx], w, contrast, half, r_lit)
                 rim_corners += res is not None and len(res[0]) >= opt.min_views
             if res is None:
                 continue
@@ -349,7 +350,7 @@ class MicroImageCornerDetector:
             valid[sel] = np.minimum(valid[sel], _clip_radius(*key, opt.clip_tolerance))
         return half, valid - 1.0
 
-    def _corner(self, norm, smooth, x, w, contrast, half_all, r_valid_all):
+    def _corner(self, norm, grads, smooth, x, w, contrast, half_all, r_valid_all):
         """One corner: (micro-image indices (K,), refined q (K, 2), fitted x (2,), w) or None."""
         opt = self.options
         r_use_all = r_valid_all - RIM_WINDOW * half_all
@@ -369,7 +370,7 @@ class MicroImageCornerDetector:
             if len(near) < 2:
                 return None
             r_valid, r_use = r_valid_all[near], r_use_all[near]
-            ref = refine_in_disks(norm, pred, cen, r_valid, half_all[near])
+            ref = refine_in_disks(norm, pred, cen, r_valid, half_all[near], gradients=grads)
             good = np.all(np.isfinite(ref), axis=1)
             good &= np.hypot(*(ref - pred).T) <= opt.max_step * (2.0 if n_pass == 0 else 1.0)
             good &= np.hypot(*(ref - cen).T) <= r_use

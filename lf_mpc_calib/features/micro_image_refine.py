@@ -1,7 +1,9 @@
 """
 Sub-pixel refinement of checkerboard corners inside micro-images, unbiased by blur and the rim.
 
-    refine_in_disks(image, points (N, 2), centres (N, 2), radius, half) -> (N, 2), NaN = failed
+    refine_in_disks(image, points (N, 2), centres (N, 2), radius, half, *, gradients=None)
+        -> (N, 2), NaN = failed
+    image_gradients(image (H, W)) -> (gx, gy) (H, W) float32, to pass as ``gradients``
 
 The gradient-orthogonality (Foerstner / cornerSubPix) estimate: the corner p solves
 sum_o w(o) g g^T (x_o - p) = 0 over a window of offsets o around p, g the image gradient at
@@ -26,14 +28,21 @@ EPS_PX = 1e-3
 SIGMA_FRACTION = 0.7
 
 
-def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25):
+def image_gradients(image):
+    """Central differences (gx, gy) (H, W) float32 of image (H, W): once per frame."""
+    img = np.asarray(image, np.float32)
+    return (cv2.Sobel(img, cv2.CV_32F, 1, 0, ksize=1, scale=0.5),
+            cv2.Sobel(img, cv2.CV_32F, 0, 1, ksize=1, scale=0.5))
+
+
+def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gradients=None):
     """
     Refine corners ``points`` (N, 2) of ``image`` (H, W) float32, each inside the micro-image
     disk of centre ``centres`` (N, 2) and ``radius`` (px; scalar or (N,)), with half window
-    ``half`` (px; scalar or (N,)). Returns (N, 2) refined points, NaN where the symmetric
+    ``half`` (px; scalar or (N,)); gradients: :func:`image_gradients` of image (computed here
+    when None). Returns (N, 2) refined points, NaN where the symmetric
     window kept less than ``min_weight`` of its full weight or the gradients were degenerate.
     """
-    img = np.asarray(image, np.float32)
     pts = np.asarray(points, np.float64).reshape(-1, 2)
     cen = np.asarray(centres, np.float64).reshape(-1, 2)
     n = len(pts)
@@ -42,8 +51,7 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25):
         return out
     radius = np.broadcast_to(np.asarray(radius, np.float64), (n,))
     half = np.broadcast_to(np.asarray(half, np.float64), (n,))
-    gx = cv2.Sobel(img, cv2.CV_32F, 1, 0, ksize=1, scale=0.5)
-    gy = cv2.Sobel(img, cv2.CV_32F, 0, 1, ksize=1, scale=0.5)
+    gx, gy = image_gradients(image) if gradients is None else gradients
     h_max = int(np.ceil(half.max()))
     g = np.arange(-h_max, h_max + 1, dtype=np.float64)
     ox, oy = np.meshgrid(g, g)
