@@ -41,7 +41,8 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gr
     disk of centre ``centres`` (N, 2) and ``radius`` (px; scalar or (N,)), with half window
     ``half`` (px; scalar or (N,)); gradients: :func:`image_gradients` of image (computed here
     when None). Returns (N, 2) refined points, NaN where the symmetric
-    window kept less than ``min_weight`` of its full weight or the gradients were degenerate.
+    window kept less than ``min_weight`` of its full weight or the gradients were degenerate,
+    the start where the point left its window (as cornerSubPix does).
     """
     pts = np.asarray(points, np.float64).reshape(-1, 2)
     cen = np.asarray(centres, np.float64).reshape(-1, 2)
@@ -88,8 +89,13 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gr
         move = np.hypot(*(new - pi).T)
         p[idx] = new
         alive[idx] = ok & (move > EPS_PX) & (move < 2.0 * h_max + 2.0)
-        failed = idx[~ok | ~(move < 2.0 * h_max + 2.0)]
-        p[failed] = np.nan
+        p[idx[~ok]] = np.nan
+        gone = idx[ok & ~(move < 2.0 * h_max + 2.0)]
+        p[gone] = pts[gone] + 2.0 * h_max + 2.0        # left its window: reset below
+    # like cornerSubPix: a point that leaves its window returns where it started (unrefined;
+    # the caller's checks judge it)
+    left = np.all(np.isfinite(p), axis=1) & np.any(np.abs(p - pts) > half[:, None], axis=1)
+    p[left] = pts[left]
     return p
 
 
