@@ -17,7 +17,7 @@ from lf_mpc_calib.measurement.focused import micro_image_types, raw_pixel_rays
 from lf_mpc_calib.pipeline.focused_raw import resolve_camera_type
 from lf_mpc_calib.pipeline.offline import load_raw_dataset
 from lf_mpc_calib.simulation.dataset import write_dataset
-from lf_mpc_calib.simulation.focused_raw import board_pose
+from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 
 
@@ -40,17 +40,19 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     root, cam = multifocus
     out = tmp_path / 'cal.yaml'
     rc = main(['calibrate-raw', str(root), '-o', str(out), '--report', str(tmp_path / 'rep'),
-               '--fix', 'k_1,k_2', '--accept-uncertain'])
+               '--fix', 'k_1,k_2', '--accept-uncertain', '--lens-types', '3'])
     text = capsys.readouterr()
     assert rc == 0, text.err
     assert 'camera type: focused' in text.out
+    assert '3 micro-lens types (told from the frames)' in text.out
     cal = load_calibration(out)
     assert cal.camera_type == 'focused' and cal.num_poses >= 4
     assert cal.lens_types is not None and len(cal.lens_types['scale']) == 3
     obs = read_observations(tmp_path / 'cal_observations.csv')
     assert obs.lens_type is not None
-    # against the optics (weights: ray fractions per type, the gauge of the type terms)
-    gt = cam.ground_truth_model(weights=np.bincount(obs.lens_type) / len(obs))
+    # against the optics (weights: ray fractions per true type, the gauge of the type terms)
+    true = lens_types_of(cam, obs.ijuv[:, :2])
+    gt = cam.ground_truth_model(weights=np.bincount(true, minlength=3) / len(obs))
     m = cal.model
     z = {n: (getattr(m, n) - getattr(gt, n)) / cal.stddev[n]
          for n in ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0', 'k_3', 'k_4')}
@@ -131,7 +133,6 @@ def test_lens_types_told_from_the_frames_without_a_manifest(multifocus, tmp_path
     assert 'camera type: focused' in text.out and 'told apart by sharpness' in text.out
     obs = read_observations(tmp_path / 'cal_observations.csv')
     # the inferred types are the true ones up to their labels
-    from lf_mpc_calib.simulation.focused_raw import lens_types_of
     true = lens_types_of(cam, obs.ijuv[:, :2])
     pairs = set(zip(obs.lens_type.tolist(), true.tolist()))
     assert len(pairs) == 3 and len({a for a, _ in pairs}) == 3
@@ -155,3 +156,21 @@ def test_one_type_camera_is_not_split_into_types(tmp_path, capsys):
                '--accept-uncertain'])
     err = capsys.readouterr().err
     assert rc != 0 and 'do not fall into 3 lens types' in err
+
+
+def test_simulated_lens_types_are_given_only_when_asked(multifocus, tmp_path, capsys):
+    root, _ = multifocus
+    rc = main(['calibrate-raw', str(root), '-o', str(tmp_path / 'one.yaml'), '--fix', 'k_1,k_2',
+               '--accept-uncertain'])
+    text = capsys.readouterr()
+    assert rc == 0, text.err
+    assert 'has 3 micro-lens types, calibrated as one' in text.out
+    assert load_calibration(tmp_path / 'one.yaml').lens_types is None
+    rc = main(['calibrate-raw', str(root), '-o', str(tmp_path / 'sim.yaml'), '--fix', 'k_1,k_2',
+               '--accept-uncertain', '--lens-types', 'simulated'])
+    text = capsys.readouterr()
+    assert rc == 0, text.err
+    assert "3 micro-lens types (the simulator's true types, given)" in text.out
+    with pytest.raises(SystemExit):
+        main(['calibrate-raw', str(root), '-o', str(tmp_path / 'bad.yaml'), '--lens-types', 'x'])
+    assert "expected an integer >= 1 or 'simulated'" in capsys.readouterr().err

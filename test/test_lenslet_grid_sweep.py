@@ -47,7 +47,8 @@ def sweep_camera(fill, pitch_px, rotation_deg, lattice, size, *, offset_px=(0.37
 
 
 def true_centres(camera):
-    """Every true micro-image centre (N, 2) inside the raw image (raw px)."""
+    """Every true micro-image centre (N, 2) inside the raw image (raw px); a multi-focus
+    camera's types have their own (Camera.micro_image_centres)."""
     q0, r, c, _ = camera.image_lattice()
     w, h = camera.sensor.size
     # (2 px beyond the image, so that strays at the border are judged against the truth)
@@ -56,7 +57,7 @@ def true_centres(camera):
     lo = np.floor(corners.min(axis=0)).astype(int) - 2
     hi = np.ceil(corners.max(axis=0)).astype(int) + 2
     ll, kk = np.mgrid[lo[1]:hi[1] + 1, lo[0]:hi[0] + 1]
-    xy = camera.lattice_centres(np.column_stack([kk.ravel(), ll.ravel()]))
+    xy = camera.micro_image_centres(np.column_stack([kk.ravel(), ll.ravel()]))
     return _inside(xy, w, h, -2.0)
 
 
@@ -154,3 +155,16 @@ def test_grid_touching_hex_issue_camera_is_right():
 def test_grid_bayer_mosaic():
     # a Bayer white balanced by the pipeline's bayer_neutral
     _assert_right_or_refused(sweep_camera(1.0, 11.0, -2.0, 'hex', 640, bayer='rggb'), 'hex')
+
+
+def test_grid_soft_rimmed_touching_micro_images_multifocus():
+    # the multi-focus preset's white at 16 samples per pixel: touching micro-images whose rims
+    # are the main lens's blurred aperture; the 3 x 3 map's peaks wandered by up to 2 px and
+    # the grid was refused ("a smooth hex lattice explains only 1608 of 1625 spots"); the
+    # wide-maximum fallback fits it (measured: mean 0.049 px, max 0.16 px)
+    from lf_mpc_calib.simulation.optics import preset
+    cam = preset('focused-multifocus', scale=0.5)
+    est, err, d, matched, stray = run_case(cam, samples=16)
+    assert err is None, err
+    assert est.grid.lattice == 'hex' and matched == 1.0 and stray == 0.0, (matched, stray)
+    assert d.mean() <= MEAN_TOL_PX and d.max() <= MAX_TOL_PX, (d.mean(), d.max())

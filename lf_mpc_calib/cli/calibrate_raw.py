@@ -77,10 +77,12 @@ def register(subparsers):
                         '(plenoptic 2.0: corners in the micro-images); auto tells them from the '
                         'micro-image size and what the frames show inside micro-images, and a '
                         'type the data contradicts is refused (default: %(default)s)')
-    p.add_argument('--lens-types', type=int, default=1, metavar='T',
+    p.add_argument('--lens-types', type=_lens_types, default=None, metavar='T',
                    help='focused multi-focus cameras: T interleaved micro-lens types, told '
-                        'apart from the corners\' sharpness and given their own terms '
-                        '(default: %(default)s; a simulated data set knows its own)')
+                        'apart from the corners\' sharpness and detections and given their own '
+                        'terms; \'simulated\': the true types of a data set written by simulate '
+                        '(ground truth, not what a real camera gives) (default: the '
+                        'lens_types a calibration node saved in the manifest, else 1)')
     p.add_argument('--min-poses', type=int, default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
     add_model_arguments(p)
@@ -250,7 +252,8 @@ def run(args):
         else:
             print(f'[{index + 1}/{total}] {path.name}: {message}', file=out, flush=True)
 
-    from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw, resolve_camera_type
+    from lf_mpc_calib.pipeline.focused_raw import SIMULATED, calibrate_focused_raw, \
+        resolve_camera_type
     camera_type, type_grid, evidence = resolve_camera_type(
         dataset, getattr(args, 'camera_type', 'auto'), grid=dataset.grid)
     if not args.quiet:
@@ -269,9 +272,22 @@ def run(args):
     # determination is checked (the arm determines the principal point better)
     accept = args.accept_uncertain or robot is not None
     if camera_type == 'focused':
-        result_run = calibrate_focused_raw(dataset, grid=type_grid, calibrate_options=options,
-                                           min_poses=args.min_poses, progress=progress,
-                                           accept_uncertain=accept, n_types=args.lens_types)
+        if args.lens_types is None:
+            args.lens_types = _saved_lens_types(folder)
+            if args.lens_types > 1:
+                print(f'lens types: {args.lens_types} (the calibration session\'s manifest)',
+                      file=out)
+        simulated = args.lens_types == SIMULATED
+        cam = dataset.camera
+        if args.lens_types == 1 and cam is not None and cam.mla.n_types > 1:
+            print(f'note: the simulated camera has {cam.mla.n_types} micro-lens types, '
+                  f'calibrated as one (--lens-types {cam.mla.n_types}: told from the frames; '
+                  '--lens-types simulated: the simulator\'s)', file=out)
+        result_run = calibrate_focused_raw(
+            dataset, grid=type_grid, calibrate_options=options, min_poses=args.min_poses,
+            progress=progress, accept_uncertain=accept,
+            lens_types=SIMULATED if simulated else None,
+            n_types=1 if simulated else args.lens_types)
     else:
         result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
                                    calibrate_options=options, min_poses=args.min_poses,
@@ -304,6 +320,8 @@ def run(args):
     if r.lens_types is not None:
         from lf_mpc_calib.report.raw_calibration import lens_type_residuals
         lt = r.lens_types
+        source = getattr(result_run, 'lens_type_source', None)
+        print(f'{lt.n_types} micro-lens types ({_SOURCES.get(source, source)}):', file=out)
         for t, line in enumerate(lens_type_residuals(r, result_run.observations)):
             print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                   f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
@@ -324,3 +342,34 @@ def run(args):
     if args.report:
         print(f'wrote report into {args.report} ({len(written) - 2} files)', file=out)
     return 0
+
+
+_SOURCES = {'inferred': 'told from the frames', 'given': 'given',
+            'simulated': "the simulator's true types, given", None: 'from the observation table'}
+
+
+def _lens_types(text):
+    """--lens-types: an integer >= 1 or 'simulated'."""
+    import argparse
+    if text == 'simulated':
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'simulated', got "
+                                         f'{text!r}')
+    return value
+
+
+def _saved_lens_types(folder):
+    """The ``lens_types`` a calibration session wrote into the folder's manifest, else 1."""
+    from lf_mpc_calib.io.raw_dataset import LATEST, MANIFEST
+    from lf_mpc_calib.io.yaml_file import read_yaml
+    for path in (Path(folder) / MANIFEST, Path(folder) / LATEST / MANIFEST):
+        if path.is_file():
+            manifest = read_yaml(path, 'manifest')
+            value = manifest.get('lens_types', 1) if isinstance(manifest, dict) else 1
+            return value if isinstance(value, int) and value >= 1 else 1
+    return 1

@@ -2,7 +2,8 @@
 ``lf-mpc-calib demo``: a whole calibration session on the simulated camera, end to end.
 
     lf-mpc-calib demo [--poses 6] [--preset lytro --scale 0.5] [-o OUTPUT_DIR]
-    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR] [--hand-eye [eye-to-hand]]
+    lf-mpc-calib demo --ros [--preset lytro|focused-keplerian|...] [--poses 6] [--output-dir DIR]
+                      [--hand-eye [eye-to-hand]]
 
 With ``--ros`` the same session runs through the ROS 2 nodes (simulated camera, calibration
 node, decode node) in one process: :mod:`lf_mpc_calib.ros.demo`.
@@ -41,6 +42,9 @@ def register(subparsers):
                    help='with --ros: the camera on a simulated robot arm (eye-in-hand, the '
                         'default with the flag) or watching the board in its gripper '
                         '(eye-to-hand); solves the mount and measures in the base frame')
+    p.add_argument('--lens-types', type=int, default=None, metavar='T',
+                   help='micro-lens types told apart from the frames (default: the preset\'s, '
+                        '3 for focused-multifocus; 1: one type)')
     p.add_argument('--timeout', type=float, default=60.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
@@ -58,9 +62,10 @@ def run(args):
         return 2
     if getattr(args, 'ros', False):
         from lf_mpc_calib.ros import defaults, demo
-        if args.preset != defaults.SIM_PRESET:
-            print(f'lf-mpc-calib demo: --ros simulates the {defaults.SIM_PRESET} preset, '
-                  f'not {args.preset!r}', file=sys.stderr)
+        from lf_mpc_calib.simulation.names import PRESETS
+        if args.preset not in PRESETS:
+            print(f'lf-mpc-calib demo: unknown --preset {args.preset!r}; expected one of '
+                  f'{", ".join(PRESETS)}', file=sys.stderr)
             return 2
         args.output_dir = args.output
         args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
@@ -84,8 +89,7 @@ def run(args):
     rng = np.random.default_rng(args.seed)
     # a careful user's poses (both sides of the focus distance, tilts about both axes), then
     # one more frame to measure
-    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng,
-                                 **_focused_depths(camera))
+    rvecs, tvecs = capture_poses(camera, board, args.poses + 1, rng=rng)
     print(f'simulated camera: {camera.name} {camera.sensor.size[0]}x{camera.sensor.size[1]} '
           f'px, board {board.cols}x{board.rows} x {board.square * 1e3:.1f} mm, '
           f'{args.poses} calibration poses -> {out}')
@@ -105,7 +109,9 @@ def run(args):
     focused = camera.camera_type == 'focused'
     if focused:   # corners in the micro-images (pipeline.focused_raw)
         from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
-        calib = calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True)
+        n_types = camera.mla.n_types if args.lens_types is None else args.lens_types
+        calib = calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True,
+                                      n_types=n_types)   # told from the frames, as for a user
     else:
         calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
     write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
@@ -124,6 +130,14 @@ def run(args):
         print(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
     pp_est, pp_true = result.model.principal_point, truth.principal_point
     print(f'principal point {pp_est.round(3)} px, truth {pp_true.round(3)} px')
+    if focused and calib.lens_type_rule is not None:   # the told types against the simulator's
+        from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+        from lf_mpc_calib.measurement.focused import micro_image_types
+        from lf_mpc_calib.simulation.focused_raw import type_agreement
+        told = micro_image_types(calib.grid, calib.lens_type_rule)
+        _, right = type_agreement(camera, MicroImageLattice(calib.grid).centres, told)
+        print(f'lens types ({calib.lens_type_source}): {100 * right:.1f} % of {len(told)} '
+              'micro-images of their true type (up to the labels\' order)')
     for name, reason in result.held.items():
         print(f'  {name}: {reason}')
     for problem in calib.determination.refusals:
@@ -134,9 +148,12 @@ def run(args):
     # ---- live measurement of a new frame with the calibrated model ----
     raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)
     if focused:
+        from lf_mpc_calib.measurement.focused import micro_image_types
         from lf_mpc_calib.pipeline.focused_raw import focused_detector
-        detection = _focused_detection(focused_detector(dataset, calib.grid), raw, board,
-                                       result)
+        types = None if calib.lens_type_rule is None else \
+            micro_image_types(calib.grid, calib.lens_type_rule)
+        detection = _focused_detection(focused_detector(dataset, calib.grid, lens_types=types),
+                                       raw, board, result)
     else:
         _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
         detection = detect_corners(decoder.decode(raw), board, pose=0)
@@ -171,16 +188,3 @@ def _focused_detection(detector, raw, board, result):
     ijuv = result.lens_types.corrected_ijuv(obs.ijuv, obs.lens_type)
     return dataclasses.replace(det, observations=Observations(obs.pose, obs.point, obs.board,
                                                               ijuv, obs.lens_type))
-
-
-def _focused_depths(camera):
-    """
-    capture_poses' depth_range for a focused camera: the side of the plane conjugate to the
-    micro-lenses where they focus (Keplerian: beyond it; Galilean: before it), at least 25 %
-    away from it, within 0.6-1.5 x the scene distance ({} for a conventional camera).
-    """
-    if camera.camera_type != 'focused':
-        return {}
-    zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
-    return {'depth_range': (max(0.6, 1.25 * zf), 1.5) if zf < 1.0
-            else (0.6, min(1.5, 0.75 * zf))}

@@ -129,7 +129,7 @@ def _local_maxima(smooth, radius):
     return dil
 
 
-def micro_image_map(image, spacing, *, dark_fraction=0.05):
+def micro_image_map(image, spacing, *, dark_fraction=0.05, radius=1):
     """
     A vignetting-free image (H, W) float32 that peaks at every micro-image centre.
 
@@ -141,10 +141,31 @@ def micro_image_map(image, spacing, *, dark_fraction=0.05):
     full Lytro size), then smoothed by a Gaussian of a quarter spacing. The bright area
     of a micro-image is point-symmetric about its centre even when neighbours touch (the dark
     gaps between them are), so the smoothed map is too: its peaks are the centres. Pixels whose
-    local maximum is below ``dark_fraction`` of the bright level are 0.
+    local maximum is below ``dark_fraction`` of the bright level are 0. ``radius`` (px) of the
+    local maximum: 1, or wider for soft-rimmed touching micro-images (:func:`wide_radius`).
     """
     img = as_intensity(image)
-    local_max = _local_maxima(img, 1)
+    return cv2.GaussianBlur(_bright_share(img, int(radius), dark_fraction), (0, 0),
+                            max(0.6, 0.25 * spacing))
+
+
+def wide_radius(spacing):
+    """
+    Local-maximum radius (px) for micro-images that touch with soft rims: 0.15 spacing.
+
+    A focused camera's white image (the rim is the main-lens aperture's blurred edge; multi-focus
+    presets at 16 samples per pixel) has gaps too shallow for a 3 x 3 maximum: a gap pixel's
+    neighbours are barely brighter, the map is bright almost everywhere and its peaks wander by
+    up to 2 px, so no lattice fits them. A maximum over 0.15 spacing reaches from the gap onto
+    the rims beside it; it is a fallback only (its gradient bias is 0.05-0.1 px where the 3 x 3
+    map works).
+    """
+    return max(2, int(round(0.15 * float(spacing))))
+
+
+def _bright_share(img, radius, dark_fraction):
+    """img (H, W) over its local maximum within ``radius`` px, soft-thresholded to [0, 1]."""
+    local_max = _local_maxima(img, radius)
     high = float(np.percentile(local_max[::4, ::4], 99.0))
     dark = local_max < dark_fraction * high
     local_max[dark] = 1.0
@@ -153,7 +174,7 @@ def micro_image_map(image, spacing, *, dark_fraction=0.05):
     b *= 1.0 / 0.3
     np.clip(b, 0.0, 1.0, out=b)
     b[dark] = 0.0
-    return cv2.GaussianBlur(b, (0, 0), max(0.6, 0.25 * spacing))
+    return b
 
 
 def _candidates(smap, spacing):
@@ -695,18 +716,18 @@ class _Spots:
     smap: np.ndarray            # (H, W) micro-image map
 
 
-def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000):
+def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000, radius=1):
     """
     Sub-pixel centres of whole micro-images of img (H, W), with the lattice type and spacing.
 
     The spacing is checked against the nearest-neighbour distance of the detected peaks and
     re-derived from it once when they disagree (a spectral fundamental that was a harmonic).
     At most about ``max_spots`` micro-images (square tiles spread over the image) are refined.
-    Returns a :class:`_Spots`.
+    ``radius``: of the :func:`micro_image_map`'s local maximum. Returns a :class:`_Spots`.
     """
     h, w = img.shape
     for attempt in range(2):
-        smap = micro_image_map(img, spacing, dark_fraction=dark_fraction)
+        smap = micro_image_map(img, spacing, dark_fraction=dark_fraction, radius=radius)
         cand = _candidates(smap, spacing)
         if len(cand) < _MIN_SPOTS:
             raise DetectionError(
@@ -974,6 +995,28 @@ def grid_quality(grid, spots, indices, used, rms_regular):
                        outside, degree, max_def, int(len(norm)), float(nn))
 
 
+def _fit_lattice(img, spacing, lattice, dark_fraction, max_spots):
+    """
+    :func:`measure_spots` -> :func:`assign_indices` -> :func:`fit_regular`, on the 3 x 3
+    micro-image map, and once more on the :func:`wide_radius` map when no lattice fits the
+    first (soft-rimmed touching micro-images); the first refusal is raised when both fail.
+    Returns ``(spots, kl, inliers, params, used)``.
+    """
+    h, w = img.shape
+    first = None
+    for radius in (1, wide_radius(spacing)):
+        try:
+            spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
+                                  max_spots=max_spots, radius=radius)
+            kl, inl = assign_indices(spots, (w, h))
+            p, used = fit_regular(spots, kl, inl)
+            return spots, kl, inl, p, used
+        except DetectionError as exc:
+            if first is not None:
+                raise first from exc
+            first = exc
+
+
 def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spacing=None,
                                dark_fraction=0.05, max_spots=15000, deformation='auto',
                                check=True):
@@ -1003,10 +1046,7 @@ def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spa
     check_white(img, full_scale=full_scale)
     spacing = lattice_spacing(img, spacing)
     check_white(img, spacing)
-    spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
-                          max_spots=max_spots)
-    kl, inl = assign_indices(spots, (w, h))
-    p, used = fit_regular(spots, kl, inl)
+    spots, kl, inl, p, used = _fit_lattice(img, spacing, lattice, dark_fraction, max_spots)
     hexagonal = spots.kind == 'hex'
     regular_xy = _model(kl, hexagonal, p)
     residual = spots.centres - regular_xy

@@ -103,7 +103,11 @@ class Measurement:
     camera frame (metres); rays_per_point (C,) int: views each was triangulated from;
     residual_m (C,): RMS distance of a point from its rays; reason: why no point was measured
     ('' when some were); rays: a RaySet or None; timings {stage: seconds} for STAGES run;
-    corner_search: 'tracked', 'full search: <why>' or '' (no corners asked for).
+    corner_search: 'tracked', 'full search: <why>' or '' (no corners asked for); pinhole: the
+    :class:`lf_mpc_calib.measurement.focused.RenderedPinhole` of ``center`` when it is an image
+    rendered from a focused camera's micro-images (None: the rectified central view, K of
+    :func:`central_view_intrinsics`); depth (rows, cols) float32: a focused camera's depth in
+    the pixels of ``center`` when asked for (:mod:`lf_mpc_calib.measurement.focused_depth`).
     """
 
     lightfield: object
@@ -116,6 +120,8 @@ class Measurement:
     rays: RaySet = None
     timings: dict = field(default_factory=dict)
     corner_search: str = ''
+    pinhole: object = None
+    depth: np.ndarray = None
 
 
 def _no_points():

@@ -8,8 +8,10 @@ calibration, the counterpart of :func:`lf_mpc_calib.pipeline.offline.calibrate_r
 The micro-image grid comes from the white image, each frame's corners from the micro-images
 (:class:`lf_mpc_calib.features.micro_image_corners.MicroImageCornerDetector`), and the
 observation table (i, j) = micro-image centre, (u, v) = corner - centre is calibrated with the
-per-lens-type terms when the lens type of each micro-image is known (``lens_types``; a data
-set written by ``simulate`` with a multi-focus preset knows it from its camera), oriented with
+per-lens-type terms when the lens type of each micro-image is known: told from the frames
+(``n_types`` > 1, what a real camera needs), given, or taken from the simulator that wrote the
+data set (``lens_types='simulated'``: ground truth, for tests and benchmarks only; the run's
+``lens_type_source`` says which), oriented with
 :func:`lf_mpc_calib.calibration.focused.orient_focused`. Frames where fewer than 3 corners are
 seen in enough micro-images are skipped with the reason.
 """
@@ -24,17 +26,24 @@ from lf_mpc_calib.calibration.determination import check_determined, determinati
 from lf_mpc_calib.calibration.fit_check import check_model_fit
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
-from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LFCalibError
+from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
+    InvalidInputError, LFCalibError
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
 
 MIN_POSES = 3
+SIMULATED = 'simulated'
+"""``lens_types`` naming the simulator's true lens types (a simulated data set only)."""
 
 
 def focused_detector(dataset, grid=None, white=None, lens_types=None, options=None):
-    """The MicroImageCornerDetector of a data set (lens types from its simulated camera)."""
+    """
+    The MicroImageCornerDetector of a data set. lens_types: None (no types), (M,) the type of
+    every micro-image of the grid, or 'simulated': the true types of the simulated camera that
+    wrote the data set (InvalidInputError for a data set of a real camera).
+    """
     white = read_float_image(dataset.white) if white is None else white
     try:
         if grid is None:   # a Bayer white: each CFA phase balanced first, as the decoder does
@@ -45,7 +54,12 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
     except LFCalibError as exc:
         raise DetectionError(f'white image {dataset.white}: {exc}') from exc
     det = MicroImageCornerDetector(white, grid, options=options)
-    if lens_types is None and dataset.camera is not None and dataset.camera.mla.n_types > 1:
+    if isinstance(lens_types, str):
+        if lens_types != SIMULATED or dataset.camera is None:
+            raise InvalidInputError(
+                f"lens types {lens_types!r}: expected T types to tell apart or 'simulated' "
+                f'for a data set written by simulate (this one is '
+                f'{"simulated" if dataset.camera is not None else "from a real camera"})')
         from lf_mpc_calib.simulation.focused_raw import lens_types_of
         lens_types = lens_types_of(dataset.camera, det.centres)
     if lens_types is not None:
@@ -60,10 +74,11 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     Detect the board in the micro-images of every frame and calibrate; returns a
     :class:`lf_mpc_calib.pipeline.offline.RawCalibration` with camera_type 'focused'.
 
-    lens_types (M,) per micro-image of the grid (None: from a simulated camera; else, with
-    ``n_types`` > 1, told from the corners' sharpness by
-    :func:`lf_mpc_calib.features.lens_type_inference.infer_lens_types`, DetectionError when
-    they do not tell; else one type); progress(index, total, frame_path, message) and
+    lens_types (M,) per micro-image of the grid, or 'simulated' (the simulator's truth); None:
+    with ``n_types`` > 1 told from the corners' sharpness and detections by
+    :func:`lf_mpc_calib.features.lens_type_inference.infer_lens_types` (DetectionError when
+    they do not tell), else one type; the run's ``lens_type_source`` says which ('inferred',
+    'simulated', 'given' or None); progress(index, total, frame_path, message) and
     accept_uncertain as for ``calibrate_raw`` (poses that leave the intrinsics too uncertain
     are refused unless ``accept_uncertain``). Raises DetectionError when fewer than
     ``min_poses`` frames show the board.
@@ -73,6 +88,11 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     t0 = time.perf_counter()
     white = read_float_image(dataset.white)
     det = focused_detector(dataset, grid, white, lens_types, detector_options)
+    source = None if lens_types is None else \
+        (SIMULATED if isinstance(lens_types, str) else 'given')
+    if progress and source == SIMULATED:
+        progress(0, len(dataset.frames), None, 'lens types: the simulator\'s true ones (given, '
+                 'not told from the frames)')
     timings['grid'] = time.perf_counter() - t0
     parts, detections, skipped, pose_frames = [], [], [], []
     total = len(dataset.frames)
@@ -104,6 +124,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     obs = Observations.concatenate(parts)
     if det.lens_types is None and int(n_types) > 1:
         obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)
+        source = 'inferred'
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
@@ -120,8 +141,11 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                    else check_determined(result, board_points=dataset.board.points()))
     truth = None
     if dataset.camera is not None and dataset.camera.camera_type == 'focused':
-        w = None if obs.lens_type is None else \
-            np.bincount(obs.lens_type, minlength=dataset.camera.mla.n_types) / len(obs)
+        w = None   # ray fractions per TRUE type (told labels may be in another order)
+        if dataset.camera.mla.n_types > 1:
+            from lf_mpc_calib.simulation.focused_raw import lens_types_of
+            w = np.bincount(lens_types_of(dataset.camera, obs.ijuv[:, :2]),
+                            minlength=dataset.camera.mla.n_types) / len(obs)
         try:
             truth = dataset.camera.ground_truth_model(weights=w)
         except LFCalibError:
@@ -131,7 +155,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           dataset.name, None, noise, ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
                           det_figures, camera_type='focused',
-                          lens_type_rule=_type_rule(det, result))
+                          lens_type_rule=_type_rule(det, result),
+                          lens_type_source=source if result.lens_types is not None else None)
 
 
 def _type_rule(det, result):

@@ -56,7 +56,9 @@ class RawCalibration:
     'conventional' (views decoded by the grid) or 'focused'
     (:mod:`lf_mpc_calib.pipeline.focused_raw`; view_size is then the raw image's and
     usable_views None); lens_type_rule: which micro-image has which lens type
-    (:func:`lf_mpc_calib.measurement.focused.type_class_map`), written into ``lens_types``.
+    (:func:`lf_mpc_calib.measurement.focused.type_class_map`), written into ``lens_types``;
+    lens_type_source: where the lens types came from ('inferred' from the frames, 'given',
+    'simulated': the simulator's truth) or None (one type).
     """
 
     result: object
@@ -78,6 +80,7 @@ class RawCalibration:
     determination: object = None
     camera_type: str = 'conventional'
     lens_type_rule: dict = None
+    lens_type_source: str = None
 
 
 # ---- input ----------------------------------------------------------------------------------

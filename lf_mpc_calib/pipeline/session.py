@@ -19,6 +19,13 @@ file then holds that joint calibration (:attr:`~CalibrationSession.published_res
 ``hand_eye`` key, the saved manifest the ``arm`` and ``robot_poses`` keys of
 ``lf-mpc-calib simulate --arm``.
 
+A multi-focus focused camera (``lens_types`` T > 1, Raytrix-like interleaved micro-lens types)
+has the type of every micro-image told from all captures at each :meth:`~CalibrationSession.
+calibrate` (:func:`lf_mpc_calib.features.lens_type_inference.infer_lens_types`, refused with its
+figures when the types cannot be told apart) and the per-type terms estimated jointly; the
+calibration file then holds the terms and the type of every micro-image (``type_of_class``),
+which the decode node applies.
+
 Not thread-safe: a front end serialises the calls (the node holds a lock).
 """
 
@@ -93,15 +100,23 @@ class CalibrationSession:
     min_poses: poses needed to calibrate; calibrate_options: keyword arguments of
     :func:`lf_mpc_calib.calibration.calibrate`; corner_options: a CornerOptions;
     strict_views: take corners only from clean views (``Decoder.valid``, else every bright
-    view); demosaic: Bayer pattern of the raw frames or None.
+    view); demosaic: Bayer pattern of the raw frames or None; lens_types: micro-lens types
+    of a focused camera (1: one type; T > 1: a multi-focus camera, the types told from the
+    captures at each :meth:`calibrate`, :attr:`type_estimate` the last
+    :class:`~lf_mpc_calib.features.lens_type_inference.LensTypeEstimate`).
     """
 
     def __init__(self, board, *, camera_type='conventional', grid=None, white=None,
                  views=(9, 9), min_poses=MIN_POSES, calibrate_options=None,
-                 corner_options=None, strict_views=True, demosaic=None):
+                 corner_options=None, strict_views=True, demosaic=None, lens_types=1):
         if camera_type not in ('conventional', 'focused'):
             raise InvalidInputError(
                 f"camera_type: expected 'conventional' or 'focused', got {camera_type!r}")
+        if not isinstance(lens_types, (int, np.integer)) or lens_types < 1:
+            raise InvalidInputError(f'lens_types: expected an integer >= 1, got {lens_types!r}')
+        if lens_types > 1 and camera_type != 'focused':
+            raise InvalidInputError(f'lens_types {lens_types}: micro-lens types are told apart '
+                                    f"for a 'focused' camera only, got {camera_type!r}")
         if grid is not None and not isinstance(grid, LensletGrid):
             raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
         views = tuple(int(v) for v in views)
@@ -117,6 +132,8 @@ class CalibrationSession:
         self.corner_options = corner_options
         self.strict_views = bool(strict_views)
         self.demosaic = demosaic
+        self.lens_types = int(lens_types)
+        self.type_estimate = None  # LensTypeEstimate of the last calibrate (lens_types > 1)
         self._given_grid = grid
         self.grid = grid
         self.white = None
@@ -146,11 +163,32 @@ class CalibrationSession:
 
     @property
     def observations(self):
-        """All kept observations (an Observations table, possibly empty)."""
+        """All kept observations (an Observations table, possibly empty), with the lens_type
+        column once the types are told (:attr:`type_estimate`)."""
         if not self.detections:
             return Observations(np.zeros(0, int), np.zeros(0, int), np.zeros((0, 3)),
                                 np.zeros((0, 4)))
-        return Observations.concatenate([d.observations for d in self.detections])
+        obs = Observations.concatenate([d.observations for d in self.detections])
+        if self.type_estimate is None:
+            return obs
+        idx = self.decoder.detector.lattice.nearest(obs.ijuv[:, :2])
+        return dataclasses.replace(obs, lens_type=self.type_estimate.types[idx])
+
+    @property
+    def micro_image_types(self):
+        """(M,) lens type of every micro-image of the grid, or None (one type / not told)."""
+        return None if self.type_estimate is None else self.type_estimate.types
+
+    def _tell_lens_types(self):
+        """Tell the lens types from all captures (:attr:`type_estimate`); DetectionError with
+        the inference's figures when they cannot be told apart."""
+        from lf_mpc_calib.features.lens_type_inference import infer_lens_types
+        self.type_estimate = None
+        obs = self.observations
+        sharp = np.concatenate([d.diagnostics['row_saddle'] for d in self.detections])
+        w = np.concatenate([d.diagnostics['w_per_corner'][d.observations.point]
+                            for d in self.detections])
+        self.type_estimate = infer_lens_types(obs, sharp, w, self.grid, self.lens_types)
 
     def set_white(self, white):
         """
@@ -201,6 +239,7 @@ class CalibrationSession:
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
         self.detections, self.view_size = detections, view_size
         self.result = None
+        self.type_estimate = None
         return grid
 
     def reset(self):
@@ -209,6 +248,7 @@ class CalibrationSession:
         self.rejected = 0
         self.result = None
         self.hand_eye = None
+        self.type_estimate = None
 
     # ---- robot arm ----------------------------------------------------------------------
     def set_arm(self, setup, base_frame, tool_frame):
@@ -309,6 +349,7 @@ class CalibrationSession:
                                 tuple(np.asarray(v, float).reshape(3) for v in robot_pose))
         self.result = None
         self.hand_eye = None
+        self.type_estimate = None
         obs = det.observations
         d = det.diagnostics
         if lf is None:   # focused: micro-images instead of views
@@ -347,13 +388,17 @@ class CalibrationSession:
         Calibrate from the kept poses; returns (and keeps) the CalibrationResult.
 
         Raises DegenerateConfigurationError with fewer than ``min_poses`` poses or when the
-        poses do not constrain the model, other LFCalibErrors from the calibration.
+        poses do not constrain the model, DetectionError when ``lens_types`` > 1 types cannot
+        be told apart from the captures, other LFCalibErrors from the calibration.
         """
         if self.num_poses < self.min_poses:
             raise DegenerateConfigurationError(
                 f'calibration needs at least {self.min_poses} captured poses showing the '
                 f'board, got {self.num_poses} ({self.rejected} frames rejected)')
         from lf_mpc_calib.calibration import calibrate
+        self.result, self.hand_eye = None, None
+        if self.lens_types > 1:
+            self._tell_lens_types()
         try:
             self.result = calibrate(self.observations, **self.calibrate_options)
             if self.camera_type == 'focused':
@@ -372,11 +417,16 @@ class CalibrationSession:
             raise InvalidInputError('not calibrated yet: calibrate before asking for the '
                                     'calibration file')
         from lf_mpc_calib.io.calibration_file import CalibrationFile, default_frames
+        from lf_mpc_calib.measurement.focused import type_class_map
         lens_types = getattr(self.published_result, 'lens_types', None)
+        if lens_types is not None:   # the terms, and which micro-image has which type
+            types = self.micro_image_types
+            lens_types = {**lens_types.to_dict(), **(
+                {} if types is None else
+                type_class_map(self.grid, types, lens_types.n_types) or {})}
         return CalibrationFile.from_result(
             self.published_result, camera_type=self.camera_type, image_size=self.view_size,
-            lenslet_grid=self.grid, camera=camera_name,
-            lens_types=None if lens_types is None else lens_types.to_dict(),
+            lenslet_grid=self.grid, camera=camera_name, lens_types=lens_types,
             hand_eye=self.hand_eye_mapping(optical_frame or
                                            default_frames(camera_name)['optical']))
 
@@ -387,11 +437,12 @@ class CalibrationSession:
 
         ``<camera_name>.yaml`` (when calibrated) and ``<camera_name>_observations.csv``
         beside it; ``white.png``, ``frame_NNN.png`` (the captured raw frames, 16-bit PNG for
-        float input) and ``manifest.yaml`` (board, white, frames, bayer and the SHA-256 of
-        every file), a data set for ``lf-mpc-calib calibrate-raw OUTPUT_DIR``. Atomic: the
-        files go to a hidden temporary folder renamed into place once complete, so a save cut
-        off leaves earlier saves as they were and no folder that looks complete. Raises
-        InvalidInputError when nothing was captured and nothing calibrated.
+        float input) and ``manifest.yaml`` (board, white, frames, bayer, lens_types when > 1
+        and the SHA-256 of every file), a data set for ``lf-mpc-calib calibrate-raw
+        OUTPUT_DIR``. Atomic: the files go to a hidden temporary folder renamed into place
+        once complete, so a save cut off leaves earlier saves as they were and no folder that
+        looks complete. Raises InvalidInputError when nothing was captured and nothing
+        calibrated.
         """
         from lf_mpc_calib.io import raw_dataset as rd
         from lf_mpc_calib.io.calibration_file import save_calibration
@@ -407,6 +458,8 @@ class CalibrationSession:
                         'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
                         'bayer': self.demosaic, 'views': list(self.views),
                         'calibration': calibration}
+            if self.lens_types > 1:   # calibrate-raw tells them again
+                manifest['lens_types'] = self.lens_types
             if self.arm is not None and any(r is not None for r in self.robot_poses):
                 manifest['arm'] = dict(self.arm)   # the keys of simulate --arm
                 manifest['robot_poses'] = [

@@ -12,7 +12,11 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   board; answers corners found per view or why the frame was rejected, and what the poses
   so far determine and which pose to add (capture guidance, also on ``~/status``).
 - ``~/calibrate``: calibrates the captured poses (its own callback group); answers the RMS
-  errors and publishes the latched outputs.
+  errors and publishes the latched outputs. With ``lens_types`` T > 1 (a multi-focus focused
+  camera) it first tells the type of every micro-image from all captures (refused with the
+  figures when the types cannot be told apart: capture more poses over the depth range, or
+  calibrate with 1) and estimates the per-type terms jointly; the answer gives them with their
+  sigmas, the calibration file the terms and the type rule the decode node applies.
 - ``~/save``: writes a new folder ``output_dir/<camera_name>_<date-time>`` (linked as
   ``output_dir/latest``) with ``<camera_name>.yaml``, the observation table, the captured
   frames, the white image and a manifest with their checksums, atomically
@@ -88,6 +92,10 @@ class CalibrationNode(Node):
             ('camera_type', D.CAMERA_TYPE, 'camera type (conventional: micro-lenses focused '
              'at infinity, decoded into sub-aperture views; focused: plenoptic 2.0, corners '
              'found in the micro-images)', D.one_of('conventional', 'focused')),
+            ('lens_types', 1, 'micro-lens types of a focused camera (1: one type; T > 1: a '
+             'multi-focus camera, e.g. 3 for Raytrix; the type of each micro-image is told '
+             'from all captures at ~/calibrate, refused with the figures when they cannot be)',
+             D.at_least(1)),
             ('grid_file', '', 'lenslet grid YAML (lf-mpc-calib grid, or a calibration file); '
              'empty: estimated from the white image', None),
             ('min_poses', D.MIN_POSES, 'captured poses needed to calibrate', D.at_least(2)),
@@ -118,7 +126,8 @@ class CalibrationNode(Node):
         grid = self._load_grid(p['grid_file']) if p['grid_file'] else None
         self.session = CalibrationSession(board, camera_type=p['camera_type'], grid=grid,
                                           views=tuple(int(v) for v in p['views']),
-                                          min_poses=p['min_poses'])
+                                          min_poses=p['min_poses'],
+                                          lens_types=p['lens_types'])
         self.robot = None                       # robot pose source on an arm
         if bool(p['base_frame']) != bool(p['tool_frame']):
             from lf_mpc_calib.errors import InvalidInputError
@@ -347,6 +356,7 @@ class CalibrationNode(Node):
             cal = self.session.calibration_file(self.camera_name, self.optical_frame)
             he = self.session.hand_eye
             view_size = self.session.view_size
+            types = self.session.type_estimate
         stamp = self.get_clock().now().to_msg()
         self.info_pub.publish(camera_info(result.model, view_size, frame_id=self.optical_frame,
                                           stamp=stamp))
@@ -366,6 +376,12 @@ class CalibrationNode(Node):
             f'{result.rms_reprojection_px:.4f} px, ray reprojection '
             f'{result.rms_ray_reprojection_mm:.5f} mm, '
             f'{"converged" if result.converged else "not converged"} ({result.message})')
+        if types is not None and result.lens_types is not None:
+            lt = result.lens_types
+            response.message += '; ' + types.describe() + '; per-type terms: ' + ', '.join(
+                f'type {t}: scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
+                f'offset ({lt.offset_px[t, 0]:+.3f}, {lt.offset_px[t, 1]:+.3f}) px'
+                for t in range(lt.n_types))
         if he is not None:
             m = cal.hand_eye
             sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])

@@ -18,9 +18,20 @@ dropped), so the node keeps up with its input or drops frames and never queues w
 Publishes per processed frame (header stamp of the raw frame, frame id the optical frame):
 
 - ``~/center`` (sensor_msgs/Image, mono8/mono16 as the input) and ``~/camera_info``: the
-  rectified central view and its pinhole CameraInfo (a focused camera's calibration: the
-  image rendered from the micro-images, no CameraInfo, views or depth outputs;
-  :class:`lf_mpc_calib.measurement.focused.FocusedMeasurer`);
+  rectified central view and its pinhole CameraInfo. A focused camera's calibration
+  (:class:`lf_mpc_calib.measurement.focused.FocusedMeasurer`): the image rendered from the
+  micro-images at the frame's inverse virtual depth w, in the frame ``<optical
+  frame>_rendered`` (on ``/tf_static``: the main lens, turned by 180 deg about z when the
+  rendered image is upside down in the optical frame), and a CameraInfo whose K is the
+  pinhole of that image in that frame
+  (:func:`lf_mpc_calib.measurement.focused.rendered_pinhole`): exact for the scene at the
+  rendered depth, elsewhere up to the tiling of the micro-image patches; its focal length
+  follows w (the rendered pixel is 1 / |w| raw pixels), so it changes from frame to frame;
+  ``~/depth`` (while subscribed) in the same pixels and frame, from the disparities between
+  neighbouring micro-images (:mod:`lf_mpc_calib.measurement.focused_depth`: NaN where a
+  micro-image has no texture near its centre; edges spread by up to two micro-image tiles;
+  about 1.2 s CPU per 1024 x 768 frame), with ``~/depth/camera_info`` = the
+  rendered image's; no views, rays, cloud or refocus outputs;
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
 - ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
   direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
@@ -44,7 +55,8 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
 
 A calibration with a robot mount (its ``hand_eye`` key: tool -> optical on an arm, base ->
 optical for a fixed camera) is published on ``/tf_static`` (latched, the mount's parent frame to
-this node's optical frame), so the points reach the robot's base frame through TF.
+this node's optical frame), so the points reach the robot's base frame through TF; with a
+focused camera's rendered frame in the same message.
 
 Bad input is logged once per cause (:class:`lf_mpc_calib.ros.guard.CauseLog`: again only
 when the cause changes or clears, the causes now on ``~/stats`` under ``problems``) and the
@@ -227,24 +239,45 @@ class DecodeNode(Node):
             self.calibration, self.measurer = cal, measurer
             if not self.params['optical_frame']:
                 self.optical_frame = cal.frames.get('optical', self.optical_frame)
-        if cal.hand_eye is not None:
-            self._publish_mount(cal.hand_eye)
+        self._publish_static(cal)
         m = cal.model
         self.get_logger().info(
             f'calibration from {source}: k_i {m.k_i:.4g}, k_u {m.k_u:.4g}, lenslet grid '
             f'{cal.lenslet_grid.shape[0]}x{cal.lenslet_grid.shape[1]}, frame '
             f'{self.optical_frame}')
 
-    def _publish_mount(self, hand_eye):
-        """The calibration's robot mount on /tf_static (parent frame -> optical frame)."""
+    @property
+    def rendered_frame(self):
+        """Frame id of a focused camera's rendered image (``<optical frame>_rendered``)."""
+        return f'{self.optical_frame}_rendered'
+
+    def _publish_static(self, cal):
+        """The calibration's robot mount (parent frame -> optical frame) and a focused camera's
+        rendered frame (optical frame -> rendered frame) on /tf_static, in one message."""
         from tf2_msgs.msg import TFMessage
         from lf_mpc_calib.ros.messages import transform_stamped
-        tf = transform_stamped(hand_eye['rotation_vector'], hand_eye['translation_m'],
-                               parent=hand_eye['parent_frame'], child=self.optical_frame,
-                               stamp=self.get_clock().now().to_msg())
-        self.tf_pub.publish(TFMessage(transforms=[tf]))
-        self.get_logger().info(f'robot mount {hand_eye["parent_frame"]} -> '
-                               f'{self.optical_frame} on /tf_static')
+        stamp = self.get_clock().now().to_msg()
+        transforms = []
+        hand_eye = cal.hand_eye
+        if hand_eye is not None:
+            transforms.append(transform_stamped(
+                hand_eye['rotation_vector'], hand_eye['translation_m'],
+                parent=hand_eye['parent_frame'], child=self.optical_frame, stamp=stamp))
+            self.get_logger().info(f'robot mount {hand_eye["parent_frame"]} -> '
+                                   f'{self.optical_frame} on /tf_static')
+        if cal.camera_type == 'focused':
+            from lf_mpc_calib.measurement.focused import rendered_pinhole
+            try:
+                pin = rendered_pinhole(cal.model, 1.0, (1, 1))
+            except LFCalibError as exc:
+                self.causes.error('rendered', f'no pinhole for the rendered image: {exc}')
+            else:
+                self.causes.clear('rendered')
+                transforms.append(transform_stamped(pin.rotation_vector, pin.centre,
+                                                    parent=self.optical_frame,
+                                                    child=self.rendered_frame, stamp=stamp))
+        if transforms:
+            self.tf_pub.publish(TFMessage(transforms=transforms))
 
     def _on_calibration(self, msg):
         from lf_mpc_calib.io.calibration_file import loads
@@ -336,8 +369,10 @@ class DecodeNode(Node):
         from std_msgs.msg import Header
 
         from lf_mpc_calib.lenslet.decode import mosaic
+        from lf_mpc_calib.measurement.focused import FocusedMeasurer
         from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.ros.messages import camera_info, points_cloud, ray_cloud
+        from lf_mpc_calib.ros.messages import (camera_info, depth_image, pinhole_camera_info,
+                                               points_cloud, ray_cloud)
         t0 = time.perf_counter()
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
@@ -354,9 +389,10 @@ class DecodeNode(Node):
         t1 = time.perf_counter()
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
+        focused = isinstance(measurer, FocusedMeasurer)   # rendered image, no views
+        depth = {'depth': self.depth_pub.get_subscription_count() > 0} if focused else {}
         meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
-                                all_views=want_views)
-        focused = meas.lightfield is None     # FocusedMeasurer: no views, no depth outputs
+                                all_views=want_views, **depth)
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
         t2 = time.perf_counter()
@@ -369,7 +405,18 @@ class DecodeNode(Node):
             return array_to_image(np.clip(np.rint(values), 0, top).astype(dtype), encoding,
                                   header=header)
 
-        if meas.center is not None:
+        if meas.center is not None and focused:
+            rendered = Header(stamp=msg.header.stamp, frame_id=self.rendered_frame)
+            self.center_pub.publish(array_to_image(
+                np.clip(np.rint(meas.center), 0, top).astype(dtype), encoding, header=rendered))
+            if meas.pinhole is not None:
+                info = pinhole_camera_info(meas.pinhole.K, meas.pinhole.size,
+                                           frame_id=self.rendered_frame, stamp=msg.header.stamp)
+                self.info_pub.publish(info)
+                if meas.depth is not None:
+                    self.depth_pub.publish(depth_image(meas.depth, header=rendered))
+                    self.depth_info_pub.publish(info)
+        elif meas.center is not None:
             self.center_pub.publish(image(meas.center))
         if not focused:
             self.info_pub.publish(camera_info(measurer.model, measurer.view_size,

@@ -1,7 +1,7 @@
 """
 The ROS demo: simulated camera + calibration node + decode node in one process.
 
-    lf-mpc-calib demo --ros [--poses 6] [--output-dir DIR] [--seed 1]
+    lf-mpc-calib demo --ros [--preset lytro] [--poses 6] [--output-dir DIR] [--seed 1]
     python -m lf_mpc_calib.ros.demo [same options]
 
 What a launch file would start (the launch packages cannot be installed without ROS): the
@@ -11,7 +11,19 @@ the real services (``/lf_sim_camera/next_pose``, ``/lf_calibration/capture``), c
 (``/lf_calibration/calibrate``), saves, prints the recovered parameters against the simulated
 optics' ground truth, then starts the decode node on the saved calibration file, shows it a
 new pose and prints the 3-D board corners it measures (``/lf_decoder/points``) against the
-true corner positions.
+true corner positions, and the floor: the same frame detected here and measured with the true
+model.
+
+With ``--preset focused-keplerian`` (``focused-galilean``, ``focused-multifocus``) the simulated
+camera is a focused (plenoptic 2.0) one: the calibration node runs with ``camera_type``
+focused (corners found in the micro-images), the poses lie where the micro-lenses focus
+(:func:`lf_mpc_calib.simulation.dataset.capture_depth_range`), and the decode node renders an
+image from the micro-images and triangulates the corners from every micro-image that sees
+them. A multi-focus camera is calibrated with its number of lens types (``lens_types`` of the
+calibration node; ``--lens-types 1``: one type): the node tells the type of every micro-image
+from the captures, the demo prints how many it got right against the simulator (up to the
+labels' order) and the per-type terms against the optics' truth, and the decode node applies
+them.
 
 With ``--hand-eye [eye-in-hand|eye-to-hand]`` the camera rides on a simulated arm (or watches
 the board in its gripper): the calibration node takes base -> tool from /tf at every capture
@@ -36,6 +48,10 @@ from lf_mpc_calib.camera.rotations import rotation_matrix
 
 def add_arguments(parser):
     """The demo's options (shared by ``lf-mpc-calib demo --ros``)."""
+    from lf_mpc_calib.ros.defaults import SIM_PRESET
+    from lf_mpc_calib.simulation.names import PRESETS
+    parser.add_argument('--preset', default=SIM_PRESET, choices=PRESETS,
+                        help='simulated camera preset (default: %(default)s)')
     parser.add_argument('--poses', type=int, default=6,
                         help='board poses to capture (default: %(default)s)')
     parser.add_argument('--output-dir', default=None, metavar='DIR',
@@ -50,6 +66,9 @@ def add_arguments(parser):
                         help='the camera on a simulated robot arm (eye-in-hand, the default '
                              'with the flag) or watching the board in its gripper '
                              '(eye-to-hand): solve and check the mount')
+    parser.add_argument('--lens-types', type=int, default=None, metavar='T',
+                        help='micro-lens types the calibration node tells apart (default: the '
+                             "preset's, 3 for focused-multifocus; 1: one type)")
     parser.add_argument('--timeout', type=float, default=60.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
 
@@ -81,6 +100,49 @@ class _Caller:
             time.sleep(0.02)
 
 
+def _truth_model(sim, grid, obs):
+    """The optics' MPC model of the simulated camera (a multi-focus one's: weighted by the rays
+    of ``obs`` per true lens type, what one model of all types and the zero-mean per-type terms
+    refer to)."""
+    cam = sim.camera
+    if cam.camera_type != 'focused':
+        return cam.ground_truth_model(grid)
+    return cam.ground_truth_model(weights=_true_type_weights(cam, obs))
+
+
+def _true_type_weights(cam, obs):
+    """(T,) fraction of the rows of ``obs`` per true lens type, or None for one type."""
+    if cam.mla.n_types == 1 or len(obs) == 0:
+        return None
+    from lf_mpc_calib.simulation.focused_raw import lens_types_of
+    true = lens_types_of(cam, obs.ijuv[:, :2])
+    return np.bincount(true, minlength=cam.mla.n_types) / len(obs)
+
+
+def _type_lines(session, cam, result):
+    """Lines: the told lens types against the simulator's and the per-type terms against the
+    optics' truth (labels mapped to the true types)."""
+    from lf_mpc_calib.simulation.focused_raw import type_agreement
+    types, lt = session.micro_image_types, result.lens_types
+    if types is None or lt is None:
+        return [f'lens types: one type calibrated (the simulated camera has '
+                f'{cam.mla.n_types})'] if cam.mla.n_types > 1 else []
+    centres = session.decoder.detector.centres
+    true_of, fraction = type_agreement(cam, centres, types)
+    truth = cam.ground_truth_lens_types(_true_type_weights(cam, session.observations))
+    lines = [f'lens types told from the captures: {100 * fraction:.1f} % of '
+             f'{len(types)} micro-images right (labels -> true types {true_of.tolist()})',
+             f'{"type":>6} {"scale %":>9} {"± std":>7} {"truth":>7} {"z":>6} '
+             f'{"offset px":>16} {"± std":>13} {"truth":>16}']
+    for t in range(lt.n_types):
+        g = true_of[t]
+        z = (lt.scale[t] - truth.scale[g]) / lt.scale_std[t]
+        lines.append(f'{t:>6} {100 * lt.scale[t]:+9.3f} {100 * lt.scale_std[t]:7.3f} '
+                     f'{100 * truth.scale[g]:+7.3f} {z:+6.1f} {_fmt3(lt.offset_px[t]):>16} '
+                     f'{_fmt3(lt.offset_std_px[t]):>13} {_fmt3(truth.offset_px[g]):>16}')
+    return lines
+
+
 def _true_corners(sim, model, index):
     """True board corners (C, 3) of sim pose ``index`` in the calibrated camera frame."""
     truth = sim.camera.ground_truth_model(sim.camera.lenslet_grid())
@@ -95,10 +157,18 @@ def _floor(session, sim, model, index):
     from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.io.images import as_float_image
     from lf_mpc_calib.measurement.accuracy import corner_accuracy
-    lf = dataclasses.replace(session.decoder.decode(as_float_image(sim.frame(index))),
-                             valid=session.use.copy())
-    obs = detect_corners(lf, session.board, pose=0).observations
-    truth = sim.camera.ground_truth_model(session.grid)
+    if session.camera_type == 'focused':   # corners in the micro-images, as the session found
+        obs = session.decoder.detect(sim.frame(index), pose=0)[1].observations
+        truth = _truth_model(sim, session.grid, session.observations)
+        terms, types = getattr(session.result, 'lens_types', None), session.micro_image_types
+        if terms is not None and types is not None:   # as the decode node: (u, v) corrected
+            t = types[session.decoder.detector.lattice.nearest(obs.ijuv[:, :2])]
+            obs = dataclasses.replace(obs, ijuv=terms.corrected_ijuv(obs.ijuv, t))
+    else:
+        lf = dataclasses.replace(session.decoder.decode(as_float_image(sim.frame(index))),
+                                 valid=session.use.copy())
+        obs = detect_corners(lf, session.board, pose=0).observations
+        truth = sim.camera.ground_truth_model(session.grid)
     truth, rot, trans = aligned_truth(truth, model, rotation_matrix(sim.rvecs[index:index + 1]),
                                       sim.tvecs[index:index + 1])
     return corner_accuracy(obs, model, truth, sim.board.points() @ rot[0].T + trans[0])
@@ -149,9 +219,18 @@ def run(args, out=None):
     nodes = []
     thread = None
     try:
+        from lf_mpc_calib.ros.defaults import SIM_PRESET, SIM_SCALE
+        from lf_mpc_calib.simulation.optics import default_board, preset
+        name = getattr(args, 'preset', None) or SIM_PRESET
+        camera = preset(name, scale=SIM_SCALE if args.scale is None else args.scale)
         sim_params = [Parameter('num_poses', value=args.poses + 1),
                       Parameter('seed', value=args.seed)]
-        calib_params = [Parameter('output_dir', value=str(output_dir))]
+        calib_params = [Parameter('output_dir', value=str(output_dir)),
+                        Parameter('camera_type', value=camera.camera_type)]
+        n_types = getattr(args, 'lens_types', None)
+        n_types = camera.mla.n_types if n_types is None else n_types
+        if n_types != 1:
+            calib_params.append(Parameter('lens_types', value=int(n_types)))
         board_params = []                       # the decode node's board as well
         setup = getattr(args, 'hand_eye', None)
         if setup:
@@ -159,11 +238,11 @@ def run(args, out=None):
             calib_params += [Parameter('base_frame', value='base_link'),
                              Parameter('tool_frame', value='tool0'),
                              Parameter('hand_eye_setup', value=setup)]
-        if args.scale is not None:
-            from lf_mpc_calib.simulation.optics import default_board, preset
-            from lf_mpc_calib.ros.defaults import SIM_PRESET
-            board = default_board(preset(SIM_PRESET, scale=args.scale))
-            sim_params.append(Parameter('scale', value=float(args.scale)))
+        if name != SIM_PRESET:
+            sim_params.append(Parameter('preset', value=name))
+        if args.scale is not None or name != SIM_PRESET:
+            board = default_board(camera)
+            sim_params.append(Parameter('scale', value=float(camera.scale)))
             board_params = [Parameter('board_cols', value=board.cols),
                             Parameter('board_rows', value=board.rows),
                             Parameter('square_size', value=float(board.square))]
@@ -202,11 +281,16 @@ def run(args, out=None):
 
         result = calib.session.published_result   # joint with the mount on an arm
         captured = slice(0, args.poses)
-        truth, _, _ = aligned_truth(cam.ground_truth_model(calib.session.grid), result.model,
+        truth, _, _ = aligned_truth(_truth_model(sim, calib.session.grid,
+                                                 calib.session.observations), result.model,
                                     rotation_matrix(sim.rvecs[captured]),
                                     sim.tvecs[captured])
         say('\nrecovered vs ground truth (simulated optics):')
         for line in parameter_table(result.model, truth, result.stddev):
+            say(line)
+        say(f'principal point {_fmt_px(result.model.principal_point)} px, truth '
+            f'{_fmt_px(truth.principal_point)} px')
+        for line in _type_lines(calib.session, cam, result):
             say(line)
         if setup:
             _say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
@@ -287,6 +371,14 @@ def _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc):
 
 def _fmt(p):
     return f'({p[0] * 1e3:8.2f} {p[1] * 1e3:8.2f} {p[2] * 1e3:8.2f})'
+
+
+def _fmt_px(p):
+    return f'({p[0]:.2f}, {p[1]:.2f})'
+
+
+def _fmt3(p):
+    return f'({p[0]:+.3f}, {p[1]:+.3f})'
 
 
 def _measure(caller, executor, context, nodes, cal_file, sim, index, say, board_params):

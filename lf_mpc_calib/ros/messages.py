@@ -31,11 +31,18 @@ def camera_info(model, view_size, *, frame_id, stamp=None):
 
     view_size (width, height) in view pixels; R identity, P = [K | 0].
     """
+    return pinhole_camera_info(central_view_intrinsics(model), view_size, frame_id=frame_id,
+                               stamp=stamp)
+
+
+def pinhole_camera_info(k, size, *, frame_id, stamp=None):
+    """sensor_msgs/CameraInfo of a pinhole K (3, 3) with no distortion, size (width, height)
+    px; R identity, P = [K | 0]."""
     from sensor_msgs.msg import CameraInfo
-    width, height = (int(x) for x in view_size)
+    width, height = (int(x) for x in size)
     if width <= 0 or height <= 0:
-        raise InvalidInputError(f'view_size must be positive (width, height), got {view_size}')
-    k = central_view_intrinsics(model)
+        raise InvalidInputError(f'image size must be positive (width, height), got {size}')
+    k = np.asarray(k, dtype=float).reshape(3, 3)
     msg = CameraInfo()
     msg.header.frame_id = frame_id
     if stamp is not None:

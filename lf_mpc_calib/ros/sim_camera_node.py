@@ -31,9 +31,10 @@ the arm has moved and come to rest (``settle_time`` s on the new pose, frames go
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
 Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
-from ``seed``: for a conventional camera a careful user's set (boards at 0.6-1.5 x the focus
-distance alternating near and far, tilted about both axes in turn:
-:func:`lf_mpc_calib.simulation.dataset.capture_poses`), else random ones.
+from ``seed``: a careful user's set (boards at 0.6-1.5 x the focus distance alternating near
+and far, tilted about both axes in turn; a focused camera's only on the side of the plane
+conjugate to its micro-lenses where they focus:
+:func:`lf_mpc_calib.simulation.dataset.capture_poses`).
 """
 
 import dataclasses
@@ -69,8 +70,7 @@ class SimCameraNode(Node):
 
         from lf_mpc_calib.io.calibration_file import default_frames, dumps
         from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.simulation.dataset import (
-            capture_poses, ground_truth_file, random_poses)
+        from lf_mpc_calib.simulation.dataset import capture_poses, ground_truth_file
         from lf_mpc_calib.simulation.optics import PRESETS, default_board, preset
         from lf_mpc_calib.simulation.render import quantize, render_white
 
@@ -82,7 +82,7 @@ class SimCameraNode(Node):
             ('seed', 0, 'seed of the random poses and the sensor noise', None),
             ('num_poses', 12, 'poses when none are given', D.at_least(1)),
             ('poses', [0.0], 'board poses, 6 doubles each (rvec, tvec; board -> camera, m); '
-             '[0.0] or empty: a careful user\'s set (conventional presets), else random',
+             '[0.0] or empty: a careful user\'s set from seed',
              lambda v: None if len(v) <= 1 or len(v) % 6 == 0 else 'expected 6 N values'),
             ('encoding', 'mono8', 'image encoding of image_raw', D.one_of('mono8', 'mono16')),
             ('rate', 2.0, 'frames per second on image_raw', D.positive),
@@ -110,10 +110,9 @@ class SimCameraNode(Node):
             self._planes(poses)
         elif poses.size >= 6:
             self.rvecs, self.tvecs = poses.reshape(-1, 6)[:, :3], poses.reshape(-1, 6)[:, 3:]
-        else:   # conventional: both sides of the focus distance, tilts about both axes
-            draw = capture_poses if self.camera.camera_type == 'conventional' else random_poses
-            self.rvecs, self.tvecs = draw(self.camera, self.board, p['num_poses'],
-                                          rng=np.random.default_rng(p['seed']))
+        else:   # both sides of the focus distance (focused: where the micro-lenses focus)
+            self.rvecs, self.tvecs = capture_poses(self.camera, self.board, p['num_poses'],
+                                                   rng=np.random.default_rng(p['seed']))
         self.frame_id = D.optical_frame(p['camera_name'])
         self.bits = 8 if p['encoding'] == 'mono8' else 16
         self._quantize, self._array_to_image = quantize, array_to_image

@@ -5,6 +5,7 @@ Public API::
 
     random_poses(camera, board, n, *, rng, max_tilt_deg=30.0) -> (rvecs (n, 3), tvecs (n, 3))
     capture_poses(camera, board, n, *, rng) -> (rvecs (n, 3), tvecs (n, 3)): well-conditioned
+    capture_depth_range(camera) -> (near, far) x the scene distance capture_poses spans
     board_in_view(camera, board, rvec, tvec, *, margin_px=None) -> bool
     load_poses(path) -> (rvecs (P, 3), tvecs (P, 3))
     ground_truth_file(camera, rvecs, tvecs) -> CalibrationFile
@@ -134,7 +135,8 @@ def _near_conjugate_plane(camera, z, band=0.25):
 
 
 CAPTURE_DEPTHS = (0.6, 1.5)
-"""Board depths of :func:`capture_poses`, as fractions of the camera's focus distance."""
+"""Board depths of :func:`capture_poses` for a conventional camera, as fractions of the
+camera's focus distance."""
 CAPTURE_TILT_DEG = 30.0
 """Tilt of the board in :func:`capture_poses`."""
 _TILT_PATTERN = ((1, 0), (0, 1), (-1, 0), (0, -1), (0.7, 0.7), (-0.7, -0.7), (0.7, -0.7),
@@ -142,22 +144,41 @@ _TILT_PATTERN = ((1, 0), (0, 1), (-1, 0), (0, -1), (0.7, 0.7), (-0.7, -0.7), (0.
 """Tilt directions (about the board's x, y axes) cycled through by :func:`capture_poses`."""
 
 
-def capture_poses(camera, board, n, *, rng, depth_range=CAPTURE_DEPTHS,
+def capture_depth_range(camera):
+    """
+    (near, far) board depths of :func:`capture_poses` as fractions of ``camera.scene_distance``.
+
+    Conventional: CAPTURE_DEPTHS. Focused: the side of the plane conjugate to the micro-lenses
+    (z_f) where they focus, within 0.6-1.5 x the scene distance. Keplerian (z_f nearer): from
+    1.25 z_f on. Galilean (z_f farther): up to 0.65 z_f, where a corner is still seen in 3 or
+    more micro-images (simulated Galilean preset, inverse virtual depth -0.34 at 0.65 z_f,
+    -0.45 at 0.72 z_f with a corner in about 2 micro-images; near 0.5 x the scene distance the
+    board blurs out of the micro-lenses' focus: 1 corner found).
+    """
+    if camera.camera_type != 'focused':
+        return CAPTURE_DEPTHS
+    zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
+    return (max(0.6, 1.25 * zf), 1.5) if zf < 1.0 else (0.65, min(1.5, 0.65 * zf))
+
+
+def capture_poses(camera, board, n, *, rng, depth_range=None,
                   tilt_deg=CAPTURE_TILT_DEG, max_tries=400):
     """
     Board poses (MPC frame) as a careful user captures them: well-conditioned by design.
 
     The board centres lie at depths spread over depth_range x the focus distance
-    (``camera.scene_distance``), alternating near and far, so both sides of the focus
-    distance are seen (k_i, k_j rest on parallax, which vanishes at the focus distance); the
-    tilts of tilt_deg cycle about the board's x and y axes, both signs, then diagonally, so
-    both axes are covered. rng jitters depth (+-5 %), tilt (+-5 deg), roll (+-10 deg) and the
-    sideways position; a pose that does not keep the board in view is drawn again, its tilt
-    and offsets reduced after every 25 tries. Returns rvecs (n, 3), tvecs (n, 3).
+    (``camera.scene_distance``; None: :func:`capture_depth_range`), alternating near and far,
+    so both sides of the focus distance are seen (k_i, k_j rest on parallax, which vanishes at
+    the focus distance); the tilts of tilt_deg cycle about the board's x and y axes, both
+    signs, then diagonally, so both axes are covered. rng jitters depth (+-5 %), tilt (+-5
+    deg), roll (+-10 deg) and the sideways position; a pose that does not keep the board in
+    view is drawn again, its tilt and offsets reduced after every 25 tries. Returns rvecs
+    (n, 3), tvecs (n, 3).
     """
     if int(n) != n or n < 1:
         raise InvalidInputError(f'number of poses must be a positive integer, got {n!r}')
     n = int(n)
+    depth_range = capture_depth_range(camera) if depth_range is None else depth_range
     fractions = np.geomspace(depth_range[0], depth_range[1], n) if n > 1 else np.ones(1)
     order = np.array([k // 2 if k % 2 == 0 else n - 1 - k // 2 for k in range(n)])
     centre = np.array([(board.cols - 1) * board.square / 2,

@@ -44,7 +44,7 @@ def _clients(node, name='/lf_calibration'):
 
 def test_calibration_node_rejects_bad_parameters(ros_context):
     for name, value in (('square_size', -0.01), ('min_poses', 1), ('views', [8, 9]),
-                        ('camera_type', 'plenoptic3'), ('board_cols', 1)):
+                        ('camera_type', 'plenoptic3'), ('board_cols', 1), ('lens_types', 0)):
         with pytest.raises(InvalidInputError, match=f"parameter '{name}'"):
             CalibrationNode(context=ros_context,
                             parameter_overrides=[Parameter(name, value=value)])

@@ -8,7 +8,6 @@ import pytest
 
 pytest.importorskip('rclpy')
 
-from lf_mpc_calib.cli import main  # noqa: E402
 from lf_mpc_calib.ros import demo  # noqa: E402
 
 
@@ -30,8 +29,3 @@ def test_demo_ros_session_recovers_truth_and_measures_in_3d(tmp_path):
     mean_mm = float(re.search(r'3-D error: mean ([0-9.]+) mm', text).group(1))
     assert mean_mm < 20.0
     assert float(re.search(r'demo took ([0-9.]+) s', text).group(1)) < 120.0
-
-
-def test_demo_cli_ros_flag_rejects_other_presets(capsys):
-    assert main(['demo', '--ros', '--preset', 'illum']) == 2
-    assert 'simulates the lytro preset' in capsys.readouterr().err
