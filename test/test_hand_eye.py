@@ -280,3 +280,22 @@ def test_joint_calibration_leaves_out_captures_without_robot_pose_and_held_intri
     assert held.error_figures()['intrinsics'] == 'held'
     with pytest.raises(InvalidInputError, match='held the intrinsics'):
         joint_calibration(held, sc.obs, cal)
+
+
+def test_calibrations_with_lens_type_terms_keep_their_intrinsics():
+    # the hand-eye problem has no per-lens-type terms: such a calibration is held, not
+    # replaced by a joint one fitted without them
+    import dataclasses
+    from lf_mpc_calib.calibration.hand_eye_joint import published_result, refines_intrinsics
+    from lf_mpc_calib.pipeline.hand_eye import hand_eye_for_frames
+    from lf_mpc_calib.io.robot_poses import RobotPoses
+    sc = _scene('eye-in-hand', 8, n=4, views=3, corners=6)
+    cal = calibrate(sc.obs)
+    assert refines_intrinsics(cal)
+    typed = dataclasses.replace(cal, lens_types=object())
+    assert not refines_intrinsics(typed)
+    frames = [str(p) for p in cal.pose_ids]
+    robot = RobotPoses(tuple(frames), sc.robot_rvecs, sc.robot_tvecs, setup='eye-in-hand')
+    he = hand_eye_for_frames(sc.obs, typed, robot, frames)
+    assert he.model_covariance is None and published_result(typed, he) is typed
+    assert 'joint_calibration' in hand_eye_for_frames(sc.obs, cal, robot, frames).extras

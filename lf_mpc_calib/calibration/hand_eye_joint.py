@@ -121,6 +121,13 @@ def intrinsics_shift(joint, camera_only):
                            float(z.max()) if len(z) else float('nan'))
 
 
+def refines_intrinsics(calibration):
+    """Whether the hand-eye solve refines the intrinsics of ``calibration`` jointly: not when
+    it has per-micro-lens-type terms (multi-focus cameras), which the hand-eye problem does not
+    model; its intrinsics are then held and the camera-only calibration is published."""
+    return getattr(calibration, 'lens_types', None) is None
+
+
 def attach_joint_calibration(he, obs, calibration):
     """
     Put the joint calibration of ``he`` (:func:`joint_calibration`) and its

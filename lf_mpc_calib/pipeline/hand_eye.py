@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye, SETUPS
-from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration
+from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration, \
+    refines_intrinsics
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.calibration_file import default_frames
 from lf_mpc_calib.io.robot_poses import read_robot_poses, robot_poses_from_mapping
@@ -59,9 +60,10 @@ def hand_eye_for_frames(obs, result, robot, frames, *, setup=None, frame_indices
     ids themselves). Captures without a robot pose are left out (their number is in
     ``extras['captures_without_robot_pose']``). ``options``: of
     :func:`~lf_mpc_calib.calibration.hand_eye.calibrate_hand_eye`. With the intrinsics refined
-    (the default) ``extras['joint_calibration']`` is the calibration to save beside the mount
-    and ``extras['intrinsics_shift']`` how far it moved from ``result``
-    (:func:`~lf_mpc_calib.calibration.hand_eye_joint.attach_joint_calibration`).
+    (the default, unless ``result`` has lens-type terms) ``extras['joint_calibration']`` is
+    the calibration to save beside the mount and ``extras['intrinsics_shift']`` how far it
+    moved from ``result`` (:func:`~lf_mpc_calib.calibration.hand_eye_joint.
+    attach_joint_calibration`).
     """
     setup = resolve_setup(setup, robot)
     ids = np.asarray(result.pose_ids)
@@ -74,6 +76,7 @@ def hand_eye_for_frames(obs, result, robot, frames, *, setup=None, frame_indices
             f'{", ..." if len(robot.frames) > 5 else ""}) names a calibrated frame '
             f'({", ".join(Path(str(f)).name for f in frames[:5])}'
             f'{", ..." if len(frames) > 5 else ""})')
+    options = dict({'refine_intrinsics': refines_intrinsics(result)}, **options)
     he = calibrate_hand_eye(obs, result, rv, tv, setup=setup, robot_pose_ids=ids[idx],
                             **options)
     attach_joint_calibration(he, obs, result)

@@ -278,7 +278,8 @@ class CalibrationSession:
         """
         Solve the hand-eye calibration of the last calibration with the captures' robot poses;
         returns (and keeps) the HandEyeResult. The intrinsics are refined jointly with the
-        mount (the arm ties every capture's board pose to 12 parameters): that joint
+        mount (the arm ties every capture's board pose to 12 parameters; not with lens-type
+        terms, :func:`~lf_mpc_calib.calibration.hand_eye_joint.refines_intrinsics`): that joint
         calibration is what the session then saves and publishes (:attr:`published_result`,
         also ``extras['joint_calibration']``; ``extras['intrinsics_shift']``: how far it moved
         from the camera-only ``result``, :func:`~lf_mpc_calib.calibration.hand_eye_joint.
@@ -288,12 +289,14 @@ class CalibrationSession:
         disagree), InvalidInputError when not calibrated or not on an arm.
         """
         from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
-        from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration
+        from lf_mpc_calib.calibration.hand_eye_joint import (
+            attach_joint_calibration, refines_intrinsics)
         if self.result is None or self.arm is None:
             raise InvalidInputError('hand-eye calibration needs a calibration and an arm '
                                     '(base and tool frames) first')
         ids, rv, tv = self._robot_arrays()
         self.hand_eye = None
+        options = dict({'refine_intrinsics': refines_intrinsics(self.result)}, **options)
         he = calibrate_hand_eye(self.observations, self.result, rv, tv,
                                 setup=self.arm['setup'], robot_pose_ids=ids, **options)
         attach_joint_calibration(he, self.observations, self.result)
