@@ -83,17 +83,30 @@ class RefinementProblem:
 
         theta (10 + K,): the model, then the K free lens-type terms (K = 0 without types).
         """
-        res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian)
         if self.types is None:
-            return res, jac
-        extra = self.types.apply(theta[N_MODEL:], res, jac, self.u, self.v)
-        return res, (None if jac is None else np.concatenate([jac, extra]))
+            return self.evaluate_mpc(theta, poses, jacobian=jacobian)
+        x = theta[N_MODEL:]
+        if not self.types.view:
+            res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian)
+            extra = self.types.apply(x, res, jac, self.u, self.v)
+            return res, (None if jac is None else np.concatenate([jac, extra]))
+        st = self.types.view_positions(x, theta, self.i, self.j)
+        res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian, st=st)
+        if jac is not None:
+            jac = np.concatenate([jac, self.types.view_rows(x, theta, self.i, self.j,
+                                                            self._d_st, jac)])
+        extra = self.types.apply(x, res, jac, self.u, self.v)
+        if jac is None:
+            return res, None
+        return res, np.concatenate([jac[:N_MODEL + N_POSE], extra, jac[N_MODEL + N_POSE:]])
 
-    def evaluate_mpc(self, theta, poses, *, jacobian=True):
+    def evaluate_mpc(self, theta, poses, *, jacobian=True, st=None):
         """
         Return residuals (2, N) and, if asked, the Jacobian (16, 2, N) (else None).
 
-        Rays where Eq. 18 has no inverse give NaN residuals.
+        Rays where Eq. 18 has no inverse give NaN residuals. st: (s (N,), t (N,)) view-plane
+        positions to use instead of (k_i i, k_j j) (the lens-type view scales); with the
+        Jacobian, ``self._d_st`` then holds (d res / d s, d res / d t), each (2, N).
         """
         k_i, k_j, k_u, k_v, u_0, v_0, k_1, k_2, k_3, k_4 = (float(v) for v in theta[:N_MODEL])
         rot, drot = rotation_matrix_jacobian(poses[:, :3])
@@ -105,8 +118,7 @@ class RefinementProblem:
             pc[:, sl] = rot[p] @ b + poses[p, 3:, None]
             if jacobian:
                 dpw[:, :, sl] = (drot[p].reshape(9, 3) @ b).reshape(3, 3, -1)
-        s = k_i * self.i
-        t = k_j * self.j
+        s, t = (k_i * self.i, k_j * self.j) if st is None else st
         inv_z = 1.0 / pc[2]
         xu = (pc[0] - s) * inv_z
         yu = (pc[1] - t) * inv_z
@@ -139,6 +151,10 @@ class RefinementProblem:
         # model parameters acting through q = (x^u - k_3 s, y^u - k_4 t)
         dqx_dki = -self.i * (inv_z + k_3)
         dqy_dkj = -self.j * (inv_z + k_4)
+        if st is not None:
+            dqx_ds, dqy_dt = -(inv_z + k_3), -(inv_z + k_4)
+            self._d_st = (np.stack([mu_x * dqx_ds, mv_x * dqx_ds]),
+                          np.stack([mu_y * dqy_dt, mv_y * dqy_dt]))
         np.multiply(mu_x, dqx_dki, out=jac[0, 0])
         np.multiply(mv_x, dqx_dki, out=jac[0, 1])
         np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
@@ -477,10 +493,11 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     ``converged`` is False and ``message`` says why (no exception: see the
     ``raise_on_failure`` option of :func:`calibrate`).
     lens_type_terms: 'auto' (default: 'affine' when ``obs.lens_type`` holds >= 2 types, else
-    'none'),
-    'none', 'offset' or 'affine': per-micro-lens-type terms estimated jointly (module
-    docstring); they start from ``initial.lens_types`` when it has them, else from zero, and
-    come back in ``result.lens_types`` with their standard deviations.
+    'none'), 'none', 'offset', 'affine', 'affine-radial', 'affine-view' or
+    'affine-radial-view' (the '-view' modes add a per-type view-plane scale, focused models
+    only): per-micro-lens-type terms estimated jointly (module docstring); they start from
+    ``initial.lens_types`` when it has them, else from zero, and come back in
+    ``result.lens_types`` with their standard deviations.
     """
     grouped = validate_observations(obs)
     lens_type_terms = _lens_type_terms(obs, lens_type_terms)
@@ -530,7 +547,7 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     lens_types = None
     if pb.types is not None:
         lens_types = pb.types.terms_with_std(
-            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:])
+            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:], theta[:N_MODEL])
         # decoded rays (ray reprojection error) see the type-corrected (u, v)
         obs = replace(obs, ijuv=lens_types.corrected_ijuv(obs.ijuv, obs.lens_type))
     model = MPCModel.from_vector(theta[:N_MODEL])

@@ -26,6 +26,21 @@ On the real R12 data the residuals grew with the distance from the micro-image c
 RMS within 2 px of it, 1.49 px at 8-10 px, 0.27 px outwards on average there), a corner
 detection bias towards the micro-image rim (blur and vignetting there) more than a lens
 distortion; the three types' terms take the RMS from 0.9945 to 0.949 px.
+
+'affine-view' and 'affine-radial-view' add each type's view-plane scale g_T (a per-type k_i,
+k_j): the optics of a multi-focus camera put the micro-image centre of a lens of type T at
+L (D + b_T) / D (b_T the type's gap), so a ray through micro-image centre (i, j) crosses the
+view plane at k_i^T ((i, j) - c) with k_i^T ~ 1 / (D + b_T) and c the optical axis in raw
+pixels (simulation.optics). The types' (i, j) are scaled about the optical axis
+
+    (i', j') = (i, j) + g_T ((i, j) - (i_c, j_c)),   (i_c, j_c) = (-u_0 / (k_3 k_i),
+    -v_0 / (k_4 k_j))
+
+(the raw pixel whose ray through its micro-image centre has zero slope, the focused model's
+optical axis) and the MPC model decodes s = k_i i'. Gauge: sum_T w_T g_T = 0 (a common g
+is k_i and a translation of the poses). With it the optics' truth is exact (d_T = e_T = 0);
+without it the fit folds the missing scale into the offsets (+-0.008 px on the multi-focus
+preset, many sigmas off).
 """
 
 from dataclasses import dataclass
@@ -34,7 +49,8 @@ import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
 
-LENS_TYPE_TERMS = ('none', 'offset', 'affine', 'affine-radial')
+LENS_TYPE_TERMS = ('none', 'offset', 'affine', 'affine-radial', 'affine-view',
+                   'affine-radial-view')
 RADIAL_UNIT_PX = 10.0
 RADIAL_TERMS = 2
 """rho = |(u~, v~)| / RADIAL_UNIT_PX in the micro-lens distortion of 'affine-radial'."""
@@ -49,7 +65,9 @@ class LensTypeTerms:
     offset_px (T, 2) the (d_T, e_T) in raw pixels; weights (T,) the ray fractions w_T of the
     zero-mean gauge; scale_std (T,), offset_std_px (T, 2): 1-sigma from the refinement (NaN
     when unknown); radial (T, 2) the micro-lens distortion (q1_T, q2_T) (zeros unless
-    'affine-radial'), radial_std (T, 2) its 1-sigma.
+    'affine-radial'), radial_std (T, 2) its 1-sigma; view_scale (T,) the g_T of the '-view'
+    modes (zeros otherwise), view_scale_std (T,) its 1-sigma, view_centre_px (2,) the optical
+    axis (i_c, j_c) in raw pixels the types' (i, j) are scaled about.
     """
 
     terms: str
@@ -60,6 +78,9 @@ class LensTypeTerms:
     offset_std_px: np.ndarray = None
     radial: np.ndarray = None
     radial_std: np.ndarray = None
+    view_scale: np.ndarray = None
+    view_scale_std: np.ndarray = None
+    view_centre_px: np.ndarray = None
 
     def __post_init__(self):
         if self.terms not in LENS_TYPE_TERMS[1:]:
@@ -84,9 +105,20 @@ class LensTypeTerms:
             raise InvalidInputError(f'lens-type radial terms must be finite, got {self.radial!r}')
         std_q = (np.full((t, 2), np.nan) if self.radial_std is None
                  else np.asarray(self.radial_std, dtype=float).reshape(t, 2))
+        view = (np.zeros(t) if self.view_scale is None
+                else np.asarray(self.view_scale, dtype=float).reshape(t))
+        std_g = (np.full(t, np.nan) if self.view_scale_std is None
+                 else np.asarray(self.view_scale_std, dtype=float).reshape(t))
+        centre = (np.zeros(2) if self.view_centre_px is None
+                  else np.asarray(self.view_centre_px, dtype=float).reshape(2))
+        if not (np.all(np.isfinite(view)) and np.all(view > -1.0)
+                and np.all(np.isfinite(centre))):
+            raise InvalidInputError(f'lens-type view scales must be finite and > -1 with a finite '
+                                    f'centre, got {self.view_scale!r}, {self.view_centre_px!r}')
         for name, value in (('scale', scale), ('offset_px', offset), ('weights', weights),
                             ('scale_std', std_a), ('offset_std_px', std_o), ('radial', radial),
-                            ('radial_std', std_q)):
+                            ('radial_std', std_q), ('view_scale', view),
+                            ('view_scale_std', std_g), ('view_centre_px', centre)):
             object.__setattr__(self, name, value)
 
     @property
@@ -125,10 +157,26 @@ class LensTypeTerms:
             uv = _solve_radial(uv, self.radial[lt])
         return uv
 
+    def correct_ij(self, ij, lens_type):
+        """Micro-image centres ij (N, 2) of types (N,) -> (i', j') (N, 2) the model decodes."""
+        lt = self.check_types(lens_type)
+        ij = np.asarray(ij, float).reshape(-1, 2)
+        if not np.any(self.view_scale):
+            return ij
+        return ij + self.view_scale[lt][:, None] * (ij - self.view_centre_px)
+
     def corrected_ijuv(self, ijuv, lens_type):
-        """ijuv (N, 4) with (u, v) replaced by :meth:`correct` (what MPCModel.rays decodes)."""
+        """ijuv (N, 4) with (i, j) and (u, v) corrected (what MPCModel.rays decodes)."""
         ijuv = np.asarray(ijuv, dtype=float)
-        return np.column_stack([ijuv[:, :2], self.correct(ijuv[:, 2:], lens_type)])
+        return np.column_stack([self.correct_ij(ijuv[:, :2], lens_type),
+                                self.correct(ijuv[:, 2:], lens_type)])
+
+    def view_text(self, t):
+        """', view scale +x +- y ppm' of type ``t`` for reports ('' without view scales)."""
+        if not self.terms.endswith('-view'):
+            return ''
+        return (f', view scale {1e6 * self.view_scale[t]:+.1f} +- '
+                f'{1e6 * self.view_scale_std[t]:.1f} ppm')
 
     def to_dict(self):
         """Plain mapping for the calibration file's ``lens_types`` key."""
@@ -140,12 +188,18 @@ class LensTypeTerms:
              'weights': [float(x) for x in self.weights],
              'scale_std': [float(x) for x in self.scale_std],
              'offset_std_px': [[float(x) for x in r] for r in self.offset_std_px]}
-        if self.terms == 'affine-radial':
+        if self.terms.startswith('affine-radial'):
             d['formula'] = ("u' = (1 + scale) h u + offset_px[0], v' = (1 + scale) h v + "
                             "offset_px[1], h = 1 + radial[0] rho^2 + radial[1] rho^4, rho = "
                             f"|(u, v)| / {RADIAL_UNIT_PX:g} px; x = k_u u' + u_0")
             d['radial'] = [[float(x) for x in r] for r in self.radial]
             d['radial_std'] = [[float(x) for x in r] for r in self.radial_std]
+        if self.terms.endswith('-view'):
+            d['formula'] += ("; (i', j') = (i, j) + view_scale ((i, j) - view_centre_px); "
+                             "s = k_i i'")
+            d['view_scale'] = [float(x) for x in self.view_scale]
+            d['view_scale_std'] = [float(x) for x in self.view_scale_std]
+            d['view_centre_px'] = [float(x) for x in self.view_centre_px]
         return d
 
     @classmethod
@@ -156,7 +210,8 @@ class LensTypeTerms:
             n = len(scale)
             return cls(d.get('terms', 'affine'), scale, d['offset_px'],
                        d.get('weights', [1.0 / n] * n), d.get('scale_std'),
-                       d.get('offset_std_px'), d.get('radial'), d.get('radial_std'))
+                       d.get('offset_std_px'), d.get('radial'), d.get('radial_std'),
+                       d.get('view_scale'), d.get('view_scale_std'), d.get('view_centre_px'))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f'bad lens_types mapping ({exc}): {d!r}') from None
 
@@ -166,9 +221,10 @@ class TypeParametrisation:
     The free parameter vector of the per-type terms and its Jacobian columns.
 
     lens_type (N,) int per ray (in the refinement's row order), terms 'offset' | 'affine' |
-    'affine-radial'. Free vector: (a_f for the T - 1 free types, if affine), then d_f, then
-    e_f, then (affine-radial) q1 of every type, then q2 of every type. ``mix`` (T, T-1) maps
-    free values to all T with zero ray-weighted mean.
+    'affine-radial' | 'affine-view' | 'affine-radial-view'. Free vector: (a_f for the T - 1
+    free types, if affine), then d_f, then e_f, then (affine-radial) q1 of every type, then q2
+    of every type, then ('-view') g_f. ``mix`` (T, T-1) maps free values to all T with zero
+    ray-weighted mean.
     """
 
     def __init__(self, lens_type, terms):
@@ -194,15 +250,19 @@ class TypeParametrisation:
         mix[self.reference] = -self.weights[self.free_types] / self.weights[self.reference]
         self.mix = mix
         self.n_blocks = 2 if terms == 'offset' else 3
-        self.radial = terms == 'affine-radial'
+        self.radial = terms.startswith('affine-radial')
+        self.view = terms.endswith('-view')
         self.n_gauged = self.n_blocks * (self.n_types - 1)
         self.n_radial = RADIAL_TERMS if self.radial else 0
-        self.size = self.n_gauged + self.n_radial * self.n_types
+        self.n_view = self.n_types - 1 if self.view else 0
+        self.size = self.n_gauged + self.n_radial * self.n_types + self.n_view
         self.names = tuple(f'{p}_{t}' for p in ('a', 'd', 'e')[3 - self.n_blocks:]
                            for t in self.free_types)
         if self.radial:
             self.names += tuple(f'{p}_{t}' for p in ('q1', 'q2')[:self.n_radial]
                                 for t in range(self.n_types))
+        if self.view:
+            self.names += tuple(f'g_{t}' for t in self.free_types)
 
     def initial(self, start=None):
         """Free vector (size,) from LensTypeTerms ``start`` (None: zeros)."""
@@ -216,6 +276,8 @@ class TypeParametrisation:
             blocks.insert(0, start.scale[self.free_types])
         if self.radial:
             blocks += [start.radial[:, k] for k in range(self.n_radial)]
+        if self.view:
+            blocks.append(start.view_scale[self.free_types])
         return np.concatenate(blocks)
 
     def unpack(self, x):
@@ -231,20 +293,67 @@ class TypeParametrisation:
         """Free vector -> the (T, 2) micro-lens distortion (q1, q2) (zeros without it)."""
         if not self.radial:
             return np.zeros((self.n_types, 2))
-        q = np.asarray(x, dtype=float)[self.n_gauged:]
+        q = np.asarray(x, dtype=float)[self.n_gauged:self.size - self.n_view]
         out = np.zeros((self.n_types, 2))
         out[:, :self.n_radial] = q.reshape(self.n_radial, self.n_types).T
         return out
+
+    def unpack_view(self, x):
+        """Free vector -> the (T,) view-plane scales g_T (zeros without them)."""
+        if not self.view:
+            return np.zeros(self.n_types)
+        return self.mix @ np.asarray(x, dtype=float)[self.size - self.n_view:]
+
+    @staticmethod
+    def view_centre(theta):
+        """The optical axis (i_c, j_c) (2,) raw pixels of model vector theta (10,)."""
+        k_i, k_j, _, _, u_0, v_0, _, _, k_3, k_4 = (float(v) for v in theta[:10])
+        if k_3 * k_i == 0.0 or k_4 * k_j == 0.0:
+            raise InvalidInputError(
+                f'lens-type view-plane scales need a focused model with k_3, k_4 != 0 (the '
+                f'optical axis is -u_0 / (k_3 k_i)), got k_3 = {k_3}, k_4 = {k_4}')
+        return np.array([-u_0 / (k_3 * k_i), -v_0 / (k_4 * k_j)])
+
+    def view_positions(self, x, theta, i, j):
+        """
+        View-plane positions (s (N,), t (N,)) of rays at micro-image centres i, j (N,) each.
+
+        s = k_i (1 + g_T) i + g_T u_0 / k_3 = k_i (i + g_T (i - i_c)) (module docstring).
+        """
+        k_i, k_j, u_0, v_0, k_3, k_4 = (float(theta[n]) for n in (0, 1, 4, 5, 8, 9))
+        self.view_centre(theta)
+        g = self.unpack_view(x)[self.lens_type]
+        return (k_i * (1.0 + g) * i + g * (u_0 / k_3),
+                k_j * (1.0 + g) * j + g * (v_0 / k_4))
+
+    def view_rows(self, x, theta, i, j, d_st, jac):
+        """
+        Fix the model rows of jac (16, 2, N) for s, t of :meth:`view_positions` in place and
+        return the (T - 1, 2, N) rows of the free g_f. d_st: (d res / d s, d res / d t), each
+        (2, N) (the MPC evaluation's, holding s, t).
+        """
+        k_i, k_j, u_0, v_0, k_3, k_4 = (float(theta[n]) for n in (0, 1, 4, 5, 8, 9))
+        g = self.unpack_view(x)[self.lens_type]
+        r_s, r_t = d_st
+        jac[0] = r_s * ((1.0 + g) * i)
+        jac[1] = r_t * ((1.0 + g) * j)
+        jac[4] += r_s * (g / k_3)
+        jac[5] += r_t * (g / k_4)
+        jac[8] += r_s * (-g * u_0 / (k_3 * k_3))
+        jac[9] += r_t * (-g * v_0 / (k_4 * k_4))
+        dg = r_s * (k_i * i + u_0 / k_3) + r_t * (k_j * j + v_0 / k_4)      # (2, N)
+        return self.mix[self.lens_type].T[:, None, :] * dg[None]
 
     def apply(self, x, res, jac, u_obs, v_obs):
         """
         Turn the MPC residuals into raw-pixel ones in place and return the extra Jacobian rows.
 
         res (2, N) u'_pred - u' with u' = the observed (u, v) (uncorrected; the model
-        prediction is what matters here); jac (R, 2, N) or None. The predicted raw offset w
+        prediction is what matters here); jac (R, 2, N) or None (all R rows are mapped). The
+        predicted raw offset w
         solves h(|w|) w = (u'_pred - d_T) / (1 + a_T) (w = that without radial terms); the new
         residual is w - u_obs and the Jacobian rows are mapped likewise. Returns the
-        (size, 2, N) rows of the free terms (None without jac).
+        (size - n_view, 2, N) rows of the free terms but the view scales (None without jac).
         """
         a, d, e = self.unpack(x)
         lt = self.lens_type
@@ -278,7 +387,7 @@ class TypeParametrisation:
         jac[:] = through(jac[:, 0] * g, jac[:, 1] * g)
         m = self.n_types - 1
         wt = (self.mix[lt] * g[:, None]).T                # (T-1, N): d(type term)/d free
-        extra = np.zeros((self.size, 2, lt.size))
+        extra = np.zeros((self.size - self.n_view, 2, lt.size))
         k = 0
         if self.n_blocks == 3:
             extra[0:m] = through(-wt * u_t, -wt * v_t)
@@ -295,8 +404,11 @@ class TypeParametrisation:
                 power = power * rho2
         return extra
 
-    def terms_with_std(self, x, cov=None):
-        """LensTypeTerms of free vector x; cov (size, size) its covariance (None: NaN std)."""
+    def terms_with_std(self, x, cov=None, theta=None):
+        """
+        LensTypeTerms of free vector x; cov (size, size) its covariance (None: NaN std); theta
+        (10,) the model (the optical axis of the '-view' modes).
+        """
         a, d, e = self.unpack(x)
         std_a = np.full(self.n_types, np.nan)
         std_o = np.full((self.n_types, 2), np.nan)
@@ -312,14 +424,24 @@ class TypeParametrisation:
                 std_a = stds.pop(0)
             std_o = np.column_stack(stds)
             if self.radial:
-                var = np.diag(cov)[self.n_gauged:self.size]
+                var = np.diag(cov)[self.n_gauged:self.size - self.n_view]
                 std_q = np.zeros((self.n_types, 2))
                 std_q[:, :self.n_radial] = np.sqrt(np.maximum(var, 0.0)).reshape(
                     self.n_radial, self.n_types).T
         radial = self.unpack_radial(x) if self.radial else None
+        view = std_g = centre = None
+        if self.view:
+            if theta is None:
+                raise InvalidInputError('the view-plane scales need the model (theta)')
+            view, centre = self.unpack_view(x), self.view_centre(theta)
+            std_g = np.full(self.n_types, np.nan)
+            if cov is not None:
+                c = cov[self.size - self.n_view:self.size, self.size - self.n_view:self.size]
+                std_g = np.sqrt(np.maximum(np.einsum('tf,fg,tg->t', self.mix, c, self.mix),
+                                           0.0))
         return LensTypeTerms(self.terms, a, np.column_stack([d, e]), self.weights,
                              std_a if self.n_blocks == 3 else np.zeros(self.n_types), std_o,
-                             radial, std_q if self.radial else None)
+                             radial, std_q if self.radial else None, view, std_g, centre)
 
 
 def _radial_factor(uv, q):

@@ -18,6 +18,7 @@ import numpy as np
 from lf_mpc_calib.cli.calibrate_raw import distortion_option
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.calibration.type_terms import LENS_TYPE_TERMS
 
 LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
 
@@ -58,10 +59,10 @@ def register(subparsers):
                    help='image size written to the file (view or raw image)')
     p.add_argument('--report', metavar='DIR', default=None,
                    help='write a report (summary.txt and PNG plots) into DIR')
-    p.add_argument('--lens-type-terms', choices=('none', 'offset', 'affine', 'affine-radial'),
-                   default=None,
+    p.add_argument('--lens-type-terms', choices=LENS_TYPE_TERMS, default=None,
                    help='per-micro-lens-type terms of (u, v): offset, scale + offset, or those '
-                        'and a radial term about the micro-image centre '
+                        'and a radial term about the micro-image centre; -view: and a '
+                        'per-type scale of (i, j) about the optical axis (focused) '
                         '(lf_mpc_calib.calibration.type_terms; default affine-radial for '
                         '--format r12, affine for a table with a lens_type column)')
     p.add_argument('--save-observations', metavar='CSV', default=None,
@@ -170,9 +171,11 @@ def run(args):
               + '; offset px '
               + ', '.join(f'({x:+.4f}, {y:+.4f}) ± ({sx:.4f}, {sy:.4f})'
                           for (x, y), (sx, sy) in zip(lt.offset_px, lt.offset_std_px))
-              + ('' if lt.terms != 'affine-radial' else '; radial (q1, q2) '
+              + ('' if not lt.terms.startswith('affine-radial') else '; radial (q1, q2) '
                  + ', '.join(f'({q1:+.4f}, {q2:+.4f}) ± ({s1:.4f}, {s2:.4f})'
-                             for (q1, q2), (s1, s2) in zip(lt.radial, lt.radial_std))))
+                             for (q1, q2), (s1, s2) in zip(lt.radial, lt.radial_std)))
+              + ''.join(f'; type {t}' + lt.view_text(t) for t in range(lt.n_types)
+                        if lt.view_text(t)))
         print(f'RMS reprojection error in raw pixels with lens-type terms: '
               f'{result.rms_reprojection_px:.6g} px')
     image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')

@@ -325,7 +325,7 @@ def run(args):
         for t, line in enumerate(lens_type_residuals(r, result_run.observations)):
             print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                   f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
-                  f'{lt.offset_std_px[t][0]:.3f} px', file=out)
+                  f'{lt.offset_std_px[t][0]:.3f} px{lt.view_text(t)}', file=out)
     if he is not None and 'joint_calibration' in he.extras:
         print_joint_calibration(he, out)
     guidance = capture_guidance(r, board_points=result_run.board.points())

@@ -48,8 +48,10 @@ def raw_pixel_rays(model, grid, points, *, types=None, terms=None):
         if types.shape != (len(lattice.centres),):
             raise InvalidInputError(f'types must have one entry per micro-image '
                                     f'({len(lattice.centres)}), got {types.shape}')
-        uv = terms.correct(uv, types[np.maximum(idx, 0)])
-    rays = model.rays(np.column_stack([c, uv]))
+        rays = model.rays(terms.corrected_ijuv(np.column_stack([c, uv]),
+                                               types[np.maximum(idx, 0)]))
+    else:
+        rays = model.rays(np.column_stack([c, uv]))
     rays[~ok] = np.nan
     return rays
 

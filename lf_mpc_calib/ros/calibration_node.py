@@ -381,7 +381,7 @@ class CalibrationNode(Node):
             response.message += '; ' + types.describe() + '; per-type terms: ' + ', '.join(
                 f'type {t}: scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                 f'offset ({lt.offset_px[t, 0]:+.3f}, {lt.offset_px[t, 1]:+.3f}) px'
-                for t in range(lt.n_types))
+                + lt.view_text(t) for t in range(lt.n_types))
         if he is not None:
             m = cal.hand_eye
             sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])

@@ -616,14 +616,17 @@ class Camera:
                            float(np.linalg.norm(c)), self.mla.rotation, origin,
                            (int(ncol), int(z - a)), self.sensor.size, 0)
 
-    def ground_truth_model(self, grid=None, weights=None):
+    def ground_truth_model(self, grid=None, weights=None, view=False):
         """
         The exact MPC model of this camera's decoded rays (module docstring).
 
         grid: the LensletGrid the conventional decoding uses (default :meth:`lenslet_grid`);
         only its origin enters (u_0, v_0); its lattice must be this camera's. weights (T,):
         ray fractions per lens type of a multi-focus camera (the gauge of its per-type terms,
-        :meth:`ground_truth_lens_types`; None: equal).
+        :meth:`ground_truth_lens_types`; None: equal). view: the truth of the '-view' type
+        terms (k_i = -sigma p_x Z_f sum_T w_T / (D + b_T), the ray-weighted gauge of the
+        types' view-plane scales; its frame is :meth:`mpc_frame`'s moved by
+        :meth:`view_frame_shift`).
         """
         lens, sensor = self.main_lens, self.sensor
         sg, px, D, b = self.sigma, sensor.pixel_pitch, self.D, self.gap
@@ -654,10 +657,13 @@ class Camera:
             k_ut, u_0t = self._type_scales_offsets()
             w = self._type_weights(weights)
             k_u, u_0 = w @ k_ut, w @ u_0t
+            if view:
+                k = px * (w @ self._type_inverse_depths())
+                u_0 = sg * k * c
         return MPCModel(k_i=-sg * k * z_f, k_j=-sg * k * z_f, k_u=k_u, k_v=k_u,
                         u_0=u_0[0], v_0=u_0[1], k_3=inv_z, k_4=inv_z)
 
-    def ground_truth_lens_types(self, weights=None):
+    def ground_truth_lens_types(self, weights=None, view=False):
         """
         The per-lens-type terms of a multi-focus focused camera (None for one lens type).
 
@@ -668,6 +674,14 @@ class Camera:
         weighted means (those of :meth:`ground_truth_model` with the same weights). Not in the
         model: each type's view plane position k_i^T ~ 1 / (D + b_T) differs from the common
         k_i by |b_T - b| / (D + b) (about 1e-4 relative; the tests bound its effect).
+
+        view=True: the exact truth of 'affine-view' (with :meth:`ground_truth_model` (view=True)).
+        A ray through micro-image centre m of type T crosses the plane z = Z_f at
+        -sigma p_x Z_f (m - c) / (D + b_T) with slope -sigma p_x (m - c) / (D + b_T) +
+        k_u^T (u, v): type T's k_i^T = -sigma p_x Z_f / (D + b_T) scales (i, j) about the optical
+        axis c, so 1 + g_T = k_i^T / k_i (k_i their weighted mean), the centre is c, the same
+        1 + a_T, and the offsets d_T = e_T = 0 exactly (u_0 = sigma p_x c / (D + b_T) of the
+        approximate truth is that scale folded into the offsets).
         """
         from lf_mpc_calib.calibration.type_terms import LensTypeTerms
         if self.camera_type != 'focused' or self.mla.n_types == 1:
@@ -675,7 +689,28 @@ class Camera:
         k_ut, u_0t = self._type_scales_offsets()
         w = self._type_weights(weights)
         k_u, u_0 = w @ k_ut, w @ u_0t
-        return LensTypeTerms('affine', k_ut / k_u - 1.0, (u_0t - u_0) / k_u, w)
+        if not view:
+            return LensTypeTerms('affine', k_ut / k_u - 1.0, (u_0t - u_0) / k_u, w)
+        inv = self._type_inverse_depths()
+        return LensTypeTerms('affine-view', k_ut / k_u - 1.0, np.zeros((len(w), 2)), w,
+                             view_scale=inv / (w @ inv) - 1.0, view_centre_px=self.sensor.centre)
+
+    def view_frame_shift(self, weights=None):
+        """
+        (3,) m: a point's MPC-frame coordinates (:meth:`pose_from_physical`) plus this are its
+        coordinates in the frame of the view=True truth (its k_i has the rays' type weights).
+        """
+        if self.mla.n_types == 1:
+            return np.zeros(3)
+        w = self._type_weights(weights)
+        z_f = 1.0 / self.main_lens.inverse_focus
+        d = self.sigma * self.sensor.pixel_pitch * z_f * (
+            self._mean_inverse_depth() - w @ self._type_inverse_depths())
+        return np.array([d * self.sensor.centre[0], d * self.sensor.centre[1], 0.0])
+
+    def _type_inverse_depths(self):
+        """1 / (D + b_T) (T,) of the lens types."""
+        return 1.0 / (self.D + self.gap + np.asarray(self.mla.type_gap_offsets))
 
     def _type_weights(self, weights):
         t = self.mla.n_types
