@@ -140,7 +140,7 @@ def distances(cam, n=6):
 
 
 def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told',
-            clip_tolerance=None):
+            clip_tolerance=None, terms='auto'):
     """One calibration; types 'told' (from the detections, as for a real camera) or
     'simulated' (the simulator's true types given). Returns the figures and the types' source
     ('told NN %': micro-images right, up to the labels' order; 'simulated'; '-': one type)."""
@@ -175,12 +175,13 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
                            est.types[det.lattice.nearest(obs.ijuv[:, :2])])
         true_of, right = type_agreement(cam, det.centres, est.types)
         source = f'told {100 * right:.0f} %'
-    res = orient_focused(calibrate(obs))
+    res = orient_focused(calibrate(obs, lens_type_terms=terms))
+    view = terms.endswith('-view')
     w = None   # ray fractions per true type: the gauge of the type terms
     if cam.mla.n_types > 1:
         w = np.bincount(lens_types_of(cam, obs.ijuv[:, :2]), minlength=cam.mla.n_types) \
             / len(obs)
-    gt = cam.ground_truth_model(weights=w)
+    gt = cam.ground_truth_model(weights=w, view=view)
     k_err = np.abs(res.model.to_vector()[:4] / gt.to_vector()[:4] - 1.0).max()
     pp = np.hypot(res.model.u_0 / res.model.k_u - gt.u_0 / gt.k_u,
                   res.model.v_0 / res.model.k_v - gt.v_0 / gt.k_v)
@@ -189,9 +190,11 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
               for n in ('k_i', 'k_j', 'k_u', 'k_v'))
     z = np.nan
     if res.lens_types is not None:
-        tt, lt = cam.ground_truth_lens_types(w), res.lens_types
+        tt, lt = cam.ground_truth_lens_types(w, view=view), res.lens_types
         z = max(np.abs((lt.scale - tt.scale[true_of]) / lt.scale_std).max(),
-                np.abs((lt.offset_px - tt.offset_px[true_of]) / lt.offset_std_px).max())
+                np.abs((lt.offset_px - tt.offset_px[true_of]) / lt.offset_std_px).max(),
+                np.abs((lt.view_scale - tt.view_scale[true_of]) / lt.view_scale_std).max()
+                if view else 0.0)
     return (k_err, k_z, pp, pp_sd, z, res.rms_reprojection_px, len(obs), len(parts), skipped,
             source)
 
@@ -214,6 +217,9 @@ def main():
                          '(MicroImageOptions.clip_tolerance, px; default none)')
     ap.add_argument('--noise', type=float, nargs='+', default=None,
                     help='sensor noise levels (fraction of full scale) instead of the default')
+    ap.add_argument('--lens-type-terms', default='auto',
+                    help="calibrate's lens_type_terms (e.g. affine-view: the types' view-plane "
+                         "scales, item 5; the truth then is the optics' view=True one)")
     args = ap.parse_args()
     scale = 0.5 if args.quick else 1.0
     noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)
@@ -226,7 +232,7 @@ def main():
             try:
                 k, k_z, pp, pp_sd, z, rms, n, used, skipped, source = run_one(
                     name, scale, noise, 0, args.samples, args.radius_fraction, args.lens_types,
-                    args.clip_tolerance)
+                    args.clip_tolerance, args.lens_type_terms)
             except LFCalibError as exc:
                 print(f'{name:20s} {noise:6.3f} REFUSED: {str(exc)[:120]}')
                 continue
