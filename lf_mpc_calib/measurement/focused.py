@@ -4,9 +4,10 @@ Rays and 3-D points of a focused (plenoptic 2.0) camera from raw pixels.
 A focused camera's calibration decodes a raw pixel q through the micro-image it lies in:
 (i, j) = that micro-image's centre c (the lenslet grid of the calibration), (u, v) = q - c,
 corrected by the lens type's terms when the camera has several
-(:class:`lf_mpc_calib.calibration.type_terms.LensTypeTerms`: u' = (1 + a_T) u + d_T), then the
-MPC model gives the ray (Eq. 11, 18). A board corner seen in several micro-images is the
-least-squares intersection of their rays (:func:`lf_mpc_calib.camera.model.triangulate`).
+(:class:`lf_mpc_calib.calibration.type_terms.LensTypeTerms`: u' = (1 + a_T) u + d_T, and with
+the '-view' terms i' = i + g_T (i - i_c)), then the MPC model gives the ray (Eq. 11, 18). A
+board corner seen in several micro-images is the least-squares intersection of their rays
+(:func:`lf_mpc_calib.camera.model.triangulate`).
 
     rays = raw_pixel_rays(model, grid, q (N, 2), types=None, terms=None) -> (N, 4)
     points, ids = triangulate_rows(model, obs, terms=None) -> ((G, 3), (G, 2) pose, point)
