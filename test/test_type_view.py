@@ -1,7 +1,9 @@
-"""The per-type view-plane scale of multi-focus cameras ('affine-view' lens-type terms): the
-optics' exact truth, its joint estimation against that truth on exact optics rows, the
-calibration file, and the consumers that decode rays."""
+"""The per-type view-plane scale of multi-focus cameras ('affine-view' lens-type terms, rows at
+each micro-image's own centre) and its form for rows at a regular lattice's centres
+('affine-slope', the raw pipeline's grid): the optics' exact truths, their joint estimation
+against them on exact optics rows, the calibration file, and the consumers that decode rays."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +200,78 @@ def test_r12_with_view_scales():
     assert view.result.converged and view.rms_raw_px <= radial.rms_raw_px + 1e-9
     lt = view.result.lens_types
     assert np.all(np.isfinite(lt.view_scale_std)) and np.all(np.abs(lt.view_scale) < 1e-3)
+
+
+def _lattice_rows(cam, obs):
+    """``obs`` with (i, j) the regular lattice's centres (the raw pipeline's grid)."""
+    kl = cam.micro_image_of(obs.ijuv[:, :2])[0]
+    lat = cam.lattice_centres(kl)
+    q = obs.ijuv[:, :2] + obs.ijuv[:, 2:]
+    return replace(obs, ijuv=np.column_stack([lat, q - lat]))
+
+
+def test_slope_truth_is_exact_for_lattice_centres():
+    cam, board, rv, tv = _scene()
+    obs = _lattice_rows(cam, focused_observations(cam, board, rv, tv))
+    w = np.bincount(obs.lens_type) / len(obs)
+    model = cam.ground_truth_model(weights=w, centres='lattice')
+    terms = cam.ground_truth_lens_types(w, centres='lattice')
+    assert terms.terms == 'affine-slope' and 0.9e-4 < np.abs(terms.slope).max() < 1.1e-4
+    rays = model.rays(terms.corrected_ijuv(obs.ijuv, obs.lens_type))
+    pc = _points(obs, rv, tv) + cam.view_frame_shift(w, centres='lattice')
+    assert point_ray_distance(pc, rays).max() < 1e-12
+    with pytest.raises(InvalidInputError, match='micro-image centres'):
+        terms.correct(obs.ijuv[:, 2:], obs.lens_type)
+
+
+def test_slope_jacobian_matches_finite_differences():
+    cam, board, rv, tv = _scene(scale=0.5)
+    obs = _lattice_rows(cam, focused_observations(cam, board, rv[:2], tv[:2]))
+    obs = obs.select(np.arange(0, len(obs), 5))
+    pb = RefinementProblem(obs, validate_observations(obs), 'affine-radial-slope')
+    k = pb.types.size
+    assert k == 6 + 6 + 2 and pb.types.names[-2:] == ('kappa_0', 'kappa_2')
+    truth = cam.ground_truth_model(weights=pb.types.weights, centres='lattice')
+    x = np.concatenate([np.random.default_rng(1).normal(0.0, 0.01, 6),
+                        [1e-3, -1e-3, 5e-4, 0.0, 0.0, 0.0], [3e-4, -2e-4]])
+    theta = np.concatenate([truth.replace(k_1=0.02).to_vector(), x])
+    poses = np.hstack([rv[:2], tv[:2]])
+    _, jac = pb.evaluate(theta, poses)
+    for n in range(10 + k):
+        h = 1e-6 * abs(theta[n]) or 1e-6
+        tp, tm = theta.copy(), theta.copy()
+        tp[n] += h
+        tm[n] -= h
+        num = (pb.evaluate(tp, poses, jacobian=False)[0]
+               - pb.evaluate(tm, poses, jacobian=False)[0]) / (2 * h)
+        row = n if n < 10 else n + 6
+        assert np.abs(num - jac[row]).max() / max(np.abs(jac[row]).max(), 1e-12) < 1e-5, n
+
+
+@pytest.mark.parametrize('noise_px', [0.0, 0.05])
+def test_slope_terms_within_3_sigma_on_lattice_centre_rows(noise_px):
+    cam, board, rv, tv = _scene()
+    obs = _lattice_rows(cam, focused_observations(cam, board, rv, tv, noise_px=noise_px,
+                                                  rng=np.random.default_rng(5)))
+    w = np.bincount(obs.lens_type) / len(obs)
+    res = orient_focused(calibrate(obs, lens_type_terms='affine-slope'))
+    lt, tt = res.lens_types, cam.ground_truth_lens_types(w, centres='lattice')
+    for got, want, sd, atol in ((lt.scale, tt.scale, lt.scale_std, 1e-11),
+                                (lt.offset_px, tt.offset_px, lt.offset_std_px, 1e-8),
+                                (lt.slope, tt.slope, lt.slope_std, 1e-13)):
+        assert np.all(np.isfinite(sd))
+        assert np.all(np.abs(got - want) <= 3.0 * sd + atol), (got, want, sd)
+    gt = cam.ground_truth_model(weights=w, centres='lattice')
+    np.testing.assert_allclose(res.model.to_vector()[[0, 1, 2, 3, 8, 9]],
+                               gt.to_vector()[[0, 1, 2, 3, 8, 9]],
+                               rtol=1e-8 if noise_px == 0 else 2e-2)
+    if noise_px == 0:
+        # the old terms on these rows: offsets of +-0.1 px folded in, tens of sigma off
+        old = orient_focused(calibrate(obs, lens_type_terms='affine')).lens_types
+        assert np.max(np.abs(old.offset_px - tt.offset_px) / old.offset_std_px) > 10.0
+    back = LensTypeTerms.from_dict(lt.to_dict())
+    np.testing.assert_allclose(back.slope, lt.slope, rtol=1e-12)
+    np.testing.assert_allclose(back.corrected_ijuv(obs.ijuv, obs.lens_type),
+                               lt.corrected_ijuv(obs.ijuv, obs.lens_type), rtol=1e-12)
+    pts, keys = triangulate_rows(res.model, obs, terms=lt)
+    assert len(pts) > 0

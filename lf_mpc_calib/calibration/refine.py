@@ -88,7 +88,7 @@ class RefinementProblem:
         x = theta[N_MODEL:]
         if not self.types.view:
             res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian)
-            extra = self.types.apply(x, res, jac, self.u, self.v)
+            extra = self.types.apply(x, res, jac, self.u, self.v, self.i, self.j)
             return res, (None if jac is None else np.concatenate([jac, extra]))
         st = self.types.view_positions(x, theta, self.i, self.j)
         res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian, st=st)
@@ -495,7 +495,8 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=1
     lens_type_terms: 'auto' (default: 'affine' when ``obs.lens_type`` holds >= 2 types, else
     'none'), 'none', 'offset', 'affine', 'affine-radial', 'affine-view' or
     'affine-radial-view' (the '-view' modes add a per-type view-plane scale, focused models
-    only): per-micro-lens-type terms estimated jointly (module docstring); they start from
+    only), 'affine-slope' or 'affine-radial-slope' (a per-type k_3, k_4: rows at lattice
+    centres): per-micro-lens-type terms estimated jointly (module docstring); they start from
     ``initial.lens_types`` when it has them, else from zero, and come back in
     ``result.lens_types`` with their standard deviations.
     """

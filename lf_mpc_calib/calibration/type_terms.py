@@ -41,6 +41,18 @@ optical axis) and the MPC model decodes s = k_i i'. Gauge: sum_T w_T g_T = 0 (a 
 is k_i and a translation of the poses). With it the optics' truth is exact (d_T = e_T = 0);
 without it the fit folds the missing scale into the offsets (+-0.008 px on the multi-focus
 preset, many sigmas off).
+
+'affine-slope' and 'affine-radial-slope' are the same physics for rows whose (i, j) are the
+centres of a regular lattice fitted to the white image (the raw pipeline's LensletGrid) rather
+than each micro-image's own centre: the types' true centres sit (b_T - b) / (D + b) ((i, j) - c)
+away from the lattice's (+-0.04 px on the multi-focus preset), so the measured (u, v) carry a
+per-type term proportional to (i, j), a per-type k_3, k_4:
+
+    u' = (1 + a_T) u + d_T + kappa_T i,   v' = (1 + a_T) v + e_T + kappa_T j
+
+(gauge sum_T w_T kappa_T = 0: a common kappa is k_3 -> k_3 + k_u kappa / k_i, k_4 likewise).
+With lattice centres it is exact: kappa_T = -(1 + a_T) (b_T - b) / (D + b) and d_T =
+-kappa_T c_x before the gauge (simulation.optics, ground_truth_lens_types(centres='lattice')).
 """
 
 from dataclasses import dataclass
@@ -50,7 +62,7 @@ import numpy as np
 from lf_mpc_calib.errors import InvalidInputError
 
 LENS_TYPE_TERMS = ('none', 'offset', 'affine', 'affine-radial', 'affine-view',
-                   'affine-radial-view')
+                   'affine-radial-view', 'affine-slope', 'affine-radial-slope')
 RADIAL_UNIT_PX = 10.0
 RADIAL_TERMS = 2
 """rho = |(u~, v~)| / RADIAL_UNIT_PX in the micro-lens distortion of 'affine-radial'."""
@@ -67,7 +79,8 @@ class LensTypeTerms:
     when unknown); radial (T, 2) the micro-lens distortion (q1_T, q2_T) (zeros unless
     'affine-radial'), radial_std (T, 2) its 1-sigma; view_scale (T,) the g_T of the '-view'
     modes (zeros otherwise), view_scale_std (T,) its 1-sigma, view_centre_px (2,) the optical
-    axis (i_c, j_c) in raw pixels the types' (i, j) are scaled about.
+    axis (i_c, j_c) in raw pixels the types' (i, j) are scaled about; slope (T,) the kappa_T
+    of the '-slope' modes (zeros otherwise), slope_std (T,) its 1-sigma.
     """
 
     terms: str
@@ -81,6 +94,8 @@ class LensTypeTerms:
     view_scale: np.ndarray = None
     view_scale_std: np.ndarray = None
     view_centre_px: np.ndarray = None
+    slope: np.ndarray = None
+    slope_std: np.ndarray = None
 
     def __post_init__(self):
         if self.terms not in LENS_TYPE_TERMS[1:]:
@@ -115,10 +130,17 @@ class LensTypeTerms:
                 and np.all(np.isfinite(centre))):
             raise InvalidInputError(f'lens-type view scales must be finite and > -1 with a finite '
                                     f'centre, got {self.view_scale!r}, {self.view_centre_px!r}')
+        slope = (np.zeros(t) if self.slope is None
+                 else np.asarray(self.slope, dtype=float).reshape(t))
+        std_k = (np.full(t, np.nan) if self.slope_std is None
+                 else np.asarray(self.slope_std, dtype=float).reshape(t))
+        if not np.all(np.isfinite(slope)):
+            raise InvalidInputError(f'lens-type slopes must be finite, got {self.slope!r}')
         for name, value in (('scale', scale), ('offset_px', offset), ('weights', weights),
                             ('scale_std', std_a), ('offset_std_px', std_o), ('radial', radial),
                             ('radial_std', std_q), ('view_scale', view),
-                            ('view_scale_std', std_g), ('view_centre_px', centre)):
+                            ('view_scale_std', std_g), ('view_centre_px', centre),
+                            ('slope', slope), ('slope_std', std_k)):
             object.__setattr__(self, name, value)
 
     @property
@@ -140,19 +162,32 @@ class LensTypeTerms:
                 f'{self.n_types}), got {int(lt.min())}..{int(lt.max())}')
         return lt.astype(np.int64)
 
-    def correct(self, uv, lens_type):
-        """Measured raw offsets uv (N, 2) of types (N,) -> (u', v') (N, 2) the model decodes."""
+    def correct(self, uv, lens_type, ij=None):
+        """
+        Measured raw offsets uv (N, 2) of types (N,) -> (u', v') (N, 2) the model decodes; ij
+        (N, 2) the rows' micro-image centres (needed with the '-slope' terms).
+        """
         lt = self.check_types(lens_type)
         uv = np.asarray(uv, float).reshape(-1, 2)
         if np.any(self.radial):
             uv = _radial_factor(uv, self.radial[lt])[:, None] * uv
-        return (1.0 + self.scale[lt])[:, None] * uv + self.offset_px[lt]
+        return (1.0 + self.scale[lt])[:, None] * uv + self.offset_px[lt] \
+            + self._slope_term(lt, ij)
 
-    def uncorrect(self, uv_model, lens_type):
+    def _slope_term(self, lt, ij):
+        """kappa_T (i, j) (N, 2) of the '-slope' terms (0 without them)."""
+        if not np.any(self.slope):
+            return 0.0
+        if ij is None:
+            raise InvalidInputError(f"{self.terms!r} lens-type terms need the micro-image "
+                                    'centres (i, j) of the rows, got none')
+        return self.slope[lt][:, None] * np.asarray(ij, float).reshape(-1, 2)
+
+    def uncorrect(self, uv_model, lens_type, ij=None):
         """Inverse of :meth:`correct`: model offsets (u', v') (N, 2) -> raw offsets (N, 2)."""
         lt = self.check_types(lens_type)
-        uv = (np.asarray(uv_model, float).reshape(-1, 2) - self.offset_px[lt]) \
-            / (1.0 + self.scale[lt])[:, None]
+        uv = (np.asarray(uv_model, float).reshape(-1, 2) - self.offset_px[lt]
+              - self._slope_term(lt, ij)) / (1.0 + self.scale[lt])[:, None]
         if np.any(self.radial):
             uv = _solve_radial(uv, self.radial[lt])
         return uv
@@ -169,10 +204,13 @@ class LensTypeTerms:
         """ijuv (N, 4) with (i, j) and (u, v) corrected (what MPCModel.rays decodes)."""
         ijuv = np.asarray(ijuv, dtype=float)
         return np.column_stack([self.correct_ij(ijuv[:, :2], lens_type),
-                                self.correct(ijuv[:, 2:], lens_type)])
+                                self.correct(ijuv[:, 2:], lens_type, ijuv[:, :2])])
 
     def view_text(self, t):
-        """', view scale +x +- y ppm' of type ``t`` for reports ('' without view scales)."""
+        """', view scale (or slope) +x +- y ppm' of type ``t`` for reports ('' without)."""
+        if self.terms.endswith('-slope'):
+            return (f', slope {1e6 * self.slope[t]:+.2f} +- {1e6 * self.slope_std[t]:.2f} ppm '
+                    'of (i, j)')
         if not self.terms.endswith('-view'):
             return ''
         return (f', view scale {1e6 * self.view_scale[t]:+.1f} +- '
@@ -200,6 +238,10 @@ class LensTypeTerms:
             d['view_scale'] = [float(x) for x in self.view_scale]
             d['view_scale_std'] = [float(x) for x in self.view_scale_std]
             d['view_centre_px'] = [float(x) for x in self.view_centre_px]
+        if self.terms.endswith('-slope'):
+            d['formula'] += "; u' += slope i, v' += slope j"
+            d['slope'] = [float(x) for x in self.slope]
+            d['slope_std'] = [float(x) for x in self.slope_std]
         return d
 
     @classmethod
@@ -211,7 +253,8 @@ class LensTypeTerms:
             return cls(d.get('terms', 'affine'), scale, d['offset_px'],
                        d.get('weights', [1.0 / n] * n), d.get('scale_std'),
                        d.get('offset_std_px'), d.get('radial'), d.get('radial_std'),
-                       d.get('view_scale'), d.get('view_scale_std'), d.get('view_centre_px'))
+                       d.get('view_scale'), d.get('view_scale_std'), d.get('view_centre_px'),
+                       d.get('slope'), d.get('slope_std'))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidInputError(f'bad lens_types mapping ({exc}): {d!r}') from None
 
@@ -252,15 +295,19 @@ class TypeParametrisation:
         self.n_blocks = 2 if terms == 'offset' else 3
         self.radial = terms.startswith('affine-radial')
         self.view = terms.endswith('-view')
+        self.slope = terms.endswith('-slope')
         self.n_gauged = self.n_blocks * (self.n_types - 1)
         self.n_radial = RADIAL_TERMS if self.radial else 0
         self.n_view = self.n_types - 1 if self.view else 0
-        self.size = self.n_gauged + self.n_radial * self.n_types + self.n_view
+        self.n_slope = self.n_types - 1 if self.slope else 0
+        self.size = self.n_gauged + self.n_radial * self.n_types + self.n_slope + self.n_view
         self.names = tuple(f'{p}_{t}' for p in ('a', 'd', 'e')[3 - self.n_blocks:]
                            for t in self.free_types)
         if self.radial:
             self.names += tuple(f'{p}_{t}' for p in ('q1', 'q2')[:self.n_radial]
                                 for t in range(self.n_types))
+        if self.slope:
+            self.names += tuple(f'kappa_{t}' for t in self.free_types)
         if self.view:
             self.names += tuple(f'g_{t}' for t in self.free_types)
 
@@ -276,6 +323,8 @@ class TypeParametrisation:
             blocks.insert(0, start.scale[self.free_types])
         if self.radial:
             blocks += [start.radial[:, k] for k in range(self.n_radial)]
+        if self.slope:
+            blocks.append(start.slope[self.free_types])
         if self.view:
             blocks.append(start.view_scale[self.free_types])
         return np.concatenate(blocks)
@@ -293,10 +342,17 @@ class TypeParametrisation:
         """Free vector -> the (T, 2) micro-lens distortion (q1, q2) (zeros without it)."""
         if not self.radial:
             return np.zeros((self.n_types, 2))
-        q = np.asarray(x, dtype=float)[self.n_gauged:self.size - self.n_view]
+        q = np.asarray(x, dtype=float)[self.n_gauged:self.n_gauged + self.n_radial * self.n_types]
         out = np.zeros((self.n_types, 2))
         out[:, :self.n_radial] = q.reshape(self.n_radial, self.n_types).T
         return out
+
+    def unpack_slope(self, x):
+        """Free vector -> the (T,) slopes kappa_T (zeros without them)."""
+        if not self.slope:
+            return np.zeros(self.n_types)
+        k0 = self.n_gauged + self.n_radial * self.n_types
+        return self.mix @ np.asarray(x, dtype=float)[k0:k0 + self.n_slope]
 
     def unpack_view(self, x):
         """Free vector -> the (T,) view-plane scales g_T (zeros without them)."""
@@ -344,7 +400,7 @@ class TypeParametrisation:
         dg = r_s * (k_i * i + u_0 / k_3) + r_t * (k_j * j + v_0 / k_4)      # (2, N)
         return self.mix[self.lens_type].T[:, None, :] * dg[None]
 
-    def apply(self, x, res, jac, u_obs, v_obs):
+    def apply(self, x, res, jac, u_obs, v_obs, i_obs=None, j_obs=None):
         """
         Turn the MPC residuals into raw-pixel ones in place and return the extra Jacobian rows.
 
@@ -352,14 +408,21 @@ class TypeParametrisation:
         prediction is what matters here); jac (R, 2, N) or None (all R rows are mapped). The
         predicted raw offset w
         solves h(|w|) w = (u'_pred - d_T) / (1 + a_T) (w = that without radial terms); the new
-        residual is w - u_obs and the Jacobian rows are mapped likewise. Returns the
+        residual is w - u_obs and the Jacobian rows are mapped likewise. i_obs, j_obs (N,): the
+        micro-image centres (the '-slope' terms). Returns the
         (size - n_view, 2, N) rows of the free terms but the view scales (None without jac).
         """
         a, d, e = self.unpack(x)
         lt = self.lens_type
         g = 1.0 / (1.0 + a[lt])
-        u_t = (res[0] + u_obs - d[lt]) * g                # h(w) w: the model's side
-        v_t = (res[1] + v_obs - e[lt]) * g
+        u_t = res[0] + u_obs - d[lt]
+        v_t = res[1] + v_obs - e[lt]
+        if self.slope:
+            kap = self.unpack_slope(x)[lt]
+            u_t = u_t - kap * i_obs
+            v_t = v_t - kap * j_obs
+        u_t = u_t * g                                     # h(w) w: the model's side
+        v_t = v_t * g
         if self.radial:
             q = self.unpack_radial(x)[lt]
             w = _solve_radial(np.column_stack([u_t, v_t]), q)
@@ -402,6 +465,9 @@ class TypeParametrisation:
                 base = self.n_gauged + j * t_
                 extra[base:base + t_] = through(-one * power * u_w, -one * power * v_w)
                 power = power * rho2
+        if self.slope:
+            k0 = self.n_gauged + self.n_radial * self.n_types
+            extra[k0:k0 + m] = through(-wt * i_obs, -wt * j_obs)
         return extra
 
     def terms_with_std(self, x, cov=None, theta=None):
@@ -424,7 +490,7 @@ class TypeParametrisation:
                 std_a = stds.pop(0)
             std_o = np.column_stack(stds)
             if self.radial:
-                var = np.diag(cov)[self.n_gauged:self.size - self.n_view]
+                var = np.diag(cov)[self.n_gauged:self.n_gauged + self.n_radial * self.n_types]
                 std_q = np.zeros((self.n_types, 2))
                 std_q[:, :self.n_radial] = np.sqrt(np.maximum(var, 0.0)).reshape(
                     self.n_radial, self.n_types).T
@@ -439,9 +505,19 @@ class TypeParametrisation:
                 c = cov[self.size - self.n_view:self.size, self.size - self.n_view:self.size]
                 std_g = np.sqrt(np.maximum(np.einsum('tf,fg,tg->t', self.mix, c, self.mix),
                                            0.0))
+        slope = std_k = None
+        if self.slope:
+            slope = self.unpack_slope(x)
+            std_k = np.full(self.n_types, np.nan)
+            if cov is not None:
+                k0 = self.n_gauged + self.n_radial * self.n_types
+                c = cov[k0:k0 + self.n_slope, k0:k0 + self.n_slope]
+                std_k = np.sqrt(np.maximum(np.einsum('tf,fg,tg->t', self.mix, c, self.mix),
+                                           0.0))
         return LensTypeTerms(self.terms, a, np.column_stack([d, e]), self.weights,
                              std_a if self.n_blocks == 3 else np.zeros(self.n_types), std_o,
-                             radial, std_q if self.radial else None, view, std_g, centre)
+                             radial, std_q if self.radial else None, view, std_g, centre,
+                             slope, std_k)
 
 
 def _radial_factor(uv, q):

@@ -616,7 +616,7 @@ class Camera:
                            float(np.linalg.norm(c)), self.mla.rotation, origin,
                            (int(ncol), int(z - a)), self.sensor.size, 0)
 
-    def ground_truth_model(self, grid=None, weights=None, view=False):
+    def ground_truth_model(self, grid=None, weights=None, view=False, centres='true'):
         """
         The exact MPC model of this camera's decoded rays (module docstring).
 
@@ -626,7 +626,10 @@ class Camera:
         :meth:`ground_truth_lens_types`; None: equal). view: the truth of the '-view' type
         terms (k_i = -sigma p_x Z_f sum_T w_T / (D + b_T), the ray-weighted gauge of the
         types' view-plane scales; its frame is :meth:`mpc_frame`'s moved by
-        :meth:`view_frame_shift`).
+        :meth:`view_frame_shift`). centres='lattice': the truth of 'affine-slope' for rows
+        whose (i, j) are the regular lattice's centres (:meth:`lattice_centres`, the raw
+        pipeline's grid) instead of each micro-image's own (its frame: :meth:`view_frame_shift`
+        with the same centres).
         """
         lens, sensor = self.main_lens, self.sensor
         sg, px, D, b = self.sigma, sensor.pixel_pitch, self.D, self.gap
@@ -651,6 +654,16 @@ class Camera:
                                     'conjugate to the MLA is its view plane), got inf')
         z_f = 1.0 / inv_z
         k = px * self._mean_inverse_depth()
+        if centres == 'lattice' and self.mla.n_types > 1:
+            k_ut, _ = self._type_scales_offsets()
+            w = self._type_weights(weights)
+            k_u = w @ k_ut
+            k_i = -sg * px * z_f / (D + b)
+            kappa, off = self._lattice_slopes(w)
+            k_34 = inv_z + k_u * (w @ kappa) / k_i
+            u_0 = sg * px * c / (D + b) + k_u * (w @ off)
+            return MPCModel(k_i=k_i, k_j=k_i, k_u=k_u, k_v=k_u, u_0=u_0[0], v_0=u_0[1],
+                            k_3=k_34, k_4=k_34)
         if self.mla.n_types == 1:
             k_u, u_0 = sg * px * D / (b * z_f), sg * k * c
         else:
@@ -663,7 +676,7 @@ class Camera:
         return MPCModel(k_i=-sg * k * z_f, k_j=-sg * k * z_f, k_u=k_u, k_v=k_u,
                         u_0=u_0[0], v_0=u_0[1], k_3=inv_z, k_4=inv_z)
 
-    def ground_truth_lens_types(self, weights=None, view=False):
+    def ground_truth_lens_types(self, weights=None, view=False, centres='true'):
         """
         The per-lens-type terms of a multi-focus focused camera (None for one lens type).
 
@@ -682,6 +695,12 @@ class Camera:
         axis c, so 1 + g_T = k_i^T / k_i (k_i their weighted mean), the centre is c, the same
         1 + a_T, and the offsets d_T = e_T = 0 exactly (u_0 = sigma p_x c / (D + b_T) of the
         approximate truth is that scale folded into the offsets).
+
+        centres='lattice': rows at the lattice's centres m = L (D + b) / D (b the array's
+        gap) see type T's true centre (b_T - b) / (D + b) (m - c) away, so u = u_true +
+        beta_T (m - c), beta_T = (b_T - b) / (D + b), and exactly ('affine-slope'):
+        kappa_T = -(1 + a_T) beta_T, d_T = (1 + a_T) beta_T c, in the zero-mean gauge (the
+        means go into k_3, k_4 and u_0, v_0 of :meth:`ground_truth_model`).
         """
         from lf_mpc_calib.calibration.type_terms import LensTypeTerms
         if self.camera_type != 'focused' or self.mla.n_types == 1:
@@ -689,23 +708,36 @@ class Camera:
         k_ut, u_0t = self._type_scales_offsets()
         w = self._type_weights(weights)
         k_u, u_0 = w @ k_ut, w @ u_0t
+        if centres == 'lattice':
+            kappa, off = self._lattice_slopes(w)
+            return LensTypeTerms('affine-slope', k_ut / k_u - 1.0, off - w @ off, w,
+                                 slope=kappa - w @ kappa)
         if not view:
             return LensTypeTerms('affine', k_ut / k_u - 1.0, (u_0t - u_0) / k_u, w)
         inv = self._type_inverse_depths()
         return LensTypeTerms('affine-view', k_ut / k_u - 1.0, np.zeros((len(w), 2)), w,
                              view_scale=inv / (w @ inv) - 1.0, view_centre_px=self.sensor.centre)
 
-    def view_frame_shift(self, weights=None):
+    def _lattice_slopes(self, w):
+        """(kappa^0 (T,), (d^0, e^0) (T, 2)) of lattice-centre rows before the gauge."""
+        k_ut, _ = self._type_scales_offsets()
+        beta = np.asarray(self.mla.type_gap_offsets) / (self.D + self.gap)
+        one_a = k_ut / (w @ k_ut)
+        return -one_a * beta, (one_a * beta)[:, None] * self.sensor.centre[None, :]
+
+    def view_frame_shift(self, weights=None, centres='true'):
         """
         (3,) m: a point's MPC-frame coordinates (:meth:`pose_from_physical`) plus this are its
-        coordinates in the frame of the view=True truth (its k_i has the rays' type weights).
+        coordinates in the frame of the view=True truth (its k_i has the rays' type weights),
+        or with centres='lattice' in that of the lattice-centre truth.
         """
         if self.mla.n_types == 1:
             return np.zeros(3)
         w = self._type_weights(weights)
         z_f = 1.0 / self.main_lens.inverse_focus
-        d = self.sigma * self.sensor.pixel_pitch * z_f * (
-            self._mean_inverse_depth() - w @ self._type_inverse_depths())
+        inv = (1.0 / (self.D + self.gap) if centres == 'lattice'
+               else w @ self._type_inverse_depths())
+        d = self.sigma * self.sensor.pixel_pitch * z_f * (self._mean_inverse_depth() - inv)
         return np.array([d * self.sensor.centre[0], d * self.sensor.centre[1], 0.0])
 
     def _type_inverse_depths(self):
