@@ -177,11 +177,13 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
         source = f'told {100 * right:.0f} %'
     res = orient_focused(calibrate(obs, lens_type_terms=terms))
     view = terms.endswith('-view')
+    # the detector's (i, j) are the white image's lattice centres: the '-slope' terms' truth
+    centres = 'lattice' if terms.endswith('-slope') else 'true'
     w = None   # ray fractions per true type: the gauge of the type terms
     if cam.mla.n_types > 1:
         w = np.bincount(lens_types_of(cam, obs.ijuv[:, :2]), minlength=cam.mla.n_types) \
             / len(obs)
-    gt = cam.ground_truth_model(weights=w, view=view)
+    gt = cam.ground_truth_model(weights=w, view=view, centres=centres)
     k_err = np.abs(res.model.to_vector()[:4] / gt.to_vector()[:4] - 1.0).max()
     pp = np.hypot(res.model.u_0 / res.model.k_u - gt.u_0 / gt.k_u,
                   res.model.v_0 / res.model.k_v - gt.v_0 / gt.k_v)
@@ -190,11 +192,14 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
               for n in ('k_i', 'k_j', 'k_u', 'k_v'))
     z = np.nan
     if res.lens_types is not None:
-        tt, lt = cam.ground_truth_lens_types(w, view=view), res.lens_types
+        tt = cam.ground_truth_lens_types(w, view=view, centres=centres)
+        lt = res.lens_types
         z = max(np.abs((lt.scale - tt.scale[true_of]) / lt.scale_std).max(),
                 np.abs((lt.offset_px - tt.offset_px[true_of]) / lt.offset_std_px).max(),
                 np.abs((lt.view_scale - tt.view_scale[true_of]) / lt.view_scale_std).max()
-                if view else 0.0)
+                if view else 0.0,
+                np.abs((lt.slope - tt.slope[true_of]) / lt.slope_std).max()
+                if centres == 'lattice' else 0.0)
     return (k_err, k_z, pp, pp_sd, z, res.rms_reprojection_px, len(obs), len(parts), skipped,
             source)
 
@@ -218,8 +223,9 @@ def main():
     ap.add_argument('--noise', type=float, nargs='+', default=None,
                     help='sensor noise levels (fraction of full scale) instead of the default')
     ap.add_argument('--lens-type-terms', default='auto',
-                    help="calibrate's lens_type_terms (e.g. affine-view: the types' view-plane "
-                         "scales, item 5; the truth then is the optics' view=True one)")
+                    help="calibrate's lens_type_terms (affine-slope: the types' view-plane "
+                         "scales as they show at the lattice's centres, item 5; the truth "
+                         "then is the optics' centres='lattice' one)")
     args = ap.parse_args()
     scale = 0.5 if args.quick else 1.0
     noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)

@@ -196,10 +196,14 @@ def test_r12_with_view_scales():
     radial = calibrate_r12(d)
     view = calibrate_r12(d, lens_type_terms='affine-radial-view')
     # nested: never worse; measured 0.9478 -> 0.9474 px, the view scales within 1-3.3 sigma
-    # of zero (+202 +- 114, -283 +- 86, +141 +- 98 ppm): the R12 default stays 'affine-radial'
+    # of zero (+202 +- 114, -283 +- 86, +141 +- 98 ppm); the slopes: 0.9475 px, within 2
+    # sigma of zero (+2 +- 16, -24 +- 12, +24 +- 14 ppm): the R12 default stays 'affine-radial'
     assert view.result.converged and view.rms_raw_px <= radial.rms_raw_px + 1e-9
     lt = view.result.lens_types
     assert np.all(np.isfinite(lt.view_scale_std)) and np.all(np.abs(lt.view_scale) < 1e-3)
+    slope = calibrate_r12(d, lens_type_terms='affine-radial-slope')
+    assert slope.result.converged and slope.rms_raw_px <= radial.rms_raw_px + 1e-9
+    assert np.all(np.abs(slope.result.lens_types.slope) < 1e-4)
 
 
 def _lattice_rows(cam, obs):
