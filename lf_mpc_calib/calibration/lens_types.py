@@ -27,10 +27,10 @@ class R12Calibration:
     An MPC calibration of R12 data with optional per-lens-type terms.
 
     result: the CalibrationResult (``result.lens_types`` holds the terms with their standard
-    deviations, None for 'none'); lens_type_terms: 'none' | 'offset' | 'affine' |
-    'affine-radial'; scale (T,) the a_T; offset_px (T, 2) the (d_T, e_T); residuals_raw_px
-    (N, 2) measured - predicted corner in raw pixels; rms_raw_px: sqrt(mean over rays of
-    du^2 + dv^2) in raw pixels.
+    deviations, None for 'none'); lens_type_terms: one of
+    :data:`~lf_mpc_calib.calibration.type_terms.LENS_TYPE_TERMS`; scale (T,) the a_T;
+    offset_px (T, 2) the (d_T, e_T); residuals_raw_px (N, 2) measured - predicted corner in
+    raw pixels; rms_raw_px: sqrt(mean over rays of du^2 + dv^2) in raw pixels.
     """
 
     result: object
