@@ -75,6 +75,7 @@ simulation.focused_observations, row by row):
     terms (truth)             max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
     affine-slope (lattice)           0.44      3.76   0.96   1.29          2.33   0.114  2499
     affine-radial-slope (lattice)    0.48      2.99   0.86   1.29          3.70   0.113  2499
+    affine-slope, noise 0.010        1.34      4.17   0.67   1.48          2.07   0.124  2506
     affine-view (own centres)        0.43      3.69   1.00   1.29          8.80   0.114  2499
 
    the rest is the detector's per-type bias of
