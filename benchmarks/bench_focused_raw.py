@@ -142,6 +142,7 @@ from lf_mpc_calib.errors import DetectionError, LFCalibError
 from lf_mpc_calib.features.micro_image_corners import (MicroImageCornerDetector,
                                                        MicroImageOptions)
 from lf_mpc_calib.features.lens_type_inference import infer_lens_types
+from lf_mpc_calib.pipeline.focused_raw import with_raw_type_terms
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of, type_agreement
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
@@ -194,6 +195,8 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
                            est.types[det.lattice.nearest(obs.ijuv[:, :2])])
         true_of, right = type_agreement(cam, det.centres, est.types)
         source = f'told {100 * right:.0f} %'
+    if terms == 'auto':     # what calibrate-raw and the session use (pipeline.focused_raw)
+        terms = with_raw_type_terms(obs, {}).get('lens_type_terms', 'auto')
     res = orient_focused(calibrate(obs, lens_type_terms=terms))
     view = terms.endswith('-view')
     # the detector's (i, j) are the white image's lattice centres: the '-slope' terms' truth
@@ -242,7 +245,8 @@ def main():
     ap.add_argument('--noise', type=float, nargs='+', default=None,
                     help='sensor noise levels (fraction of full scale) instead of the default')
     ap.add_argument('--lens-type-terms', default='auto',
-                    help="calibrate's lens_type_terms (affine-slope: the types' view-plane "
+                    help="calibrate's lens_type_terms (auto: the raw pipeline's, affine-slope "
+                         "for >= 2 types; affine-slope: the types' view-plane "
                          "scales as they show at the lattice's centres, item 5; the truth "
                          "then is the optics' centres='lattice' one)")
     args = ap.parse_args()

@@ -52,7 +52,11 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     assert obs.lens_type is not None
     # against the optics (weights: ray fractions per true type, the gauge of the type terms)
     true = lens_types_of(cam, obs.ijuv[:, :2])
-    gt = cam.ground_truth_model(weights=np.bincount(true, minlength=3) / len(obs))
+    # raw-frame rows sit at the white's lattice centres: the exact per-type terms there are
+    # 'affine-slope' (calibration.type_terms), whose optics truth is centres='lattice'
+    assert cal.lens_types['terms'] == 'affine-slope'
+    w = np.bincount(true, minlength=3) / len(obs)
+    gt = cam.ground_truth_model(weights=w, centres='lattice')
     m = cal.model
     z = {n: (getattr(m, n) - getattr(gt, n)) / cal.stddev[n]
          for n in ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0', 'k_3', 'k_4')}
@@ -66,6 +70,10 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     idx = MicroImageLattice(cal.lenslet_grid).nearest(obs.ijuv[:, :2])
     np.testing.assert_array_equal(types[idx], obs.lens_type)
     terms = LensTypeTerms.from_dict(cal.lens_types)
+    tt = cam.ground_truth_lens_types(w, centres='lattice')
+    told_to_true = [np.bincount(true[obs.lens_type == t], minlength=3).argmax() for t in range(3)]
+    z_slope = (terms.slope - tt.slope[told_to_true]) / terms.slope_std
+    assert np.all(np.abs(z_slope) < 4.0), z_slope
     rays = raw_pixel_rays(cal.model, cal.lenslet_grid, obs.ijuv[:, :2] + obs.ijuv[:, 2:],
                           types=types, terms=terms)
     expected = cal.model.rays(terms.corrected_ijuv(obs.ijuv, obs.lens_type))

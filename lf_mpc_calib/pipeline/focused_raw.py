@@ -36,6 +36,27 @@ from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
 MIN_POSES = 3
 SIMULATED = 'simulated'
 """``lens_types`` naming the simulator's true lens types (a simulated data set only)."""
+RAW_LENS_TYPE_TERMS = 'affine-slope'
+"""Per-type terms of raw-frame rows, whose (i, j) are the white image's lattice centres: there a
+type's own view-plane scale cancels and its slope kappa_T remains (calibration.type_terms; on
+rendered multi-focus frames 'affine' was 5 sigma from the optics, 'affine-slope' 2.3)."""
+
+
+def truth_centres(lens_types):
+    """The optics truth's ``centres`` for a result's LensTypeTerms (None: one type): 'lattice'
+    with the '-slope' terms (rows at the lattice's centres), else 'true'."""
+    terms = getattr(lens_types, 'terms', '')
+    return 'lattice' if terms.endswith('-slope') else 'true'
+
+
+def with_raw_type_terms(obs, options):
+    """``options`` (calibrate keyword arguments) with ``lens_type_terms`` set to
+    :data:`RAW_LENS_TYPE_TERMS` when obs holds >= 2 lens types and none was asked for."""
+    options = dict(options or {})
+    lt = obs.lens_type
+    if lt is not None and len(np.unique(lt)) > 1:
+        options.setdefault('lens_type_terms', RAW_LENS_TYPE_TERMS)
+    return options
 
 
 def focused_detector(dataset, grid=None, white=None, lens_types=None, options=None):
@@ -129,7 +150,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
     try:
-        result = orient_focused(calibrate(obs, **(calibrate_options or {})))
+        result = orient_focused(calibrate(obs, **with_raw_type_terms(obs, calibrate_options)))
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
@@ -147,7 +168,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
             w = np.bincount(lens_types_of(dataset.camera, obs.ijuv[:, :2]),
                             minlength=dataset.camera.mla.n_types) / len(obs)
         try:
-            truth = dataset.camera.ground_truth_model(weights=w)
+            truth = dataset.camera.ground_truth_model(
+                weights=w, centres=truth_centres(result.lens_types))
         except LFCalibError:
             truth = None
     return RawCalibration(result, obs, pose_frames, detections, skipped, det.grid,

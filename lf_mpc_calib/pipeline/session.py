@@ -403,7 +403,11 @@ class CalibrationSession:
         if self.lens_types > 1:
             self._tell_lens_types()
         try:
-            self.result = calibrate(self.observations, **self.calibrate_options)
+            options = self.calibrate_options
+            if self.camera_type == 'focused':
+                from lf_mpc_calib.pipeline.focused_raw import with_raw_type_terms
+                options = with_raw_type_terms(self.observations, options)
+            self.result = calibrate(self.observations, **options)
             if self.camera_type == 'focused':
                 from lf_mpc_calib.calibration.focused import orient_focused
                 self.result = orient_focused(self.result)

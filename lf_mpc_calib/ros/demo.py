@@ -100,14 +100,16 @@ class _Caller:
             time.sleep(0.02)
 
 
-def _truth_model(sim, grid, obs):
+def _truth_model(sim, grid, obs, lens_types=None):
     """The optics' MPC model of the simulated camera (a multi-focus one's: weighted by the rays
     of ``obs`` per true lens type, what one model of all types and the zero-mean per-type terms
-    refer to)."""
+    refer to; with '-slope' terms ``lens_types``, the truth of rows at the lattice's centres)."""
+    from lf_mpc_calib.pipeline.focused_raw import truth_centres
     cam = sim.camera
     if cam.camera_type != 'focused':
         return cam.ground_truth_model(grid)
-    return cam.ground_truth_model(weights=_true_type_weights(cam, obs))
+    return cam.ground_truth_model(weights=_true_type_weights(cam, obs),
+                                  centres=truth_centres(lens_types))
 
 
 def _true_type_weights(cam, obs):
@@ -129,7 +131,9 @@ def _type_lines(session, cam, result):
                 f'{cam.mla.n_types})'] if cam.mla.n_types > 1 else []
     centres = session.decoder.detector.centres
     true_of, fraction = type_agreement(cam, centres, types)
-    truth = cam.ground_truth_lens_types(_true_type_weights(cam, session.observations))
+    from lf_mpc_calib.pipeline.focused_raw import truth_centres
+    truth = cam.ground_truth_lens_types(_true_type_weights(cam, session.observations),
+                                        centres=truth_centres(lt))
     lines = [f'lens types told from the captures: {100 * fraction:.1f} % of '
              f'{len(types)} micro-images right (labels -> true types {true_of.tolist()})',
              f'{"type":>6} {"scale %":>9} {"± std":>7} {"truth":>7} {"z":>6} '
@@ -140,6 +144,13 @@ def _type_lines(session, cam, result):
         lines.append(f'{t:>6} {100 * lt.scale[t]:+9.3f} {100 * lt.scale_std[t]:7.3f} '
                      f'{100 * truth.scale[g]:+7.3f} {z:+6.1f} {_fmt3(lt.offset_px[t]):>16} '
                      f'{_fmt3(lt.offset_std_px[t]):>13} {_fmt3(truth.offset_px[g]):>16}')
+    if lt.terms.endswith('-slope'):
+        lines.append(f'{"type":>6} {"slope ppm":>10} {"± std":>7} {"truth":>7} {"z":>6}')
+        for t in range(lt.n_types):
+            g = true_of[t]
+            z = (lt.slope[t] - truth.slope[g]) / lt.slope_std[t]
+            lines.append(f'{t:>6} {1e6 * lt.slope[t]:+10.1f} {1e6 * lt.slope_std[t]:7.1f} '
+                         f'{1e6 * truth.slope[g]:+7.1f} {z:+6.1f}')
     return lines
 
 
@@ -159,8 +170,8 @@ def _floor(session, sim, model, index):
     from lf_mpc_calib.measurement.accuracy import corner_accuracy
     if session.camera_type == 'focused':   # corners in the micro-images, as the session found
         obs = session.decoder.detect(sim.frame(index), pose=0)[1].observations
-        truth = _truth_model(sim, session.grid, session.observations)
         terms, types = getattr(session.result, 'lens_types', None), session.micro_image_types
+        truth = _truth_model(sim, session.grid, session.observations, terms)
         if terms is not None and types is not None:   # as the decode node: (u, v) corrected
             t = types[session.decoder.detector.lattice.nearest(obs.ijuv[:, :2])]
             obs = dataclasses.replace(obs, ijuv=terms.corrected_ijuv(obs.ijuv, t))
@@ -282,7 +293,9 @@ def run(args, out=None):
         result = calib.session.published_result   # joint with the mount on an arm
         captured = slice(0, args.poses)
         truth, _, _ = aligned_truth(_truth_model(sim, calib.session.grid,
-                                                 calib.session.observations), result.model,
+                                                 calib.session.observations,
+                                                 getattr(result, 'lens_types', None)),
+                                    result.model,
                                     rotation_matrix(sim.rvecs[captured]),
                                     sim.tvecs[captured])
         say('\nrecovered vs ground truth (simulated optics):')
