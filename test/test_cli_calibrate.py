@@ -72,3 +72,10 @@ def test_guess_camera_type():
     from lf_mpc_calib.camera.observations import Observations
     shifted = Observations(obs.pose, obs.point, obs.board, obs.ijuv + [1500.25, 900.5, 0, 0])
     assert guess_camera_type(shifted) == 'focused'
+
+
+def test_cli_lens_type_term_choices_are_the_calibrations():
+    # the parser spells them out so that building it imports no calibration module
+    from lf_mpc_calib.calibration.type_terms import LENS_TYPE_TERMS
+    from lf_mpc_calib.cli.calibrate import LENS_TYPE_TERM_CHOICES
+    assert LENS_TYPE_TERM_CHOICES == LENS_TYPE_TERMS

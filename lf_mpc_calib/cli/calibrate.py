@@ -18,9 +18,12 @@ import numpy as np
 from lf_mpc_calib.cli.calibrate_raw import distortion_option
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
-from lf_mpc_calib.calibration.type_terms import LENS_TYPE_TERMS
 
 LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
+LENS_TYPE_TERM_CHOICES = ('none', 'offset', 'affine', 'affine-radial', 'affine-view',
+                          'affine-radial-view', 'affine-slope', 'affine-radial-slope')
+"""calibration.type_terms.LENS_TYPE_TERMS, spelt out: building the parser imports no
+calibration module (``--help`` stays fast; test_cli_calibrate checks the two agree)."""
 
 
 def register(subparsers):
@@ -59,7 +62,7 @@ def register(subparsers):
                    help='image size written to the file (view or raw image)')
     p.add_argument('--report', metavar='DIR', default=None,
                    help='write a report (summary.txt and PNG plots) into DIR')
-    p.add_argument('--lens-type-terms', choices=LENS_TYPE_TERMS, default=None,
+    p.add_argument('--lens-type-terms', choices=LENS_TYPE_TERM_CHOICES, default=None,
                    help='per-micro-lens-type terms of (u, v): offset, scale + offset, or those '
                         'and a radial term about the micro-image centre; -view: and a '
                         'per-type scale of (i, j) about the optical axis (focused) '
