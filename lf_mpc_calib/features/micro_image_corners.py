@@ -54,6 +54,7 @@ from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.corners import find_board, resolve_orientation
 from lf_mpc_calib.features.interface import Detection
 from lf_mpc_calib.features.micro_image_refine import image_gradients, refine_in_disks
+from lf_mpc_calib.features.sampling import bilinear_samples, disk_offsets
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice
 
@@ -248,8 +249,8 @@ class MicroImageCornerDetector:
         if idx.size == 0:
             raise DetectionError('no micro-image lies inside the raw frame')
         # texture of each micro-image: spread of its samples on a small disk
-        d = _disk_offsets(0.7 * r_in, 1.5)
-        vals = _remap(norm, cen[idx, None, :] + d[None])
+        d = disk_offsets(0.7 * r_in, 1.5)
+        vals = bilinear_samples(norm, cen[idx, None, :] + d[None])
         spread = vals.std(axis=1)
         order = idx[np.argsort(spread)[::-1][:200]]
         order = order[spread[np.searchsorted(idx, order)] > 0.1]
@@ -269,7 +270,7 @@ class MicroImageCornerDetector:
         for e in steps:
             nb = self.lattice.nearest(base + e)
             pairs.append((base[nb >= 0], self.centres[nb[nb >= 0]]))
-        offs = _disk_offsets(r_in, 1.5)
+        offs = disk_offsets(r_in, 1.5)
         cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in coarse]
         best = float(coarse[int(np.argmin(cost))])
         fine = best + np.arange(-0.025, 0.0251, 0.005)
@@ -286,8 +287,8 @@ class MicroImageCornerDetector:
             if sel.sum() < 8:
                 return np.inf
             o = offs[sel]
-            va = _remap(norm, a[:, None, :] + o[None])
-            vb = _remap(norm, b[:, None, :] + o[None] + shift[:, None, :])
+            va = bilinear_samples(norm, a[:, None, :] + o[None])
+            vb = bilinear_samples(norm, b[:, None, :] + o[None] + shift[:, None, :])
             total += float(np.mean((va - vb) ** 2))
         return total
 
@@ -421,7 +422,7 @@ def _aperture_profile(white, centres, types, radius, pitch, max_images=400):
     half the micro-image ``pitch`` less 0.5 px (farther pixels may belong to a neighbour).
     """
     h, w = white.shape
-    d = _disk_offsets(radius + 2.0, 0.5)
+    d = disk_offsets(radius + 2.0, 0.5)
     r = np.hypot(*d.T)
     inner = r <= 0.3 * radius
     edges = np.arange(0.0, radius + 2.25, 0.25)
@@ -435,7 +436,7 @@ def _aperture_profile(white, centres, types, radius, pitch, max_images=400):
         if idx.size == 0:
             continue
         idx = idx[np.argsort(np.hypot(*(centres[idx] - mid).T))[:max_images]]
-        vals = _remap(white, centres[idx, None, :] + d[None]).astype(np.float64)
+        vals = bilinear_samples(white, centres[idx, None, :] + d[None]).astype(np.float64)
         rel = vals / np.maximum(vals[:, inner].mean(axis=1, keepdims=True), 1e-6)
         b = np.digitize(r, edges) - 1
         prof = np.array([np.median(rel[:, b == k]) if np.any(b == k) else np.nan
@@ -505,30 +506,6 @@ def _clip_radius(r_ap, rho, blur, tolerance):
     return float(r[bad[0]] if bad.size else r_ap + rho)
 
 
-def _disk_offsets(radius, step):
-    """Offsets (K, 2) on a square grid of ``step`` px inside a disk of ``radius`` px."""
-    n = int(np.floor(radius / step))
-    g = np.arange(-n, n + 1) * step
-    xx, yy = np.meshgrid(g, g)
-    d = np.column_stack([xx.ravel(), yy.ravel()])
-    return d[np.hypot(*d.T) <= radius]
-
-
-def _remap(img, pts):
-    """Bilinear samples of img at pts (..., 2) -> (...) float32."""
-    shp = pts.shape[:-1]
-    p = pts.reshape(-1, 2).astype(np.float32)
-    n = len(p)
-    width = 4096
-    rows = max(1, -(-n // width))
-    m = np.zeros((rows * width, 2), np.float32)
-    m[:n] = p
-    m = m.reshape(rows, width, 2)
-    out = cv2.remap(img, m[..., 0].copy(), m[..., 1].copy(), cv2.INTER_LINEAR,
-                    borderMode=cv2.BORDER_REPLICATE)
-    return out.reshape(-1)[:n].reshape(shp)
-
-
 _RING = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
 
 
@@ -538,7 +515,7 @@ def _saddle(img, q, contrast, radius=2.0):
     ``radius`` px around each point, minus its 1st (an edge), over the board contrast.
     """
     ring = np.column_stack([np.cos(_RING), np.sin(_RING)]) * radius
-    v = _remap(img, q[:, None, :] + ring[None]).astype(np.float64)
+    v = bilinear_samples(img, q[:, None, :] + ring[None]).astype(np.float64)
     a1 = np.abs(v @ np.exp(1j * _RING)) * (2.0 / len(_RING))
     a2 = np.abs(v @ np.exp(2j * _RING)) * (2.0 / len(_RING))
     return (a2 - a1) / max(contrast, 1e-6)
@@ -584,6 +561,6 @@ def _min_spacing(grid):
 def _board_contrast(img, grid):
     """Light - dark level of the board's squares in the rendered image."""
     centres = 0.25 * (grid[:-1, :-1] + grid[:-1, 1:] + grid[1:, :-1] + grid[1:, 1:])
-    v = _remap(np.asarray(img, np.float32), centres.reshape(-1, 2).astype(np.float64))
+    v = bilinear_samples(np.asarray(img, np.float32), centres.reshape(-1, 2).astype(np.float64))
     lo, hi = np.percentile(v, (25, 75))
     return float(max(hi - lo, 1e-6))

@@ -23,6 +23,8 @@ sampled bilinearly.
 import cv2
 import numpy as np
 
+from lf_mpc_calib.features.sampling import bilinear_samples
+
 MAX_ITER = 20
 EPS_PX = 1e-3
 SIGMA_FRACTION = 0.7
@@ -74,8 +76,8 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gr
             (((pi[:, None, :] - off[None] - ci[:, None]) ** 2).sum(-1) <= rr)
         wgt = full[idx] * inside
         enough = wgt.sum(1) >= min_weight * full_sum[idx]
-        gxs = _sample(gx, x).astype(np.float64)
-        gys = _sample(gy, x).astype(np.float64)
+        gxs = bilinear_samples(gx, x).astype(np.float64)
+        gys = bilinear_samples(gy, x).astype(np.float64)
         a = (wgt * gxs * gxs).sum(1)
         b = (wgt * gxs * gys).sum(1)
         c = (wgt * gys * gys).sum(1)
@@ -97,18 +99,3 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gr
     left = np.all(np.isfinite(p), axis=1) & np.any(np.abs(p - pts) > half[:, None], axis=1)
     p[left] = pts[left]
     return p
-
-
-def _sample(img, pts):
-    """Bilinear samples of img at pts (..., 2) -> (...) float32 (border replicated)."""
-    shp = pts.shape[:-1]
-    flat = pts.reshape(-1, 2).astype(np.float32)
-    m = len(flat)
-    width = 4096
-    rows = max(1, -(-m // width))
-    buf = np.zeros((rows * width, 2), np.float32)
-    buf[:m] = flat
-    buf = buf.reshape(rows, width, 2)
-    vals = cv2.remap(img, buf[..., 0].copy(), buf[..., 1].copy(), cv2.INTER_LINEAR,
-                     borderMode=cv2.BORDER_REPLICATE)
-    return vals.reshape(-1)[:m].reshape(shp)

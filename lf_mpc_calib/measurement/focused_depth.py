@@ -13,10 +13,10 @@ shift, are unknown (NaN).
     depth = micro_image_depth(detector, norm, model, w_render, size) -> (rows, cols) float32
 """
 
-import cv2
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.features.sampling import bilinear_samples, disk_offsets
 
 W_STEP = 0.01
 """Step of the inverse virtual depths tried (refined by a parabola through the best three)."""
@@ -41,12 +41,12 @@ def micro_image_depths(detector, norm, w_sign):
     h, wd = norm.shape
     inside = ((cen[:, 0] > r_in + 2) & (cen[:, 1] > r_in + 2)
               & (cen[:, 0] < wd - r_in - 3) & (cen[:, 1] < h - r_in - 3))
-    offs = _disk(r_in, 1.0)
+    offs = disk_offsets(r_in, 1.0)
     spread = np.full(len(cen), 0.0)
     idx = np.nonzero(inside)[0]
     if idx.size:   # texture near the centre: what the micro-image's tile shows
-        core = _disk(TEXTURE_RADIUS * r_in, 1.0)
-        spread[idx] = _sample(norm, cen[idx, None, :] + core[None]).std(axis=1)
+        core = disk_offsets(TEXTURE_RADIUS * r_in, 1.0)
+        spread[idx] = bilinear_samples(norm, cen[idx, None, :] + core[None]).std(axis=1)
     textured = inside & (spread > MIN_TEXTURE)
     grid = detector.grid
     steps = [grid.row_vector, 0.5 * grid.row_vector + grid.column_vector,
@@ -68,8 +68,8 @@ def micro_image_depths(detector, norm, w_sign):
             if sel.sum() < 8:
                 continue
             o = offs[sel]
-            va = _sample(norm, a[:, None, :] + o[None])
-            vb = _sample(norm, b[:, None, :] + o[None] + shift[:, None, :])
+            va = bilinear_samples(norm, a[:, None, :] + o[None])
+            vb = bilinear_samples(norm, b[:, None, :] + o[None] + shift[:, None, :])
             cost[k, ok] += np.mean((va - vb) ** 2, axis=1)
             count[k, ok] += 1
     with np.errstate(invalid='ignore', divide='ignore'):
@@ -119,28 +119,3 @@ def micro_image_depth(detector, norm, model, w_render, size):
     nb = detector.lattice.nearest(np.column_stack([xx.ravel(), yy.ravel()]))
     out = np.where(nb >= 0, depth[np.maximum(nb, 0)], np.nan)
     return out.reshape(height, width).astype(np.float32)
-
-
-def _disk(radius, step):
-    """Offsets (K, 2) on a square grid of ``step`` px inside a disk of ``radius`` px."""
-    n = int(np.floor(radius / step))
-    g = np.arange(-n, n + 1) * step
-    xx, yy = np.meshgrid(g, g)
-    d = np.column_stack([xx.ravel(), yy.ravel()])
-    return d[np.hypot(*d.T) <= radius]
-
-
-def _sample(img, pts):
-    """Bilinear samples of img (H, W) float32 at pts (..., 2) -> (...) float32."""
-    shape = pts.shape[:-1]
-    p = pts.reshape(-1, 2).astype(np.float32)
-    width = 4096                       # cv2.remap maps: under 32767 px on each side
-    rows = max(1, -(-len(p) // width))
-    m = np.zeros((rows * width, 2), np.float32)
-    m[:len(p)] = p
-    m = m.reshape(rows, width, 2)
-    out = np.concatenate([
-        cv2.remap(img, m[k:k + 8192, :, 0].copy(), m[k:k + 8192, :, 1].copy(),
-                  cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).reshape(-1)
-        for k in range(0, rows, 8192)])
-    return out[:len(p)].reshape(shape)
