@@ -15,7 +15,6 @@ from lf_mpc_calib.calibration.closed_form import validate_observations
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.calibration.refine import RefinementProblem
 from lf_mpc_calib.calibration.type_terms import LensTypeTerms
-from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.model import point_ray_distance
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.calibration_file import (CalibrationFile, load_calibration,
@@ -23,26 +22,12 @@ from lf_mpc_calib.io.calibration_file import (CalibrationFile, load_calibration,
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice
 from lf_mpc_calib.measurement.focused import raw_pixel_rays, triangulate_rows
 from lf_mpc_calib.simulation.focused_observations import focused_observations
-from lf_mpc_calib.simulation.optics import preset
+from test_multifocus import _scene as multifocus_scene
 
 
 def _scene(seed=2, scale=1.0):
     """The multi-focus preset, a 7 x 5 board at 4 poses 0.6-1.5 x the scene distance."""
-    cam = preset('focused-multifocus', scale=scale)
-    board = Checkerboard(6, 4, 0.5 * cam.field_of_view(cam.scene_distance)[0] / 7)
-    rng = np.random.default_rng(seed)
-    z_f = 1.0 / cam.main_lens.inverse_focus / cam.scene_distance
-    cand = np.linspace(0.6, 1.5, 100)
-    cand = cand[np.abs(cand - z_f) > 0.25 * z_f]
-    rv, tv = [], []
-    for z in cand[[0, len(cand) // 3, 2 * len(cand) // 3, -1]]:
-        ang = np.deg2rad(rng.uniform(-20, 20, 3)) * np.array([1.0, 1.0, 0.3])
-        rot = Rotation.from_euler('xyz', ang).as_matrix()
-        c = board.points().mean(0)
-        r, t = cam.pose_from_physical(rot, [0, 0, z * cam.scene_distance] - rot @ c)
-        rv.append(r)
-        tv.append(t)
-    return cam, board, np.array(rv), np.array(tv)
+    return multifocus_scene('focused-multifocus', seed, scale)
 
 
 def _points(obs, rv, tv):

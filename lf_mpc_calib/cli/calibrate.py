@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from lf_mpc_calib.cli.calibrate_raw import distortion_option
+from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_option
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 
@@ -38,15 +38,9 @@ def register(subparsers):
                    help='calibration file to write (default: %(default)s)')
     p.add_argument('--format', choices=('table', 'r12'), default='table',
                    help='input format: the observation table, or the Raytrix R12 data set CSV')
-    p.add_argument('--no-distortion', action='store_true',
-                   help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
-    p.add_argument('--all-distortion', action='store_true',
-                   help='keep k_1..k_4 free even where the data do not determine them '
-                        '(default: each is held at 0 unless it exceeds 3 sigma)')
-    p.add_argument('--fix', default='', metavar='NAMES',
-                   help='comma-separated parameters held at their closed-form values '
-                        '(k_1, k_2: 0; k_3, k_4: the closed form\'s shear estimate), of '
-                        + ','.join(PARAMETER_NAMES))
+    add_model_arguments(p, 'comma-separated parameters held at their closed-form values '
+                           '(k_1, k_2: 0; k_3, k_4: the closed form\'s shear estimate), of '
+                           + ','.join(PARAMETER_NAMES))
     p.add_argument('--method', choices=('exact', 'paper'), default='exact',
                    help='closed-form initial solution (default: %(default)s)')
     p.add_argument('--camera-type', choices=('conventional', 'focused'), default=None,

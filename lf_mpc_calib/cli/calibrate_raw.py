@@ -96,15 +96,14 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
-def add_model_arguments(p):
+def add_model_arguments(p, fix_help='comma-separated parameters to hold fixed'):
     """The options of which model parameters are estimated, shared with ``calibrate``."""
     p.add_argument('--no-distortion', action='store_true',
                    help='estimate the six intrinsics only (k_1..k_4 fixed at 0)')
     p.add_argument('--all-distortion', action='store_true',
                    help='keep k_1..k_4 free even where the data do not determine them '
                         '(default: each is held at 0 unless it exceeds 3 sigma)')
-    p.add_argument('--fix', default='', metavar='NAMES',
-                   help='comma-separated parameters to hold fixed')
+    p.add_argument('--fix', default='', metavar='NAMES', help=fix_help)
 
 
 def distortion_option(args):

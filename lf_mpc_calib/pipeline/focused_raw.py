@@ -32,6 +32,7 @@ from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
+from lf_mpc_calib.pipeline.offline import check_enough_poses
 
 MIN_POSES = 3
 SIMULATED = 'simulated'
@@ -137,11 +138,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                      f'{len(found.observations)} observations, {d["corners_found"]}/'
                      f'{d["corners_total"]} corners in {d["median_views"]:.0f} micro-images '
                      f'(median), inverse virtual depth {d["inverse_virtual_depth"]:+.3f}')
-    if len(pose_frames) < min_poses:
-        reasons = '; '.join(f'{p.name}: {r}' for p, r in skipped) or 'none'
-        raise DetectionError(
-            f'the board was found in {len(pose_frames)} of {total} frames, at least '
-            f'{min_poses} are needed (skipped: {reasons})')
+    check_enough_poses(pose_frames, total, skipped, min_poses)
     obs = Observations.concatenate(parts)
     if det.lens_types is None and int(n_types) > 1:
         obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)

@@ -100,6 +100,16 @@ def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None
 
 
 # ---- calibration ----------------------------------------------------------------------------
+def check_enough_poses(pose_frames, total, skipped, min_poses):
+    """DetectionError unless the board was found in ``min_poses`` of the ``total`` frames
+    (pose_frames the kept ones; skipped (path, reason) pairs, named in the error)."""
+    if len(pose_frames) < min_poses:
+        reasons = '; '.join(f'{p.name}: {r}' for p, r in skipped) or 'none'
+        raise DetectionError(
+            f'the board was found in {len(pose_frames)} of {total} frames, at least '
+            f'{min_poses} are needed (skipped: {reasons})')
+
+
 def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
                   calibrate_options=None, min_poses=MIN_POSES, strict_views=True,
                   progress=None, accept_uncertain=False):
@@ -160,11 +170,7 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
                      f'{d["corners_total"]} corners in {d["views_used"]}/'
                      f'{d["views_available"]} views, line residual '
                      f'{d["line_residual_rms_px"]:.3f} px')
-    if len(pose_frames) < min_poses:
-        reasons = '; '.join(f'{p.name}: {r}' for p, r in skipped) or 'none'
-        raise DetectionError(
-            f'the board was found in {len(pose_frames)} of {total} frames, at least '
-            f'{min_poses} are needed (skipped: {reasons})')
+    check_enough_poses(pose_frames, total, skipped, min_poses)
     obs = Observations.concatenate(parts)
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
