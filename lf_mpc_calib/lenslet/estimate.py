@@ -995,58 +995,17 @@ def grid_quality(grid, spots, indices, used, rms_regular):
                        outside, degree, max_def, int(len(norm)), float(nn))
 
 
-def _fit_lattice(img, spacing, lattice, dark_fraction, max_spots):
+def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radius):
     """
-    :func:`measure_spots` -> :func:`assign_indices` -> :func:`fit_regular`, on the 3 x 3
-    micro-image map, and once more on the :func:`wide_radius` map when no lattice fits the
-    first (soft-rimmed touching micro-images); the first refusal is raised when both fail.
-    Returns ``(spots, kl, inliers, params, used)``.
+    :func:`measure_spots` (on the micro-image map of local-maximum ``radius``) ->
+    :func:`assign_indices` -> :func:`fit_regular` -> :func:`fit_deformation` ->
+    :func:`build_grid` -> :func:`grid_quality`; returns the unchecked :class:`GridEstimate`.
     """
     h, w = img.shape
-    first = None
-    for radius in (1, wide_radius(spacing)):
-        try:
-            spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
-                                  max_spots=max_spots, radius=radius)
-            kl, inl = assign_indices(spots, (w, h))
-            p, used = fit_regular(spots, kl, inl)
-            return spots, kl, inl, p, used
-        except DetectionError as exc:
-            if first is not None:
-                raise first from exc
-            first = exc
-
-
-def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spacing=None,
-                               dark_fraction=0.05, max_spots=15000, deformation='auto',
-                               check=True):
-    """
-    Fit the micro-image lattice to a white image; returns a :class:`GridEstimate`.
-
-    Stages: :func:`check_white` (bad input refused first) -> :func:`lattice_spacing` ->
-    :func:`measure_spots` -> :func:`assign_indices` -> :func:`fit_regular` ->
-    :func:`fit_deformation` (``deformation`` 'auto', or False for a regular lattice) ->
-    :func:`build_grid` -> :func:`grid_quality`. With ``check`` (default) a grid that fails
-    any :class:`GridQuality` limit raises DetectionError listing the figures and limits;
-    ``check=False`` returns it with its figures (``.quality``) for inspection. Other
-    parameters as :func:`estimate_grid`.
-    """
-    if lattice not in LATTICES + ('auto',):
-        raise InvalidInputError(f"lattice must be 'auto', 'hex' or 'rect', got {lattice!r}")
-    if deformation not in ('auto', False, None):
-        raise InvalidInputError(f"deformation must be 'auto' or False, got {deformation!r}")
-    img = as_intensity(white)
-    h, w = img.shape
-    if expected_size is not None and tuple(int(v) for v in expected_size) != (w, h):
-        raise InvalidInputError(
-            f'white image must be {int(expected_size[0])} x {int(expected_size[1])} '
-            f'(width x height), got {w} x {h}')
-    raw_dtype = np.asarray(white).dtype
-    full_scale = float(np.iinfo(raw_dtype).max) if raw_dtype.kind in 'ui' else None
-    check_white(img, full_scale=full_scale)
-    spacing = lattice_spacing(img, spacing)
-    check_white(img, spacing)
-    spots, kl, inl, p, used = _fit_lattice(img, spacing, lattice, dark_fraction, max_spots)
+    spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
+                          max_spots=max_spots, radius=radius)
+    kl, inl = assign_indices(spots, (w, h))
+    p, used = fit_regular(spots, kl, inl)
     hexagonal = spots.kind == 'hex'
     regular_xy = _model(kl, hexagonal, p)
     residual = spots.centres - regular_xy
@@ -1074,15 +1033,66 @@ def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spa
     residuals = spots.centres - grid.centres_of(indices)
     est = GridEstimate(grid, spots.centres, indices, residuals, used, quality.rms_px,
                        spots.spacing, quality)
-    if check:
-        fails = quality.failures()
-        if fails:
-            raise DetectionError(
-                f'grid check stage: the fitted {grid.lattice} grid (pitch {grid.pitch:.3f} px, '
-                f'rotation {np.degrees(grid.rotation):.3f} deg, {grid.shape[0]} x '
-                f'{grid.shape[1]} lenses) is not trustworthy: ' + '; '.join(fails)
-                + f'; {_ADVICE}')
     return est
+
+
+def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spacing=None,
+                               dark_fraction=0.05, max_spots=15000, deformation='auto',
+                               check=True):
+    """
+    Fit the micro-image lattice to a white image; returns a :class:`GridEstimate`.
+
+    Stages: :func:`check_white` (bad input refused first) -> :func:`lattice_spacing` ->
+    :func:`measure_spots` -> :func:`assign_indices` -> :func:`fit_regular` ->
+    :func:`fit_deformation` (``deformation`` 'auto', or False for a regular lattice) ->
+    :func:`build_grid` -> :func:`grid_quality`, on the 3 x 3 micro-image map, and again on the
+    :func:`wide_radius` one when that is refused or fails its check. With ``check`` (default)
+    a grid that fails any :class:`GridQuality` limit raises DetectionError listing the figures
+    and limits; ``check=False`` returns it with its figures (``.quality``) for inspection. Other
+    parameters as :func:`estimate_grid`.
+    """
+    if lattice not in LATTICES + ('auto',):
+        raise InvalidInputError(f"lattice must be 'auto', 'hex' or 'rect', got {lattice!r}")
+    if deformation not in ('auto', False, None):
+        raise InvalidInputError(f"deformation must be 'auto' or False, got {deformation!r}")
+    img = as_intensity(white)
+    h, w = img.shape
+    if expected_size is not None and tuple(int(v) for v in expected_size) != (w, h):
+        raise InvalidInputError(
+            f'white image must be {int(expected_size[0])} x {int(expected_size[1])} '
+            f'(width x height), got {w} x {h}')
+    raw_dtype = np.asarray(white).dtype
+    full_scale = float(np.iinfo(raw_dtype).max) if raw_dtype.kind in 'ui' else None
+    check_white(img, full_scale=full_scale)
+    spacing = lattice_spacing(img, spacing)
+    check_white(img, spacing)
+    # the 3 x 3 map first; the wide one (soft-rimmed touching micro-images) when the first
+    # is refused or fails its check; the first's refusal is raised when neither passes
+    first, found = None, None
+    for radius in (1, wide_radius(spacing)):
+        try:
+            est = _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation,
+                            radius)
+        except DetectionError as exc:
+            first = first or exc
+            continue
+        if not est.quality.failures():
+            return est
+        found = found or est
+        first = first or _check_failure(est)
+    if check or found is None:
+        raise first
+    return found
+
+
+def _check_failure(est):
+    """The DetectionError of a :class:`GridEstimate` that fails its quality limits."""
+    grid = est.grid
+    return DetectionError(
+        f'grid check stage: the fitted {grid.lattice} grid (pitch {grid.pitch:.3f} px, '
+        f'rotation {np.degrees(grid.rotation):.3f} deg, {grid.shape[0]} x '
+        f'{grid.shape[1]} lenses) is not trustworthy: ' + '; '.join(est.quality.failures())
+        + f'; {_ADVICE}')
 
 
 def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
