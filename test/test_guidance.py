@@ -80,3 +80,81 @@ def test_guidance_boards_facing_the_camera_ask_for_tilts_about_both_axes():
     tilt_advice = [a for a in g.advice if a.startswith('tilt the board')]
     assert len(tilt_advice) == 2, g.advice
     assert 'camera x axis' in tilt_advice[0] and 'camera y axis' in tilt_advice[1]
+
+
+# focused cameras: exact optics rows (simulation.focused_observations), 0.1 px noise
+FOCUSED = preset('focused-keplerian')
+
+
+def _focused_guidance(depth_fractions, cols, rows, square, offsets=None, seed=0,
+                      camera=FOCUSED):
+    from lf_mpc_calib.calibration.focused import orient_focused
+    from lf_mpc_calib.camera.board import Checkerboard
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    from lf_mpc_calib.simulation.focused_raw import board_pose
+    board = Checkerboard(cols, rows, square)
+    rng = np.random.default_rng(seed)
+    rv, tv = [], []
+    for p, frac in enumerate(depth_fractions):
+        off = (0.0, 0.0) if offsets is None else offsets[p]
+        r, t = board_pose(camera, board, frac * camera.scene_distance,
+                          rng.uniform(-20, 20, 3) * [1.0, 1.0, 0.3], off)
+        rv.append(r)
+        tv.append(t)
+    obs = focused_observations(camera, board, np.array(rv), np.array(tv), noise_px=0.1,
+                               rng=rng)
+    result = orient_focused(calibrate(obs))
+    return capture_guidance(result, board_points=board.points(), camera_type='focused')
+
+
+FOCUSED_DEPTHS = np.linspace(0.94, 1.5, 6)    # the Keplerian's usable span (capture_depth_range)
+
+
+def test_focused_principal_point_asks_for_a_larger_board_not_for_corner_poses():
+    h = FOCUSED.field_of_view(FOCUSED.scene_distance)[1]
+    small = _focused_guidance(FOCUSED_DEPTHS, 9, 6, 0.44 * h / 7)
+    assert max(small.sigma_principal_point_px) > 0.5
+    text = ' '.join(small.advice)
+    assert 'larger board' in text and 'image corners' not in text and 'nearer than' not in text
+    # why: the same board near the image corners determines it no better ...
+    views = [FOCUSED.field_of_view(f * FOCUSED.scene_distance) for f in FOCUSED_DEPTHS]
+    corners = [(0.2 * s * vw, 0.2 * t * vh) for (vw, vh), (s, t) in zip(
+        views, [(1, 1), (-1, -1), (1, -1), (-1, 1), (1, 0), (-1, 0)])]
+    placed = _focused_guidance(FOCUSED_DEPTHS, 9, 6, 0.44 * h / 7, offsets=corners)
+    assert max(placed.sigma_principal_point_px) > 0.8 * max(small.sigma_principal_point_px)
+    # ... while a 12 x 8 board filling 0.85 of the view at the nearest pose does
+    large = _focused_guidance(FOCUSED_DEPTHS, 12, 8, 0.85 * 0.94 * FOCUSED.field_of_view(
+        FOCUSED.scene_distance)[0] / 13)
+    assert max(large.sigma_principal_point_px) < 0.5 * max(small.sigma_principal_point_px)
+
+
+def test_focused_narrow_depths_ask_for_a_spread_not_for_both_sides_of_focus():
+    h = FOCUSED.field_of_view(FOCUSED.scene_distance)[1]
+    narrow = _focused_guidance(np.linspace(1.2, 1.3, 6), 12, 8, 0.6 * h / 9)
+    wide = _focused_guidance(FOCUSED_DEPTHS, 12, 8, 0.6 * h / 9)
+    text = ' '.join(narrow.advice)
+    assert 'spread the boards in depth' in text and 'nearer than' not in text, narrow.advice
+    # distances from the main lens (the MPC frame's Z counts from the conjugate plane, 1/k3)
+    z_conj = 1.0 / FOCUSED.main_lens.inverse_focus
+    assert narrow.focus_distance_m == pytest.approx(z_conj, rel=0.01)
+    assert narrow.depth_m.min() == pytest.approx(1.2 * FOCUSED.scene_distance, rel=0.02)
+    assert f'{z_conj:.2f} m (the plane conjugate' in text
+    assert 'x the conjugate plane' in narrow.summary()
+    assert not any('spread' in a for a in wide.advice)
+    assert narrow.sigma_pct['k_i'] > 1.5 * wide.sigma_pct['k_i']
+
+
+def test_focused_galilean_boards_before_the_conjugate_plane_are_distances_too():
+    galilean = preset('focused-galilean')
+    h = galilean.field_of_view(galilean.scene_distance)[1]
+    g = _focused_guidance(np.linspace(0.65, 1.0, 6), 12, 8, 0.6 * h / 9, camera=galilean)
+    # Galilean: the boards lie between the main lens and the conjugate plane (MPC Z < 0)
+    assert g.depth_m.min() == pytest.approx(0.65 * galilean.scene_distance, rel=0.02)
+    assert g.depth_m.max() == pytest.approx(1.0 * galilean.scene_distance, rel=0.02)
+    assert not any('spread' in a for a in g.advice), g.advice
+
+
+def test_guidance_refuses_an_unknown_camera_type():
+    from lf_mpc_calib.errors import InvalidInputError
+    with pytest.raises(InvalidInputError, match="got 'plenoptic'"):
+        capture_guidance(None, poses=1, camera_type='plenoptic')

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lf_mpc_calib.calibration.guidance import capture_guidance
+from lf_mpc_calib.calibration.guidance import DEPTH_ADVICE, capture_guidance
 from lf_mpc_calib.errors import DegenerateConfigurationError
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
@@ -70,20 +70,20 @@ def determination(result, *, target_k_pct=TARGET_K_PCT, target_pp_px=TARGET_PP_P
 
 
 def check_determined(result, *, board_points=None, target_k_pct=TARGET_K_PCT,
-                     target_pp_px=TARGET_PP_PX):
+                     target_pp_px=TARGET_PP_PX, camera_type='conventional'):
     """
     Return the :class:`Determination`; raise DegenerateConfigurationError when it refuses.
 
     The message names every figure over its limit and the poses to add (board_points (M, 3)
-    of the board, for the depth advice).
+    of the board, for the depth advice; camera_type 'conventional' or 'focused', whose advice
+    differs: :mod:`~lf_mpc_calib.calibration.guidance`).
     """
     d = determination(result, target_k_pct=target_k_pct, target_pp_px=target_pp_px)
     if d.determined:
         return d
-    guide = capture_guidance(result, board_points=board_points)
+    guide = capture_guidance(result, board_points=board_points, camera_type=camera_type)
     advice = '; '.join(guide.advice) or (
-        'add poses: boards nearer and farther than the focus distance, tilted 15-30 deg about '
-        'both axes')
+        f'add poses: boards {DEPTH_ADVICE[camera_type]}, tilted 15-30 deg about both axes')
     raise DegenerateConfigurationError(
         'calibration: the poses do not determine the camera: ' + ', '.join(d.refusals)
         + f'. To do: {advice} (or pass --accept-uncertain to write it anyway)')

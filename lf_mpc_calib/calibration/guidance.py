@@ -13,6 +13,16 @@ leaves focal length and distance confounded). So the guidance reports
 - the spread of board tilts about the camera's x and y axes,
 
 and turns the shortfalls into advice ("add a board nearer than 0.30 m").
+
+Focused cameras (``camera_type='focused'``) differ in two ways. 1/|k₃| is then the plane
+conjugate to the micro-lenses, where a point falls in about one micro-image: boards go on one
+side of it (where the micro-lenses focus) and the advice asks for a spread of depths there
+instead of boards on both sides. And their principal point rests on the board's extent and
+corner count, not on where the board sits or how it is tilted (simulated Keplerian, Galilean and
+multi-focus cameras, exact rows with 0.1 px noise, 6 poses: sigma 1.1-1.2 px with a 9 x 6 board
+filling 0.44 of the view at the middle distance, the same with boards in the image corners or
+tilted 40 instead of 20 deg; 0.25-0.6 px with a 12 x 8 board filling 0.85 of the view at the
+nearest pose; benchmarks/bench_focused_raw.py): the advice asks for a larger board.
 """
 
 from dataclasses import dataclass, field
@@ -20,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lf_mpc_calib.camera.rotations import rotation_matrix
+from lf_mpc_calib.errors import InvalidInputError
 
 MIN_POSES = 3
 NEAR_FRACTION = 0.8
@@ -32,6 +43,12 @@ TARGET_SIGMA_PCT = 0.5
 """Relative standard deviation of k_i, k_j, k_u, k_v aimed at."""
 TARGET_SIGMA_PP_PX = 0.5
 """Standard deviation of the principal point aimed at, in view pixels."""
+FOCUSED_DEPTH_RATIO = 1.4
+"""Focused cameras: farthest / nearest board depth wanted (bench_focused_raw's spans: 1.5-1.6)."""
+DEPTH_ADVICE = {'conventional': 'nearer and farther than the focus distance',
+                'focused': 'spread in depth on the side of the plane conjugate to the '
+                           'micro-lenses where the micro-images show the board sharp'}
+"""The generic depth advice per camera type."""
 UNDETERMINED_SIGMA_PCT = 5.0
 """Above this relative sigma the estimated poses cannot be trusted for the depth/tilt figures."""
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
@@ -44,11 +61,13 @@ class CaptureGuidance:
 
     poses: poses used; sigma_pct: {k_i, k_j, k_u, k_v: standard deviation in % of the value} (empty
     before a calibration is possible); focus_distance_m: from k₃ (None when k₃ is not
-    determined); sigma_principal_point_px: (u, v) standard deviation of the principal point
-    in view pixels; depth_m (P,): board-centre depth of each pose along the optical axis;
+    determined; for a focused camera the plane conjugate to the micro-lenses);
+    sigma_principal_point_px: (u, v) standard deviation of the principal point in view pixels
+    (micro-image pixels for a focused camera); depth_m (P,): board-centre depth of each pose
+    along the optical axis (focused with k₃ determined: from the main lens);
     tilt_x_deg, tilt_y_deg (P,): board tilt about the camera's x and y axes; advice: list
     of what to capture next (empty when the set is good); sufficient: True when nothing is
-    advised.
+    advised; camera_type: 'conventional' or 'focused'.
     """
 
     poses: int
@@ -59,6 +78,7 @@ class CaptureGuidance:
     tilt_x_deg: np.ndarray = None
     tilt_y_deg: np.ndarray = None
     advice: tuple = ()
+    camera_type: str = 'conventional'
 
     @property
     def sufficient(self):
@@ -80,7 +100,8 @@ class CaptureGuidance:
                 self.sigma_pct.get('k_i', float('nan')), self.sigma_pct.get('k_j', float('nan'))))
         span = self.depth_span()
         if span is not None:
-            parts.append(f'depths {span[0]:.2f}-{span[1]:.2f} x focus '
+            plane = 'the conjugate plane' if self.camera_type == 'focused' else 'focus'
+            parts.append(f'depths {span[0]:.2f}-{span[1]:.2f} x {plane} '
                          f'({self.focus_distance_m:.3f} m)')
         elif self.depth_m is not None and len(self.depth_m):
             parts.append(f'depths {self.depth_m.min():.3f}-{self.depth_m.max():.3f} m')
@@ -132,16 +153,20 @@ def _pose_geometry(result, board_points):
 
 
 def capture_guidance(result=None, *, poses=None, board_points=None, focus_distance=None,
-                     min_poses=MIN_POSES):
+                     min_poses=MIN_POSES, camera_type='conventional'):
     """
     Guidance for the next capture.
 
     result: the CalibrationResult of the poses so far (None when too few poses to calibrate);
     poses: number of poses captured (default: those in ``result``); board_points (M, 3): the
     board's points in its frame (board centre depth; default the board origin);
-    focus_distance: metres, when known from elsewhere (default: from k₃ when determined).
-    Returns a :class:`CaptureGuidance`.
+    focus_distance: metres, when known from elsewhere (default: from k₃ when determined);
+    camera_type: 'conventional' or 'focused' (module docstring). Returns a
+    :class:`CaptureGuidance`.
     """
+    if camera_type not in DEPTH_ADVICE:
+        raise InvalidInputError(f"camera_type: expected one of {tuple(DEPTH_ADVICE)}, got "
+                                f"{camera_type!r}")
     if result is None:
         n = int(poses or 0)
         more = max(min_poses - n, 1)
@@ -160,6 +185,8 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
                for a, k in (('u_0', m.k_u), ('v_0', m.k_v)))
     zf = float(focus_distance) if focus_distance else _focus_distance(result)
     depth, tilt_x, tilt_y = _pose_geometry(result, board_points)
+    if camera_type == 'focused' and zf is not None:
+        depth = depth + zf   # the MPC frame's Z counts from the plane conjugate to the MLA
     worst = max(sigma.items(), key=lambda kv: kv[1], default=(None, 0.0))
     if worst[1] > UNDETERMINED_SIGMA_PCT:
         # the estimated poses are as uncertain as the intrinsics: give the generic advice
@@ -169,10 +196,18 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
                   'camera) by 15-30 deg',
                   'tilt the board about the camera y axis (left edge towards / away from the '
                   'camera) by 15-30 deg',
-                  'place boards in front of and behind the focus distance')
-        return CaptureGuidance(n, sigma, pp, None, depth, tilt_x, tilt_y, advice)
+                  f'place boards {DEPTH_ADVICE[camera_type]}')
+        return CaptureGuidance(n, sigma, pp, None, depth, tilt_x, tilt_y, advice, camera_type)
     advice = []
-    if zf is not None:
+    if camera_type == 'focused' and zf is not None:
+        ratio = float(depth.max() / depth.min()) if depth.min() > 0 else float('inf')
+        if ratio < FOCUSED_DEPTH_RATIO:
+            advice.append(f'spread the boards in depth: {depth.min():.2f}-{depth.max():.2f} m '
+                          f'from the main lens so far (farthest / nearest {ratio:.2f}, '
+                          f'{FOCUSED_DEPTH_RATIO} wanted), where the micro-images show the board '
+                          f'sharp, at least 25 % away from {zf:.2f} m (the plane conjugate to '
+                          'the micro-lenses)')
+    elif zf is not None and camera_type != 'focused':
         near, far = NEAR_FRACTION * zf, FAR_FRACTION * zf
         if depth.min() > near:
             advice.append(f'add a board nearer than {near:.2f} m (nearest so far '
@@ -180,7 +215,7 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
         if depth.max() < far:
             advice.append(f'add a board farther than {far:.2f} m (farthest so far '
                           f'{depth.max():.2f} m, focus distance {zf:.2f} m)')
-    elif np.ptp(depth) < 0.3 * float(np.mean(depth)):
+    elif camera_type != 'focused' and np.ptp(depth) < 0.3 * float(np.mean(depth)):
         advice.append(f'vary the board distance more (depths {depth.min():.2f}-'
                       f'{depth.max():.2f} m): boards in front of and behind the focus distance')
     for axis, tilt, how in (('x', tilt_x, 'top edge towards / away from the camera'),
@@ -192,13 +227,19 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
         advice.append(f'add poses: sigma of {worst[0]} is {worst[1]:.2f} % (target '
                       f'{TARGET_SIGMA_PCT} %)')
     if not advice and max(pp) > TARGET_SIGMA_PP_PX:
-        advice.append(f'add tilted poses near the image corners: principal point sigma '
-                      f'({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px)')
-    return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice))
+        if camera_type == 'focused':
+            advice.append(f'use a larger board with more corners, filling most of the view at '
+                          f'the nearest pose, or add poses: principal point sigma ({pp[0]:.2f}, '
+                          f'{pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px; it rests on the '
+                          f'board\'s extent and corner count, not on where the board sits)')
+        else:
+            advice.append(f'add tilted poses near the image corners: principal point sigma '
+                          f'({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px)')
+    return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice), camera_type)
 
 
 def guidance_so_far(observations, *, board_points=None, min_poses=MIN_POSES,
-                    calibrate_options=None):
+                    calibrate_options=None, camera_type='conventional'):
     """
     Calibrate the poses captured so far (quietly) and return their :class:`CaptureGuidance`.
 
@@ -217,5 +258,6 @@ def guidance_so_far(observations, *, board_points=None, min_poses=MIN_POSES,
     except LFCalibError as exc:
         return CaptureGuidance(n, advice=(
             f'the {n} poses do not calibrate yet ({exc}): add poses tilted 15-30 deg about '
-            'both axes, nearer and farther than the focus distance',)), None
-    return capture_guidance(result, poses=n, board_points=board_points), result
+            f'both axes, {DEPTH_ADVICE[camera_type]}',)), None
+    return capture_guidance(result, poses=n, board_points=board_points,
+                            camera_type=camera_type), result

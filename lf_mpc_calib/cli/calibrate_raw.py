@@ -191,7 +191,8 @@ def check_joint_determined(he, run, accept_uncertain):
     if accept_uncertain:
         return determination(result)
     try:
-        return check_determined(result, board_points=run.board.points())
+        return check_determined(result, board_points=run.board.points(),
+                                camera_type=run.camera_type)
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'with the robot poses (intrinsics refined jointly with the hand-eye): {exc}'
@@ -327,7 +328,8 @@ def run(args):
                   f'{lt.offset_std_px[t][0]:.3f} px{lt.view_text(t)}', file=out)
     if he is not None and 'joint_calibration' in he.extras:
         print_joint_calibration(he, out)
-    guidance = capture_guidance(r, board_points=result_run.board.points())
+    guidance = capture_guidance(r, board_points=result_run.board.points(),
+                                camera_type=camera_type)
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
         print(f'  also: {advice}', file=out)

@@ -155,8 +155,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     timings['calibrate'] = time.perf_counter() - t0
     noise = float(np.median([d.diagnostics['fit_residual_rms_px'] for _, d in detections]))
     ratio = check_model_fit(result.rms_reprojection_px, noise)
-    det_figures = (determination(result) if accept_uncertain
-                   else check_determined(result, board_points=dataset.board.points()))
+    det_figures = (determination(result) if accept_uncertain else check_determined(
+        result, board_points=dataset.board.points(), camera_type='focused'))
     truth = None
     if dataset.camera is not None and dataset.camera.camera_type == 'focused':
         w = None   # ray fractions per TRUE type (told labels may be in another order)

@@ -320,9 +320,10 @@ class CalibrationNode(Node):
         points = s.board.points()
         if result is None:
             guide, result = guidance_so_far(obs, board_points=points, min_poses=s.min_poses,
-                                            calibrate_options=s.calibrate_options)
+                                            calibrate_options=s.calibrate_options,
+                                            camera_type=s.camera_type)
         else:
-            guide = capture_guidance(result, board_points=points)
+            guide = capture_guidance(result, board_points=points, camera_type=s.camera_type)
         status = dict(guide.to_dict(), summary=guide.summary())
         hand_eye = self._hand_eye_status()
         if hand_eye is not None:
