@@ -115,6 +115,20 @@ def test_session_rejected_frame_keeps_earlier_captures(scene):
         session.calibration_file()
 
 
+def test_session_refuses_a_refinement_that_did_not_converge_and_keeps_the_captures(calibrated):
+    from lf_mpc_calib.errors import ConvergenceError
+    session, _ = calibrated
+    options = session.calibrate_options
+    try:
+        session.calibrate_options = {'max_iterations': 2}
+        with pytest.raises(ConvergenceError, match='did not converge after 2 iterations'):
+            session.calibrate()
+        assert session.result is None and session.num_poses == POSES
+    finally:   # the module's calibrated session as it was
+        session.calibrate_options = options
+        assert session.calibrate().converged
+
+
 def test_session_save_round_trips_through_calibrate_raw(calibrated, tmp_path):
     from lf_mpc_calib.io.calibration_file import load_calibration
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset

@@ -50,7 +50,7 @@ def register(subparsers):
                    help='robust loss of the refinement (default: %(default)s)')
     p.add_argument('--f-scale', type=float, default=1.0,
                    help='soft margin of the robust loss in pixels (default: %(default)s)')
-    p.add_argument('--max-iterations', type=int, default=100,
+    p.add_argument('--max-iterations', type=int, default=500,   # refine.MAX_ITERATIONS
                    help='refinement iterations at most (default: %(default)s)')
     p.add_argument('--image-size', type=int, nargs=2, metavar=('W', 'H'), default=None,
                    help='image size written to the file (view or raw image)')

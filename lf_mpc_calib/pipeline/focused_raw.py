@@ -32,7 +32,7 @@ from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
-from lf_mpc_calib.pipeline.offline import check_enough_poses
+from lf_mpc_calib.pipeline.offline import check_enough_poses, refusing_options
 
 MIN_POSES = 3
 SIMULATED = 'simulated'
@@ -147,7 +147,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
     try:
-        result = orient_focused(calibrate(obs, **with_raw_type_terms(obs, calibrate_options)))
+        result = orient_focused(calibrate(
+            obs, **with_raw_type_terms(obs, refusing_options(calibrate_options))))
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '

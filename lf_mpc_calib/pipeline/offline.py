@@ -100,6 +100,15 @@ def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None
 
 
 # ---- calibration ----------------------------------------------------------------------------
+def refusing_options(calibrate_options):
+    """``calibrate_options`` with ``raise_on_failure`` on unless stated: a pipeline refuses a
+    refinement that stopped without converging (ConvergenceError with its iterations and RMS)
+    instead of writing or publishing it."""
+    options = dict(calibrate_options or {})
+    options.setdefault('raise_on_failure', True)
+    return options
+
+
 def check_enough_poses(pose_frames, total, skipped, min_poses):
     """DetectionError unless the board was found in ``min_poses`` of the ``total`` frames
     (pose_frames the kept ones; skipped (path, reason) pairs, named in the error)."""
@@ -176,7 +185,7 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
     try:
-        result = calibrate(obs, **(calibrate_options or {}))
+        result = calibrate(obs, **refusing_options(calibrate_options))
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '

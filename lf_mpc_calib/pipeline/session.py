@@ -43,7 +43,7 @@ from lf_mpc_calib.io.observation_table import observations_path, write_observati
 from lf_mpc_calib.io.raw_dataset import MANIFEST, MANIFEST_FORMAT, WHITE_FILE
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.white_image import make_decoder
-from lf_mpc_calib.pipeline.offline import MIN_POSES
+from lf_mpc_calib.pipeline.offline import MIN_POSES, refusing_options
 
 REPEAT_SHIFT_PX = 0.05   # a captured pose whose corners all moved less than this repeats one
 
@@ -403,7 +403,7 @@ class CalibrationSession:
         if self.lens_types > 1:
             self._tell_lens_types()
         try:
-            options = self.calibrate_options
+            options = refusing_options(self.calibrate_options)
             if self.camera_type == 'focused':
                 from lf_mpc_calib.pipeline.focused_raw import with_raw_type_terms
                 options = with_raw_type_terms(self.observations, options)
