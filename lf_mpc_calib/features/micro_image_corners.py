@@ -237,14 +237,19 @@ class MicroImageCornerDetector:
             raise DetectionError('the raw frame is black inside the micro-images')
         return norm * np.float32(1.0 / top)
 
+    def inner_disks_inside(self, shape):
+        """(usable radius r_in px, (M,) bool: micro-images whose disk of r_in, with a margin for
+        bilinear sampling, lies inside a frame of ``shape`` (H, W))."""
+        r_in = self.options.radius_fraction * self.radius
+        cen = self.centres
+        h, w = shape[:2]
+        return r_in, ((cen[:, 0] > r_in + 2) & (cen[:, 1] > r_in + 2)
+                      & (cen[:, 0] < w - r_in - 3) & (cen[:, 1] < h - r_in - 3))
+
     def estimate_w(self, norm):
         """Global inverse virtual depth w of a normalised raw frame (disparity search)."""
-        opt = self.options
-        r_in = opt.radius_fraction * self.radius
         cen = self.centres
-        h, w_img = norm.shape
-        inside = ((cen[:, 0] > r_in + 2) & (cen[:, 1] > r_in + 2)
-                  & (cen[:, 0] < w_img - r_in - 3) & (cen[:, 1] < h - r_in - 3))
+        r_in, inside = self.inner_disks_inside(norm.shape)
         idx = np.nonzero(inside)[0]
         if idx.size == 0:
             raise DetectionError('no micro-image lies inside the raw frame')
@@ -262,7 +267,7 @@ class MicroImageCornerDetector:
         steps = [grid.row_vector, 0.5 * grid.row_vector + grid.column_vector,
                  -0.5 * grid.row_vector + grid.column_vector] if grid.lattice == 'hex' else \
             [grid.row_vector, grid.column_vector]
-        lo, hi = opt.w_range
+        lo, hi = self.options.w_range
         mags = np.arange(lo, hi + 1e-9, 0.025)
         coarse = np.concatenate([-mags[::-1], mags])
         base = cen[order]

@@ -35,12 +35,8 @@ def micro_image_depths(detector, norm, w_sign):
     MicroImageCornerDetector) in ``norm`` (its normalised frame), NaN where unknown; the sign
     of w (that of the frame's global estimate: the camera's side of the conjugate plane).
     """
-    opt = detector.options
-    r_in = opt.radius_fraction * detector.radius
     cen = detector.centres
-    h, wd = norm.shape
-    inside = ((cen[:, 0] > r_in + 2) & (cen[:, 1] > r_in + 2)
-              & (cen[:, 0] < wd - r_in - 3) & (cen[:, 1] < h - r_in - 3))
+    r_in, inside = detector.inner_disks_inside(norm.shape)
     offs = disk_offsets(r_in, 1.0)
     spread = np.full(len(cen), 0.0)
     idx = np.nonzero(inside)[0]
@@ -53,7 +49,7 @@ def micro_image_depths(detector, norm, w_sign):
              -0.5 * grid.row_vector + grid.column_vector] if grid.lattice == 'hex' else \
         [grid.row_vector, grid.column_vector]
     steps = [np.asarray(e, float) for e in steps] + [-np.asarray(e, float) for e in steps]
-    lo, hi = opt.w_range
+    lo, hi = detector.options.w_range
     cands = np.sign(w_sign) * np.arange(lo, hi + 1e-9, W_STEP)
     a_idx = np.nonzero(textured)[0]
     cost = np.zeros((len(cands), len(a_idx)))
