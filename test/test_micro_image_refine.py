@@ -71,22 +71,34 @@ def test_aperture_and_bundles_read_from_the_white():
         assert abs(np.median(r_ap[sel]) - cam.micro_image_radius) < 0.35
 
 
-def test_defocused_rows_lie_on_the_chief_rays():
-    # Keplerian board at 1.4 x the scene distance, micro-images blurred by ~1.8 px (64-sample
-    # render): cornerSubPix's 5 x 5 window put the rows 0.166 px RMS from the optics' chief
-    # rays, the blur-wide symmetric window 0.103 px (0.065 px with clip_tolerance 0.1)
+def defocused_scene():
+    """A half-size Keplerian board at 1.4 x the scene distance, micro-images blurred by ~1.8 px:
+    (camera, detector, board, noise-free 64-sample raw frame, the optics' rows of its corners)."""
     cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
     det = MicroImageCornerDetector(render_white(cam, samples=16))
     h = cam.field_of_view(cam.scene_distance)[1]
     board = Checkerboard(8, 5, 0.7 * h / 7)
     rv, tv = board_pose(cam, board, 1.4 * cam.scene_distance, (8.0, -6.0, 2.0))
     raw = render_raw(cam, board, rv, tv, samples=64, noise=0.0)
-    found = det.detect(raw, board)
     truth = focused_observations(cam, board, rv[None], tv[None], radius_fraction=1.0)
-    err, unmatched = match_truth(found.observations, truth)
-    assert unmatched == 0 and len(err) > 400
-    uv = found.observations.ijuv[:, 2:]
-    scale = np.sum(err * uv) / np.sum(uv * uv)           # radial scale of the errors
+    return cam, det, board, raw, truth
+
+
+def radial_scale(found, truth):
+    """(radial scale (fraction) of detected minus true (u, v), errors (K, 2)) of the rows
+    ``found`` (Observations) against ``truth``; every row must match a true one."""
+    err, unmatched = match_truth(found, truth)
+    assert unmatched == 0
+    uv = found.ijuv[:, 2:]          # rows come grouped by point, in match_truth's order
+    return float(np.sum(err * uv) / np.sum(uv * uv)), err
+
+
+def test_defocused_rows_lie_on_the_chief_rays():
+    # cornerSubPix's 5 x 5 window put these rows 0.166 px RMS from the optics' chief rays, the
+    # blur-wide symmetric window 0.103 px (0.065 px with clip_tolerance 0.1)
+    cam, det, board, raw, truth = defocused_scene()
+    scale, err = radial_scale(det.detect(raw, board).observations, truth)
+    assert len(err) > 400
     assert abs(scale) < 0.003
     assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.12
     limited = MicroImageCornerDetector(render_white(cam, samples=16),

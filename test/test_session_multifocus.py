@@ -18,17 +18,26 @@ from lf_mpc_calib.simulation.optics import default_board, preset
 from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
 
 
+def _captures(name, poses, seed):
+    """A half-size focused camera, its default board, ``poses`` careful poses and a session
+    (lens_types 3) with each rendered 4-sample capture's report: (cam, board, rv, tv, session,
+    reports)."""
+    cam = preset(name, scale=0.5)
+    board = default_board(cam)
+    rv, tv = capture_poses(cam, board, poses, rng=np.random.default_rng(seed))
+    session = CalibrationSession(board, camera_type='focused', lens_types=3,
+                                 white=quantize(render_white(cam, samples=4), 8))
+    reports = [session.capture(quantize(render_raw(cam, board, rv[k], tv[k], samples=4,
+                                                   rng=np.random.default_rng([seed, k])), 8))
+               for k in range(poses)]
+    return cam, board, rv, tv, session, reports
+
+
 @pytest.fixture(scope='module')
 def captured():
     """The ROS demo's multi-focus session: half-size sensor, its board, 6 careful poses."""
-    cam = preset('focused-multifocus', scale=0.5)
-    board = default_board(cam)
-    rv, tv = capture_poses(cam, board, 6, rng=np.random.default_rng(1))
-    session = CalibrationSession(board, camera_type='focused', lens_types=3,
-                                 white=quantize(render_white(cam, samples=4), 8))
-    for k in range(6):
-        raw = render_raw(cam, board, rv[k], tv[k], samples=4, rng=np.random.default_rng([1, k]))
-        assert session.capture(quantize(raw, 8)).accepted
+    cam, board, rv, tv, session, reports = _captures('focused-multifocus', 6, 1)
+    assert all(r.accepted for r in reports)
     session.calibrate()
     return cam, board, rv, tv, session
 
@@ -77,14 +86,7 @@ def test_calibration_file_holds_the_type_rule_the_decoder_applies(captured):
 
 
 def test_lens_types_of_a_single_type_camera_are_refused_with_the_figures():
-    cam = preset('focused-keplerian', scale=0.5)
-    board = default_board(cam)
-    rv, tv = capture_poses(cam, board, 4, rng=np.random.default_rng(2))
-    session = CalibrationSession(board, camera_type='focused', lens_types=3,
-                                 white=quantize(render_white(cam, samples=4), 8))
-    for k in range(4):
-        raw = render_raw(cam, board, rv[k], tv[k], samples=4, rng=np.random.default_rng([2, k]))
-        session.capture(quantize(raw, 8))
+    session = _captures('focused-keplerian', 4, 2)[4]
     with pytest.raises(DetectionError, match=r'standard errors \(need >= 5\)'):
         session.calibrate()
     assert session.result is None and session.type_estimate is None

@@ -54,6 +54,24 @@ def test_view_truth_is_exact_and_the_old_truth_is_not():
     np.testing.assert_allclose(terms.scale, old.scale, rtol=1e-12)
 
 
+def _assert_jacobian_matches_finite_differences(pb, theta, poses):
+    """pb.evaluate's analytic Jacobian rows of the 10 model parameters and the type terms in
+    theta (its rows 16.. after the 6 pose ones) against central differences, relative to each
+    row's largest entry (measured <= 3e-6: the radial terms' Newton solve and the rounding)."""
+    _, jac = pb.evaluate(theta, poses)
+    for n in range(len(theta)):
+        h = 1e-6 * abs(theta[n]) or 1e-6
+        tp, tm = theta.copy(), theta.copy()
+        tp[n] += h
+        tm[n] -= h
+        num = (pb.evaluate(tp, poses, jacobian=False)[0]
+               - pb.evaluate(tm, poses, jacobian=False)[0]) / (2 * h)
+        row = n if n < 10 else n + 6
+        scale = max(np.abs(jac[row]).max(), 1e-12)
+        assert np.abs(num - jac[row]).max() / scale < 1e-5, \
+            pb.types.names[n - 10] if n >= 10 else n
+
+
 def test_view_jacobian_matches_finite_differences():
     cam, board, rv, tv = _scene(scale=0.5)
     obs = focused_observations(cam, board, rv[:2], tv[:2])
@@ -69,18 +87,7 @@ def test_view_jacobian_matches_finite_differences():
     poses = np.hstack([rv[:2], tv[:2] + cam.view_frame_shift(w)])
     _, jac = pb.evaluate(theta, poses)
     assert jac.shape == (16 + k, 2, len(obs))
-    for n in list(range(10)) + list(range(10, 10 + k)):
-        h = 1e-6 * abs(theta[n]) or 1e-6
-        tp, tm = theta.copy(), theta.copy()
-        tp[n] += h
-        tm[n] -= h
-        num = (pb.evaluate(tp, poses, jacobian=False)[0]
-               - pb.evaluate(tm, poses, jacobian=False)[0]) / (2 * h)
-        row = n if n < 10 else n + 6
-        scale = max(np.abs(jac[row]).max(), 1e-12)
-        # (measured <= 3e-6: the radial terms' Newton solve and the step's rounding)
-        assert np.abs(num - jac[row]).max() / scale < 1e-5, pb.types.names[n - 10] \
-            if n >= 10 else n
+    _assert_jacobian_matches_finite_differences(pb, theta, poses)
 
 
 @pytest.mark.parametrize('noise_px', [0.0, 0.05])
@@ -225,16 +232,7 @@ def test_slope_jacobian_matches_finite_differences():
                         [1e-3, -1e-3, 5e-4, 0.0, 0.0, 0.0], [3e-4, -2e-4]])
     theta = np.concatenate([truth.replace(k_1=0.02).to_vector(), x])
     poses = np.hstack([rv[:2], tv[:2]])
-    _, jac = pb.evaluate(theta, poses)
-    for n in range(10 + k):
-        h = 1e-6 * abs(theta[n]) or 1e-6
-        tp, tm = theta.copy(), theta.copy()
-        tp[n] += h
-        tm[n] -= h
-        num = (pb.evaluate(tp, poses, jacobian=False)[0]
-               - pb.evaluate(tm, poses, jacobian=False)[0]) / (2 * h)
-        row = n if n < 10 else n + 6
-        assert np.abs(num - jac[row]).max() / max(np.abs(jac[row]).max(), 1e-12) < 1e-5, n
+    _assert_jacobian_matches_finite_differences(pb, theta, poses)
 
 
 @pytest.mark.parametrize('noise_px', [0.0, 0.05])
