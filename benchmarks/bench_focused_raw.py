@@ -188,6 +188,7 @@ out than the chief ray, most for the type farthest from its focus, and the detec
 
 import argparse
 import itertools
+import json
 
 import numpy as np
 
@@ -224,7 +225,8 @@ def board_for(cam, cols, rows, fill):
 
 
 def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told',
-            clip_tolerance=None, terms='auto', board_shape=(12, 8), fill=0.8, poses=6):
+            clip_tolerance=None, terms='auto', board_shape=(12, 8), fill=0.8, poses=6,
+            detector_options=None, white_samples=None):
     """One calibration; types 'told' (from the detections, as for a real camera) or
     'simulated' (the simulator's true types given). Returns the figures and the types' source
     ('told NN %': micro-images right, up to the labels' order; 'simulated'; '-': one type)."""
@@ -234,11 +236,14 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
     # the sensor noise from its own stream: drawn from rng it changed the later poses, and the
     # noise rows measured other geometries than the noise-free row (what read as a noise bias)
     noise_rng = np.random.default_rng([seed, 1])
-    # the white at no more than 16 samples (the detector reads the micro-image rims there; a
-    # 64-sample multi-focus white tripped the grid estimate before main's 611bd1e)
-    det = MicroImageCornerDetector(render_white(cam, samples=min(samples, WHITE_SAMPLES)),
+    # the white at no more than 16 samples by default (a 64-sample multi-focus white tripped the
+    # grid estimate before main's 611bd1e). Its rims are coarse, and the figures depend on them:
+    # with 64- or 256-sample whites the Galilean's k is 2.9-3.2 % off (see the docstring)
+    white_samples = white_samples or min(samples, WHITE_SAMPLES)
+    det = MicroImageCornerDetector(render_white(cam, samples=white_samples),
                                    options=MicroImageOptions(radius_fraction=radius_fraction,
-                                                             clip_tolerance=clip_tolerance))
+                                                             clip_tolerance=clip_tolerance,
+                                                             **(detector_options or {})))
     if cam.mla.n_types > 1 and types == 'simulated':
         det.lens_types = lens_types_of(cam, det.centres)
     parts, skipped, found = [], [], []
@@ -321,6 +326,11 @@ def main():
     ap.add_argument('--board-fill', type=float, default=0.8,
                     help='part of the view the board fills at the nearest pose (default 0.8)')
     ap.add_argument('--poses', type=int, default=6, help='board poses (default 6)')
+    ap.add_argument('--detector-options', type=json.loads, default=None,
+                    help='further MicroImageOptions as JSON, e.g. \'{"aperture_correction": '
+                         'true}\'')
+    ap.add_argument('--white-samples', type=int, default=None,
+                    help=f'rays per pixel of the white (default min(samples, {WHITE_SAMPLES}))')
     ap.add_argument('--seeds', type=int, default=1,
                     help='pose draws per camera and noise level (seeds 0..N-1; default 1)')
     args = ap.parse_args()
@@ -336,7 +346,7 @@ def main():
             k, k_z, pp, pp_sd, z, rms, n, used, skipped, source = run_one(
                 name, scale, noise, seed, args.samples, args.radius_fraction, args.lens_types,
                 args.clip_tolerance, args.lens_type_terms, tuple(args.board),
-                args.board_fill, args.poses)
+                args.board_fill, args.poses, args.detector_options, args.white_samples)
         except LFCalibError as exc:
             print(f'{name:20s} {noise:6.3f} {seed:4d} REFUSED: {str(exc)[:120]}')
             continue

@@ -51,6 +51,7 @@ import numpy as np
 
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.features.aperture_bias import corner_bias
 from lf_mpc_calib.features.corners import find_board, resolve_orientation
 from lf_mpc_calib.features.interface import Detection
 from lf_mpc_calib.features.micro_image_refine import image_gradients, refine_in_disks
@@ -74,7 +75,10 @@ class MicroImageOptions:
     :mod:`lf_mpc_calib.features.micro_image_refine`); max_step: largest move (px) of a refined
     corner from its prediction; clip_tolerance: largest move (px) of the image accepted from
     the main-lens aperture's cut of the pixels' ray bundles near a micro-image's rim (None:
-    no limit);
+    no limit); aperture_correction: subtract from each refined corner the move that cut gives
+    it, modelled from the white's aperture profile (:mod:`lf_mpc_calib.features.aperture_bias`;
+    rows it would move by more than 0.25 px are dropped). Off by default: it removes most of
+    the bias on a Galilean camera but over-corrects far Keplerian poses (see the module);
     min_saddle: least 2nd-harmonic amplitude of the ring around a corner (fraction of the
     board's light-dark contrast); fit_threshold: residual (px) of a micro-image
     from its corner's (x, w) fit beyond which it is dropped; min_views: fewest micro-images per
@@ -88,6 +92,7 @@ class MicroImageOptions:
     max_window: int = 6
     window_fraction: float = 0.4
     clip_tolerance: float = None
+    aperture_correction: bool = False
     max_step: float = 1.0
     min_saddle: float = 0.15
     fit_threshold: float = 0.35
@@ -173,10 +178,12 @@ class MicroImageCornerDetector:
         rim_corners = 0
         for c_idx in range(len(x0)):
             res = self._corner(norm, grads, smooth, x0[c_idx], w, contrast, half, r_valid)
+            disk = r_valid
             if (res is None or len(res[0]) < opt.min_views) and np.any(r_valid < r_lit):
                 # too few micro-images whose bundles the aperture leaves whole: read the rims
                 res = self._corner(norm, grads, smooth, x0[c_idx], w, contrast, half, r_lit)
                 rim_corners += res is not None and len(res[0]) >= opt.min_views
+                disk = r_lit
             if res is None:
                 continue
             m_idx, q, xc, wc, fit_res = res
@@ -184,10 +191,19 @@ class MicroImageCornerDetector:
                 continue
             if np.hypot(*(xc - x0[c_idx])) > opt.max_label_error * spacing + 2.0 / abs(w):
                 continue
-            rows.append((c_idx, m_idx, q, fit_res))
+            rows.append((c_idx, m_idx, q, fit_res, disk[m_idx]))
             x_fit[c_idx], w_fit[c_idx], counts[c_idx] = xc, wc, len(m_idx)
         kept = self._homography_check(x_fit, board, spacing)
         rows = [r for r in rows if kept[r[0]]]
+        if opt.aperture_correction and rows:
+            moves = self._aperture_moves(rows, x_fit, w_fit, kept, board, half)
+            if moves is not None:   # rows the cut moves too far to correct are dropped
+                fixed = []
+                for r, mv in zip(rows, moves):
+                    ok = np.all(np.isfinite(mv), axis=1)
+                    if ok.sum() >= opt.min_views:
+                        fixed.append((r[0], r[1][ok], r[2][ok] - mv[ok], r[3], r[4][ok]))
+                rows = fixed
         if len(rows) < opt.min_corners:
             reach = np.median(r_valid - RIM_WINDOW * half) / abs(w)
             per_point = np.pi * reach ** 2 / abs(np.linalg.det(self.lattice.basis))
@@ -207,7 +223,7 @@ class MicroImageCornerDetector:
                 f'each lie on one line of the board (a pose needs 3 not on a line); at inverse '
                 f'virtual depth {w:+.3f} the board is too blurred or partly hidden')
         parts = []
-        for c_idx, m_idx, q, _ in rows:
+        for c_idx, m_idx, q, *_ in rows:
             cen = self.centres[m_idx]
             parts.append(Observations(
                 np.full(len(m_idx), pose), np.full(len(m_idx), c_idx),
@@ -225,7 +241,7 @@ class MicroImageCornerDetector:
                 'median_views': float(np.median(counts[counts > 0])),
                 'w_per_corner': w_fit,
                 'row_saddle': np.concatenate([_saddle(smooth, q, contrast)
-                                              for _, _, q, _ in rows])}
+                                              for _, _, q, *_ in rows])}
         return Detection(obs, central, rendered, diag)
 
     # ---- stages ------------------------------------------------------------------------------
@@ -390,6 +406,33 @@ class MicroImageCornerDetector:
             m_idx, q = near[good][keep], ref[good][keep]
             x, w = x_new, w_new
         return m_idx, q, x, w, res
+
+    def _aperture_moves(self, rows, x_fit, w_fit, kept, board, half):
+        """
+        Per row of ``rows`` the (K, 2) px the main-lens aperture's cut moved its refined
+        corners (:func:`lf_mpc_calib.features.aperture_bias.corner_bias`), from the board's
+        homography through the fitted corners (the local board in each micro-image) and each
+        corner's fitted w.
+        """
+        rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
+        H, _ = cv2.findHomography(rc[kept], x_fit[kept], 0)
+        if H is None:
+            return None
+        hp = np.column_stack([rc, np.ones(len(rc))]) @ H.T             # (C, 3)
+        xy = hp[:, :2] / hp[:, 2:]
+        # d x / d (col, row) of the homography at every corner: (C, 2, 2)
+        jac = (H[None, :2, :2] - xy[:, :, None] * H[None, 2:3, :2]) / hp[:, 2, None, None]
+        r_ap, rho = self.aperture_profile()
+        c_idx = np.concatenate([np.full(len(r[1]), r[0]) for r in rows])
+        m_idx = np.concatenate([r[1] for r in rows])
+        q = np.concatenate([r[2] for r in rows])
+        disk = np.concatenate([r[4] for r in rows])
+        wc = w_fit[c_idx]
+        to_board = np.linalg.inv(-wc[:, None, None] * jac[c_idx])   # micro-image px -> squares
+        moves = corner_bias(q, self.centres[m_idx], to_board,
+                            0.5 * self.grid.pitch * np.abs(wc) - rho[m_idx], rho[m_idx],
+                            r_ap[m_idx], half[m_idx], disk)
+        return np.split(moves, np.cumsum([len(r[1]) for r in rows])[:-1])
 
     def _homography_check(self, x_fit, board, spacing):
         """(C,) bool: corners whose fitted x lies on the board's homography (robust)."""
