@@ -13,8 +13,27 @@ px on noise-free renders; the sensor-noise rows show how they grow (the noise ha
 random stream, so every noise level sees the same poses). --quick: half-size sensors (fewer
 micro-images), noise-free only. A refinement that does not converge is refused (REFUSED row).
 
-Measured 23 Nov 12:45 UTC (full size, --samples 64 (white 16), multi-focus types told 100 %,
-affine-slope; --seeds 3; the noise rows seed 0):
+Measured 23 Nov 16:00 UTC (full size, --samples 64, white 64, the detector's aperture-cut
+correction on (features.aperture_bias, the default), --noise-free --seeds 2):
+
+    camera              seed  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
+    focused-keplerian      0         0.17      1.69   0.34   0.25           nan   0.075  5367
+    focused-keplerian      1         0.14      1.14   0.23   0.26           nan   0.078  5359
+    focused-galilean       0         0.29      1.87   0.56   0.84           nan   0.096  4364
+    focused-galilean       1         0.29      1.59   0.81   0.76           nan   0.095  4349
+    focused-multifocus     0         0.58      4.04   0.66   0.38          7.68   0.106  4157
+    focused-multifocus     1         0.91      5.49   0.33   0.40          9.61   0.107  4148
+
+The same renders without the correction (white 64, seed 0): Keplerian k 0.87 % (13.7 sd), pp
+0.76 px; Galilean k 2.89 % (14.9 sd: k_u +2.9 %, k_i -1.1 %), pp 6.28 px; multi-focus k 0.44 %
+(7.5 sd), types 8.1 sd. With a 256-ray white: 0.56 % / 3.24 % / 0.28 %. The tables below used
+16-ray whites, whose coarse rims happened to hide most of that (the detector divides by the
+white near the rims): they flattered the detector. Multi-focus with told types: the detector
+reads one aperture profile for all types (the types are told after detection), so the
+correction is off for the types farthest from the middle one.
+
+Earlier, with 16-ray whites and no correction (23 Nov 12:45 UTC, full size, --samples 64
+(white 16), multi-focus types told 100 %, affine-slope; --seeds 3; the noise rows seed 0):
 
     camera              noise seed  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
     focused-keplerian   0.000    0         0.19      6.37   0.32   0.32           nan   0.105  5724
@@ -206,7 +225,7 @@ from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
 
 CAMERAS = ('focused-keplerian', 'focused-galilean', 'focused-multifocus')
-WHITE_SAMPLES = 16
+WHITE_SAMPLES = 64
 
 
 def distances(cam, n=6):
@@ -236,10 +255,9 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
     # the sensor noise from its own stream: drawn from rng it changed the later poses, and the
     # noise rows measured other geometries than the noise-free row (what read as a noise bias)
     noise_rng = np.random.default_rng([seed, 1])
-    # the white at no more than 16 samples by default (a 64-sample multi-focus white tripped the
-    # grid estimate before main's 611bd1e). Its rims are coarse, and the figures depend on them:
-    # with 64- or 256-sample whites the Galilean's k is 2.9-3.2 % off (see the docstring)
-    white_samples = white_samples or min(samples, WHITE_SAMPLES)
+    # the white at 64 rays per pixel: the detector reads the aperture's cut from its rims
+    # (features.aperture_bias), and a 16-ray white's rims are coarse (see the docstring)
+    white_samples = white_samples or WHITE_SAMPLES
     det = MicroImageCornerDetector(render_white(cam, samples=white_samples),
                                    options=MicroImageOptions(radius_fraction=radius_fraction,
                                                              clip_tolerance=clip_tolerance,
@@ -330,7 +348,7 @@ def main():
                     help='further MicroImageOptions as JSON, e.g. \'{"aperture_correction": '
                          'true}\'')
     ap.add_argument('--white-samples', type=int, default=None,
-                    help=f'rays per pixel of the white (default min(samples, {WHITE_SAMPLES}))')
+                    help=f'rays per pixel of the white (default {WHITE_SAMPLES})')
     ap.add_argument('--seeds', type=int, default=1,
                     help='pose draws per camera and noise level (seeds 0..N-1; default 1)')
     args = ap.parse_args()

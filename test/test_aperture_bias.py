@@ -37,8 +37,8 @@ def test_corners_whose_windows_stay_clear_of_the_cut_do_not_move():
 def test_the_cut_moves_corners_near_the_rim_along_the_radius_by_the_blur_sign():
     q, c, tb = _rows([6.0, 6.5, 7.0])
     radial = (q - c) / np.hypot(*(q - c).T)[:, None]
-    inward = corner_bias(q, c, tb, -2.0, 3.5, 10.8, 3.0, 9.9)
-    outward = corner_bias(q, c, tb, +2.0, 3.5, 10.8, 3.0, 9.9)
+    inward = corner_bias(q, c, tb, -2.0, 3.5, 10.8, 3.0, 9.9, max_move=1.0)
+    outward = corner_bias(q, c, tb, +2.0, 3.5, 10.8, 3.0, 9.9, max_move=1.0)
     assert np.all(np.isfinite(inward)) and np.all(np.isfinite(outward))
     along_in = np.sum(inward * radial, 1)
     along_out = np.sum(outward * radial, 1)

@@ -34,7 +34,10 @@ aperture within rho of the rim of the aperture's image (radius R); in a defocuse
 such a pixel no longer sees the scene around its chief ray (the ray the MPC model gives it), so
 corners read there move (measured against the optics on rendered frames: inward 0.02-0.06 px
 at 0.4-0.65 R, outward 0.1 px beyond 0.75 R, a 0.7 % scale error of (u, v); the white's rims
-give R and rho, :func:`_aperture_profile`). With ``clip_tolerance`` set, the disk ends where
+give R and rho, :func:`_aperture_profile`). By default (``aperture_correction``) each refined
+corner is corrected by the move that cut gives it, modelled from R, rho and the corner's blur
+(:mod:`lf_mpc_calib.features.aperture_bias`), and rows it would move by more than 0.1 px are
+dropped. With ``clip_tolerance`` set, the disk ends where
 that move would pass it at the frame's blur (fewer rows: on 4-pose half-size data with 8-sample
 renders the calibration lost more to the missing rows than it gained; default None, the lit
 disk); a corner seen in fewer than ``min_views`` micro-images
@@ -77,8 +80,8 @@ class MicroImageOptions:
     the main-lens aperture's cut of the pixels' ray bundles near a micro-image's rim (None:
     no limit); aperture_correction: subtract from each refined corner the move that cut gives
     it, modelled from the white's aperture profile (:mod:`lf_mpc_calib.features.aperture_bias`;
-    rows it would move by more than 0.25 px are dropped). Off by default: it removes most of
-    the bias on a Galilean camera but over-corrects far Keplerian poses (see the module);
+    rows it would move by more than 0.1 px are dropped; needs a white whose rims are the
+    optics', e.g. 64 or more rays per pixel when rendered);
     min_saddle: least 2nd-harmonic amplitude of the ring around a corner (fraction of the
     board's light-dark contrast); fit_threshold: residual (px) of a micro-image
     from its corner's (x, w) fit beyond which it is dropped; min_views: fewest micro-images per
@@ -92,7 +95,7 @@ class MicroImageOptions:
     max_window: int = 6
     window_fraction: float = 0.4
     clip_tolerance: float = None
-    aperture_correction: bool = False
+    aperture_correction: bool = True
     max_step: float = 1.0
     min_saddle: float = 0.15
     fit_threshold: float = 0.35
@@ -415,8 +418,15 @@ class MicroImageCornerDetector:
         corner's fitted w.
         """
         rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
-        H, _ = cv2.findHomography(rc[kept], x_fit[kept], 0)
-        if H is None:
+        use = kept & np.all(np.isfinite(x_fit), axis=1)
+        if use.sum() >= 4:
+            H, _ = cv2.findHomography(rc[use], x_fit[use], 0)
+        elif use.sum() == 3:                # an affine map through three corners
+            a = np.column_stack([rc[use], np.ones(3)])
+            H = np.vstack([np.linalg.lstsq(a, x_fit[use], rcond=None)[0].T, [0.0, 0.0, 1.0]])
+        else:
+            H = None
+        if H is None or not np.all(np.isfinite(H)):
             return None
         hp = np.column_stack([rc, np.ones(len(rc))]) @ H.T             # (C, 3)
         xy = hp[:, :2] / hp[:, 2:]
