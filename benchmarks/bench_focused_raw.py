@@ -222,10 +222,9 @@ from lf_mpc_calib.pipeline.focused_raw import with_raw_type_terms
 from lf_mpc_calib.simulation.dataset import capture_depth_range
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of, type_agreement
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
-from lf_mpc_calib.simulation.render import render_raw, render_white
+from lf_mpc_calib.simulation.render import WHITE_SAMPLES, render_raw, render_white
 
 CAMERAS = ('focused-keplerian', 'focused-galilean', 'focused-multifocus')
-WHITE_SAMPLES = 64
 
 
 def distances(cam, n=6):
@@ -264,7 +263,7 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
                                                              **(detector_options or {})))
     if cam.mla.n_types > 1 and types == 'simulated':
         det.lens_types = lens_types_of(cam, det.centres)
-    parts, skipped, found = [], [], []
+    parts, skipped, found, raws = [], [], [], []
     for p, z in enumerate(distances(cam, poses)):
         ang = rng.uniform(-20, 20, 3) * np.array([1.0, 1.0, 0.3])
         rv, tv = board_pose(cam, board, z, ang)
@@ -272,6 +271,7 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
         try:
             found.append(det.detect(raw, board, pose=len(parts)))
             parts.append(found[-1].observations)
+            raws.append(raw.astype(np.float32))
         except DetectionError as exc:
             skipped.append(f'{z / cam.scene_distance:.2f}: {str(exc)[:80]}')
     obs = Observations.concatenate(parts)
@@ -281,6 +281,10 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
             obs, np.concatenate([d.diagnostics['row_saddle'] for d in found]),
             np.concatenate([d.diagnostics['w_per_corner'][d.observations.point]
                             for d in found]), det.grid, cam.mla.n_types)
+        if det.options.aperture_correction:   # as pipeline.focused_raw: each type's profile
+            det.lens_types = est.types
+            obs = Observations.concatenate([det.detect(raw, board, pose=k).observations
+                                            for k, raw in enumerate(raws)])
         obs = Observations(obs.pose, obs.point, obs.board, obs.ijuv,
                            est.types[det.lattice.nearest(obs.ijuv[:, :2])])
         true_of, right = type_agreement(cam, det.centres, est.types)

@@ -72,7 +72,7 @@ class SimCameraNode(Node):
         from lf_mpc_calib.ros.image_conversion import array_to_image
         from lf_mpc_calib.simulation.dataset import capture_poses, ground_truth_file
         from lf_mpc_calib.simulation.optics import PRESETS, default_board, preset
-        from lf_mpc_calib.simulation.render import quantize, render_white
+        from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_white
 
         p = D.declare_parameters(self, [
             ('preset', D.SIM_PRESET, 'camera preset of the simulator (simulation.optics.PRESETS)',
@@ -140,7 +140,8 @@ class SimCameraNode(Node):
             self.create_publisher(Image, '~/depth_truth', latched)
         self.arm_pub = self.create_publisher(TFMessage, '/tf', 100) if self.arm else None
 
-        white = quantize(render_white(self.camera, samples=p['samples']), self.bits)
+        white = quantize(render_white(self.camera, samples=max(p['samples'], WHITE_SAMPLES)),
+                         self.bits)
         self.white_msg = array_to_image(white, p['encoding'])
         self.white_msg.header.frame_id = self.frame_id
         self.white_msg.header.stamp = self.get_clock().now().to_msg()

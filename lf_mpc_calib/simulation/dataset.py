@@ -41,7 +41,7 @@ from lf_mpc_calib.io.calibration_file import (
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
-from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
 
 FORMAT = 'lf_mpc_calib-raw-dataset'
 FORMAT_VERSION = 1
@@ -285,7 +285,8 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
     root.mkdir(parents=True, exist_ok=True)
     bits = camera.sensor.bit_depth
     truth = ground_truth_file(camera, rvecs, tvecs)
-    _imwrite(root / WHITE, quantize(render_white(camera, samples=samples), bits))
+    white = render_white(camera, samples=max(samples, WHITE_SAMPLES))
+    _imwrite(root / WHITE, quantize(white, bits))
     if progress is not None:
         progress(0, len(rvecs))
     rng = np.random.default_rng(seed)

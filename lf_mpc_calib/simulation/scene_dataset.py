@@ -26,7 +26,7 @@ from lf_mpc_calib.io.calibration_file import save_calibration
 from lf_mpc_calib.simulation.dataset import (
     FORMAT, FORMAT_VERSION, GROUND_TRUTH, ground_truth_file, MANIFEST, WHITE)
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
-from lf_mpc_calib.simulation.render import quantize, render_scene, render_white
+from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_scene, render_white
 from lf_mpc_calib.simulation.scene import depth_truth, planes_scene
 
 
@@ -54,7 +54,8 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     bits = camera.sensor.bit_depth
-    _write_png(root / WHITE, quantize(render_white(camera, samples=samples), bits))
+    white = render_white(camera, samples=max(samples, WHITE_SAMPLES))
+    _write_png(root / WHITE, quantize(white, bits))
     if progress is not None:
         progress(0, n)
     rng = np.random.default_rng(seed)
