@@ -52,6 +52,10 @@ def test_lens_types_told_from_the_captures_match_the_simulator(captured):
     obs = session.observations
     assert obs.lens_type is not None and session.result.lens_types.n_types == 3
     assert 'told apart by sharpness and detections' in session.type_estimate.describe()
+    # the captures were detected again with the told types: the aperture-cut correction reads
+    # each type's own aperture profile (features.aperture_bias)
+    np.testing.assert_array_equal(session.decoder.detector.lens_types, types)
+    assert len(np.unique(session.decoder.detector.aperture_profile()[1])) == 3
 
 
 def test_per_type_terms_within_3_sigma_of_the_optics(captured):

@@ -16,6 +16,7 @@ data set (``lens_types='simulated'``: ground truth, for tests and benchmarks onl
 seen in enough micro-images are skipped with the reason.
 """
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -143,6 +144,10 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     if det.lens_types is None and int(n_types) > 1:
         obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)
         source = 'inferred'
+        if det.options.aperture_correction:
+            t0 = time.perf_counter()
+            obs, detections = _detect_again(det, detections, dataset.board, progress, total)
+            timings['detect'] += time.perf_counter() - t0
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
@@ -199,6 +204,26 @@ def _with_inferred_types(obs, detections, det, n_types, progress, total):
         progress(total, total, None, est.describe())
     idx = det.lattice.nearest(obs.ijuv[:, :2])
     return Observations(obs.pose, obs.point, obs.board, obs.ijuv, est.types[idx])
+
+
+def _detect_again(det, detections, board, progress, total):
+    """(obs, detections) of the kept frames detected again now that ``det`` knows the lens
+    types: the aperture-cut correction (features.aperture_bias) reads each type's own aperture
+    profile from the white. A frame that fails now keeps its first detection (types added)."""
+    if progress:
+        progress(total, total, None, 'detecting again with the told lens types (each type\'s '
+                 'aperture profile for the aperture-cut correction)')
+    again, parts = [], []
+    for k, (path, first) in enumerate(detections):
+        try:
+            found = det.detect(read_float_image(path), board, pose=k)
+        except LFCalibError:
+            o = first.observations
+            found = dataclasses.replace(first, observations=dataclasses.replace(
+                o, lens_type=det.lens_types[det.lattice.nearest(o.ijuv[:, :2])]))
+        again.append((path, found))
+        parts.append(found.observations)
+    return Observations.concatenate(parts), again
 
 
 def resolve_camera_type(dataset, claimed='auto', *, grid=None):

@@ -190,6 +190,20 @@ class CalibrationSession:
                             for d in self.detections])
         self.type_estimate = infer_lens_types(obs, sharp, w, self.grid, self.lens_types)
 
+    def _detect_again_with_types(self):
+        """With the types told, detect every kept frame again: the aperture-cut correction
+        (features.aperture_bias) reads each type's own aperture profile from the white. A frame
+        that fails now keeps its first detection."""
+        det = self.decoder.detector
+        if not det.options.aperture_correction:
+            return
+        det.lens_types = self.type_estimate.types
+        for k, raw in enumerate(self.frames):
+            try:
+                self.detections[k] = self._detect_frame(raw, k)[1]
+            except DetectionError:
+                continue
+
     def set_white(self, white):
         """
         Set the white image: estimates the lenslet grid (unless one was given), builds the
@@ -320,10 +334,13 @@ class CalibrationSession:
 
     # ---- capture and calibrate ----------------------------------------------------------
     def _detect(self, raw):
+        return self._detect_frame(raw, len(self.frames))
+
+    def _detect_frame(self, raw, pose):
         if self.camera_type == 'focused':
-            return self.decoder.detect(raw, pose=len(self.frames))
+            return self.decoder.detect(raw, pose=pose)
         return _Detector(self.board, self.white, self.decoder, self.use,
-                         self.corner_options).detect(raw, pose=len(self.frames))
+                         self.corner_options).detect(raw, pose=pose)
 
     def capture(self, raw, robot_pose=None):
         """
@@ -402,6 +419,7 @@ class CalibrationSession:
         self.result, self.hand_eye = None, None
         if self.lens_types > 1:
             self._tell_lens_types()
+            self._detect_again_with_types()
         try:
             options = refusing_options(self.calibrate_options)
             if self.camera_type == 'focused':
