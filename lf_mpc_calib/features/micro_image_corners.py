@@ -417,7 +417,7 @@ class MicroImageCornerDetector:
         homography through the fitted corners (the local board in each micro-image) and each
         corner's fitted w.
         """
-        rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
+        rc = _board_grid(board)
         use = kept & np.all(np.isfinite(x_fit), axis=1)
         if use.sum() >= 4:
             H, _ = cv2.findHomography(rc[use], x_fit[use], 0)
@@ -450,7 +450,7 @@ class MicroImageCornerDetector:
         kept = found.copy()
         if found.sum() < 4:
             return kept
-        rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
+        rc = _board_grid(board)
         tol = self.options.max_label_error * spacing
         H, _ = cv2.findHomography(rc[found], x_fit[found], cv2.RANSAC, tol)
         if H is None:
@@ -458,6 +458,11 @@ class MicroImageCornerDetector:
         proj = cv2.perspectiveTransform(rc.reshape(-1, 1, 2), H).reshape(-1, 2)
         err = np.hypot(*(proj - np.where(found[:, None], x_fit, 0.0)).T)
         return found & (err <= tol)
+
+
+def _board_grid(board):
+    """(cols*rows, 2) float (col, row) of every inner corner, in the board's point order."""
+    return np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(np.float64)
 
 
 def _micro_image_radius(lit, grid):
