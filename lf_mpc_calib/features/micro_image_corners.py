@@ -432,8 +432,11 @@ class MicroImageCornerDetector:
         xy = hp[:, :2] / hp[:, 2:]
         # d x / d (col, row) of the homography at every corner: (C, 2, 2)
         jac = (H[None, :2, :2] - xy[:, :, None] * H[None, 2:3, :2]) / hp[:, 2, None, None]
-        r_ap, rho = self.aperture_profile()
         c_idx = np.concatenate([np.full(len(r[1]), r[0]) for r in rows])
+        area = np.abs(np.linalg.det(jac[c_idx]))
+        if not np.all(np.isfinite(area) & (area > 1e-9)):
+            return None     # corners on one line: no local board (the caller refuses the pose)
+        r_ap, rho = self.aperture_profile()
         m_idx = np.concatenate([r[1] for r in rows])
         q = np.concatenate([r[2] for r in rows])
         disk = np.concatenate([r[4] for r in rows])
