@@ -13,6 +13,7 @@ import pytest
 from lf_mpc_calib.calibration import calibrate
 from lf_mpc_calib.calibration.closed_form import aligned_truth
 from lf_mpc_calib.camera.observations import Observations
+from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.rotations import rotation_matrix
 from lf_mpc_calib.simulation.dataset import random_poses
 from lf_mpc_calib.simulation.observations import simulate_observations, view_grid
@@ -78,3 +79,37 @@ def test_distortion_terms_held_unless_determined(tmp_path):
     assert 'k_1' not in barrel.held and abs(barrel.model.k_1 + 0.3) < 3 * barrel.stddev['k_1']
     # all four free on request, as before
     assert not calibrate(_session(truth, 1), distortion=True).held
+
+
+def test_focused_camera_radial_terms_held_as_a_rescaling():
+    from lf_mpc_calib.calibration.focused import orient_focused
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    from lf_mpc_calib.simulation.focused_raw import board_pose
+    from lf_mpc_calib.simulation.optics import preset
+    cam = preset('focused-galilean')
+    board = default_board(cam)
+    rng = np.random.default_rng(2)
+    poses = [board_pose(cam, board, z * cam.scene_distance, rng.uniform(-20, 20, 3) * [1, 1, .3])
+             for z in np.linspace(0.65, 1.0, 6)]
+    obs = focused_observations(cam, board, np.array([p[0] for p in poses]),
+                               np.array([p[1] for p in poses]), noise_px=0.05, rng=rng)
+    truth = cam.ground_truth_model()
+    held = orient_focused(calibrate(obs))
+    free = orient_focused(calibrate(obs, distortion=True))
+    # the table's absolute (i, j) say 'focused': k_1, k_2 held at 0 with the reason, which
+    # names the narrow span of r they would act on; k_3 = k_4 = 1 / Z_f stay free
+    assert set(held.held) == {'k_1', 'k_2'} and held.model.k_1 == held.model.k_2 == 0.0
+    assert held.held['k_1'].startswith('focused camera: the radial terms act on one')
+    assert np.isfinite(held.stddev['k_3']) and not free.held
+    # free, they only cost precision: sigma of k_u and u_0 grows (measured x 1.46 / 1.15
+    # here, x 2 on the real R12 rows, x 3 on a Galilean's detected rows) for no RMS gained
+    assert free.stddev['k_u'] > 1.3 * held.stddev['k_u']
+    assert free.stddev['u_0'] > 1.1 * held.stddev['u_0']
+    assert held.rms_reprojection_px < free.rms_reprojection_px * 1.001
+    err = np.array([getattr(held.model, n) - getattr(truth, n) for n in INTRINSICS])
+    assert np.all(np.abs(err) < 3 * np.array([held.stddev[n] for n in INTRINSICS]))
+    # a conventional table keeps the test by significance alone (k_1 = -0.3 kept above)
+    assert not any(r.startswith('focused')
+                   for r in calibrate(obs, camera_type='conventional').held.values())
+    with pytest.raises(InvalidInputError, match="camera_type must be one of"):
+        calibrate(obs, camera_type='plenoptic')

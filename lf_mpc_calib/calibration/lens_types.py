@@ -60,6 +60,7 @@ def calibrate_r12(data, *, lens_type_terms='affine-radial', **options):
             f'lens_type_terms must be one of {LENS_TYPE_TERMS}, got {lens_type_terms!r}')
     types = np.asarray(data.lens_type, dtype=np.int64)
     obs = dataclasses.replace(data.observations, lens_type=types)
+    options.setdefault('camera_type', 'focused')
     result = orient_focused(calibrate(obs, lens_type_terms=lens_type_terms, **options))
     n_types = int(types.max()) + 1 if types.size else 1
     lt = result.lens_types

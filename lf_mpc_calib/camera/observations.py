@@ -16,6 +16,15 @@ from lf_mpc_calib.camera.model import as_points
 from lf_mpc_calib.errors import InvalidInputError
 
 COLUMNS = ('pose', 'point', 'X', 'Y', 'Z', 'i', 'j', 'u', 'v')
+CAMERA_TYPES = ('conventional', 'focused')
+
+
+def guess_camera_type(obs):
+    """Return 'conventional' if (i, j) are integers spanning < 100 values, else 'focused'."""
+    ij = obs.ijuv[:, :2]
+    if len(ij) and np.all(ij == np.round(ij)) and np.ptp(ij, axis=0).max() < 100:
+        return 'conventional'
+    return 'focused'
 
 
 @dataclass(frozen=True, eq=False)

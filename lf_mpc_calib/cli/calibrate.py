@@ -18,6 +18,7 @@ import numpy as np
 from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_option
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.camera.observations import guess_camera_type
 
 LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
 LENS_TYPE_TERM_CHOICES = ('none', 'offset', 'affine', 'affine-radial', 'affine-view',
@@ -68,14 +69,6 @@ def register(subparsers):
     add_hand_eye_arguments(p, 'the pose id of the observation table')
     p.add_argument('--quiet', action='store_true', help='do not show solver progress')
     p.set_defaults(func=run)
-
-
-def guess_camera_type(obs):
-    """Return 'conventional' if (i, j) are integers spanning < 100 values, else 'focused'."""
-    ij = obs.ijuv[:, :2]
-    if len(ij) and np.all(ij == np.round(ij)) and np.ptp(ij, axis=0).max() < 100:
-        return 'conventional'
-    return 'focused'
 
 
 def parse_fix(text):
@@ -142,7 +135,8 @@ def run(args):
         print(f'wrote {args.save_observations}')
     progress = None if args.quiet else ProgressPrinter()
     options = dict(method=args.method, distortion=distortion_option(args), fix=fix,
-                   loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations)
+                   loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations,
+                   camera_type=camera_type)
     lens_types = None
     terms = args.lens_type_terms
     if terms is not None and 'r12' not in extra and obs.lens_type is None:

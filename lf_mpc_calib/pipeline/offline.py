@@ -185,7 +185,8 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
     try:
-        result = calibrate(obs, **refusing_options(calibrate_options))
+        result = calibrate(obs, **{**refusing_options(calibrate_options),
+                                   'camera_type': 'conventional'})
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '

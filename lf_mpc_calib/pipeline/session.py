@@ -425,7 +425,8 @@ class CalibrationSession:
             if self.camera_type == 'focused':
                 from lf_mpc_calib.pipeline.focused_raw import with_raw_type_terms
                 options = with_raw_type_terms(self.observations, options)
-            self.result = calibrate(self.observations, **options)
+            self.result = calibrate(self.observations,
+                                    **{**options, 'camera_type': self.camera_type})
             if self.camera_type == 'focused':
                 from lf_mpc_calib.calibration.focused import orient_focused
                 self.result = orient_focused(self.result)
