@@ -55,6 +55,7 @@ import numpy as np
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.features.aperture_bias import corner_bias
+from lf_mpc_calib.features.micro_image_centres import recentred_grid
 from lf_mpc_calib.features.corners import find_board, resolve_orientation
 from lf_mpc_calib.features.interface import Detection
 from lf_mpc_calib.features.micro_image_refine import image_gradients, refine_in_disks
@@ -111,13 +112,19 @@ class MicroImageCornerDetector:
 
     white: (H, W) white image of the camera; grid: its LensletGrid (estimated from ``white``
     when None); lens_types: (M,) int lens type of each micro-image in ``grid.centres()`` order
-    (multi-focus cameras), or None.
+    (multi-focus cameras), or None. recentre: move the grid onto the white's lit disks
+    (:mod:`lf_mpc_calib.features.micro_image_centres`: the vignetting tilts every micro-image
+    of a white and the spots' lattice with it); None: only a grid estimated here (a given
+    grid, e.g. a calibration's, is used as it is: its centres are the calibration's (i, j)).
+    ``self.grid`` is the grid used, the one to save with the calibration.
     """
 
-    def __init__(self, white, grid=None, *, lens_types=None, options=None):
+    def __init__(self, white, grid=None, *, lens_types=None, options=None, recentre=None):
         white = np.asarray(white, dtype=np.float64)
         if white.ndim != 2:
             raise InvalidInputError(f'white must be a 2-D image, got shape {white.shape}')
+        if recentre is None:
+            recentre = grid is None
         if grid is None:
             from lf_mpc_calib.lenslet.estimate import estimate_grid
             grid = estimate_grid(white)
@@ -145,6 +152,9 @@ class MicroImageCornerDetector:
         self._inv_white = np.where(self._lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
             np.float32)
         self.radius = _micro_image_radius(self._lit, grid)
+        if recentre:    # the lattice of the lit disks, not of the vignetting-tilted spots
+            grid = recentred_grid(w32, grid, self.radius)
+            self.grid, self.centres = grid, grid.centres()
         self.lattice = MicroImageLattice(grid)
 
     # ---- public ------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
     wrote the data set (InvalidInputError for a data set of a real camera).
     """
     white = read_float_image(dataset.white) if white is None else white
+    recentre = grid is None     # an estimated grid moves onto the lit disks; a given one stays
     try:
         if grid is None:   # a Bayer white: each CFA phase balanced first, as the decoder does
             grid = estimate_grid(white if dataset.demosaic is None
@@ -76,7 +77,8 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
             check_grid_size(grid, np.shape(white))
     except LFCalibError as exc:
         raise DetectionError(f'white image {dataset.white}: {exc}') from exc
-    det = MicroImageCornerDetector(white, grid, options=options)
+    det = MicroImageCornerDetector(white, grid, options=options, recentre=recentre)
+    grid = det.grid
     if isinstance(lens_types, str):
         if lens_types != SIMULATED or dataset.camera is None:
             raise InvalidInputError(
@@ -236,7 +238,8 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
     (:func:`lf_mpc_calib.lenslet.camera_type.camera_type_of`). A ``claimed`` type the data
     contradicts is refused with the figures (DetectionError). The grid estimated on the way
     (from the Bayer-balanced white, as the decoder does) is returned for reuse (the given one,
-    or None for a simulated data set).
+    or None for a simulated data set and for a focused one: the focused detector estimates
+    its grid again and moves it onto the white's lit disks, features.micro_image_centres).
     """
     from lf_mpc_calib.lenslet.camera_type import PITCH_CONVENTIONAL, camera_type_of
     cam = dataset.camera
@@ -260,7 +263,7 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
     text = (f'{len(evidence)} frames: median edge share '
             f'{np.median([e.edge_share for e in evidence]):.2f}, pitch {est.pitch:.1f} px'
             if evidence else 'no frame showed the board')
-    return found, est, text
+    return found, (est if found == 'conventional' or grid is not None else None), text
 
 
 class FocusedFrameDetector:
