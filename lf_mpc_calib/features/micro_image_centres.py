@@ -17,6 +17,7 @@ moved by the affine map that takes its centres to these (robust least squares): 
 
 import numpy as np
 
+from lf_mpc_calib.features.sampling import disk_offsets
 from lf_mpc_calib.lenslet.grid import LensletGrid
 
 PLATEAU_FRACTION = 0.5
@@ -35,9 +36,7 @@ def lit_disk_centres(white, centres, pitch, radius, *, iterations=4):
     """
     white = np.asarray(white, np.float64)
     h = 0.5 * float(pitch) - 0.5
-    g = np.arange(-np.ceil(h), np.ceil(h) + 1)
-    oy, ox = np.meshgrid(g, g, indexing='ij')
-    off = np.column_stack([ox.ravel(), oy.ravel()])
+    off = disk_offsets(h + 1.0, 1.0)     # every pixel within h of a centre rounded to a pixel
     c = np.asarray(centres, np.float64).reshape(-1, 2).copy()
     for _ in range(iterations):
         pts = np.round(c)[:, None, :] + off[None]                       # (M, P, 2)
