@@ -107,10 +107,9 @@ def test_camera_type_from_the_frames_without_a_manifest(multifocus, tmp_path):
     ds = load_raw_dataset(plain, board=Checkerboard(8, 5, 0.01))
     assert ds.camera is None
     found, grid, text = resolve_camera_type(ds)
-    # a focused camera's grid is left to the focused detector (it moves it onto the lit disks)
-    assert found == 'focused' and grid is None and 'edge share' in text
+    assert found == 'focused' and grid is not None and 'edge share' in text
     with pytest.raises(DetectionError, match='not conventional'):
-        resolve_camera_type(ds, 'conventional')
+        resolve_camera_type(ds, 'conventional', grid=grid)
 
 
 def test_conventional_data_given_as_focused_is_refused(tmp_path):

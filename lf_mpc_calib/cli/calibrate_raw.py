@@ -286,6 +286,7 @@ def run(args):
         result_run = calibrate_focused_raw(
             dataset, grid=type_grid, calibrate_options=options, min_poses=args.min_poses,
             progress=progress, accept_uncertain=accept,
+            recentre=dataset.grid is None,     # the white's estimate, not a grid given
             lens_types=SIMULATED if simulated else None,
             n_types=1 if simulated else args.lens_types)
     else:

@@ -61,14 +61,19 @@ def with_raw_type_terms(obs, options):
     return options
 
 
-def focused_detector(dataset, grid=None, white=None, lens_types=None, options=None):
+def focused_detector(dataset, grid=None, white=None, lens_types=None, options=None,
+                     recentre=None):
     """
     The MicroImageCornerDetector of a data set. lens_types: None (no types), (M,) the type of
     every micro-image of the grid, or 'simulated': the true types of the simulated camera that
-    wrote the data set (InvalidInputError for a data set of a real camera).
+    wrote the data set (InvalidInputError for a data set of a real camera). recentre: move the
+    grid onto the white's lit disks (features.micro_image_centres); None: only a grid
+    estimated here (give True for one estimated elsewhere from the same white, e.g. by
+    :func:`resolve_camera_type`; a calibration's grid must stay as it is).
     """
     white = read_float_image(dataset.white) if white is None else white
-    recentre = grid is None     # an estimated grid moves onto the lit disks; a given one stays
+    if recentre is None:
+        recentre = grid is None
     try:
         if grid is None:   # a Bayer white: each CFA phase balanced first, as the decoder does
             grid = estimate_grid(white if dataset.demosaic is None
@@ -94,7 +99,7 @@ def focused_detector(dataset, grid=None, white=None, lens_types=None, options=No
 
 def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_options=None,
                           calibrate_options=None, min_poses=MIN_POSES, progress=None,
-                          accept_uncertain=False, n_types=1):
+                          accept_uncertain=False, n_types=1, recentre=None):
     """
     Detect the board in the micro-images of every frame and calibrate; returns a
     :class:`lf_mpc_calib.pipeline.offline.RawCalibration` with camera_type 'focused'.
@@ -106,13 +111,13 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     'simulated', 'given' or None); progress(index, total, frame_path, message) and
     accept_uncertain as for ``calibrate_raw`` (poses that leave the intrinsics too uncertain
     are refused unless ``accept_uncertain``). Raises DetectionError when fewer than
-    ``min_poses`` frames show the board.
+    ``min_poses`` frames show the board. recentre: as for :func:`focused_detector`.
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
     t0 = time.perf_counter()
     white = read_float_image(dataset.white)
-    det = focused_detector(dataset, grid, white, lens_types, detector_options)
+    det = focused_detector(dataset, grid, white, lens_types, detector_options, recentre)
     source = None if lens_types is None else \
         (SIMULATED if isinstance(lens_types, str) else 'given')
     if progress and source == SIMULATED:
@@ -238,8 +243,8 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
     (:func:`lf_mpc_calib.lenslet.camera_type.camera_type_of`). A ``claimed`` type the data
     contradicts is refused with the figures (DetectionError). The grid estimated on the way
     (from the Bayer-balanced white, as the decoder does) is returned for reuse (the given one,
-    or None for a simulated data set and for a focused one: the focused detector estimates
-    its grid again and moves it onto the white's lit disks, features.micro_image_centres).
+    or None for a simulated data set); a focused camera's estimate is the spots' lattice, to
+    be moved onto the lit disks by the detector (``recentre=True``).
     """
     from lf_mpc_calib.lenslet.camera_type import PITCH_CONVENTIONAL, camera_type_of
     cam = dataset.camera
@@ -263,7 +268,7 @@ def resolve_camera_type(dataset, claimed='auto', *, grid=None):
     text = (f'{len(evidence)} frames: median edge share '
             f'{np.median([e.edge_share for e in evidence]):.2f}, pitch {est.pitch:.1f} px'
             if evidence else 'no frame showed the board')
-    return found, (est if found == 'conventional' or grid is not None else None), text
+    return found, est, text
 
 
 class FocusedFrameDetector:
