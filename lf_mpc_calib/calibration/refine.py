@@ -684,8 +684,9 @@ def _hold_radial_of_focused(obs, result, fixed, refit):
     distortion (which would vary over the field, with s, t). Free, they chase any small
     curvature the rows carry: on a simulated Galilean camera 0.01 px of error at the
     micro-images' rims made k_1 read 3.7 sigma and moved k_u by -1.36 % (3.7 sigma; 0.02 %
-    held); on the real R12 rows freeing them doubles sigma(k_u) for 0.0007-0.0016 px of RMS. A hold
-    that makes the RMS grow by more than HOLD_RMS_GROWTH is undone (the data needed them).
+    held); on the real R12 rows freeing them doubles sigma(k_u) for 0.0007-0.0016 px of RMS.
+    A hold that makes the RMS grow by more than HOLD_RMS_GROWTH is undone (the data needed
+    them).
     Returns (result, fixed, {name: reason}).
     """
     names = [n for n in RADIAL_NAMES if n not in fixed]
