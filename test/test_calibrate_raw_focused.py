@@ -80,6 +80,10 @@ def test_calibrate_raw_focused_multifocus(multifocus, tmp_path, capsys):
     np.testing.assert_allclose(rays, expected, atol=1e-9)
     report = (tmp_path / 'rep' / 'detections.txt').read_text()
     assert 'lens type 2:' in report and 'micro-images (median)' in report
+    # a focused camera's leave-one-pose-out sigmas by default: printed, in the summary, plotted
+    assert f'leave-one-pose-out over {cal.num_poses} poses' in text.out
+    assert 'leave-one-pose-out' in (tmp_path / 'rep' / 'summary.txt').read_text()
+    assert (tmp_path / 'rep' / 'pose_influence.png').is_file()
 
 
 def test_calibrate_raw_focused_refuses_an_undetermined_camera(multifocus, tmp_path, capsys):

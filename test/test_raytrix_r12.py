@@ -133,7 +133,13 @@ def test_r12_cli_writes_raw_pixel_error(tmp_path, capsys):
     out = tmp_path / 'r12.yaml'
     rc = main(['calibrate', '--format', 'r12', str(CSV), '-o', str(out), '--quiet'])
     assert rc == 0
-    assert 'RMS reprojection error in raw pixels with lens-type terms' in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert 'RMS reprojection error in raw pixels with lens-type terms' in text
+    # the real camera's poses disagree beyond the residual sigmas (measured: the jackknife
+    # sigmas of k_i .. v_0 are 2.3-4.1 x the residual ones, the principal point's 3.9 / 4.3
+    # px against 1.7 / 2.0): the summary says so
+    assert 'leave-one-pose-out over 15 poses' in text
+    assert 'errors shared within a pose' in text
     cal = load_calibration(out)
     assert cal.camera_type == 'focused' and cal.image_size == (4080, 3068)
     assert cal.errors['rms_reprojection_px'] <= 0.95  # measured 0.9478 px

@@ -30,7 +30,8 @@ class R12Calibration:
     deviations, None for 'none'); lens_type_terms: one of
     :data:`~lf_mpc_calib.calibration.type_terms.LENS_TYPE_TERMS`; scale (T,) the a_T;
     offset_px (T, 2) the (d_T, e_T); residuals_raw_px (N, 2) measured - predicted corner in
-    raw pixels; rms_raw_px: sqrt(mean over rays of du^2 + dv^2) in raw pixels.
+    raw pixels; rms_raw_px: sqrt(mean over rays of du^2 + dv^2) in raw pixels; observations:
+    the table calibrated (the R12 rows with their lens types).
     """
 
     result: object
@@ -39,6 +40,7 @@ class R12Calibration:
     offset_px: np.ndarray
     residuals_raw_px: np.ndarray
     rms_raw_px: float
+    observations: object = None
 
     def lens_types_dict(self):
         """Plain mapping of the per-type terms (the calibration file's ``lens_types``)."""
@@ -67,4 +69,4 @@ def calibrate_r12(data, *, lens_type_terms='affine-radial', **options):
     scale = np.zeros(n_types) if lt is None else lt.scale
     offset = np.zeros((n_types, 2)) if lt is None else lt.offset_px
     return R12Calibration(result, lens_type_terms, scale, offset, result.residuals_px,
-                          float(result.rms_reprojection_px))
+                          float(result.rms_reprojection_px), obs)

@@ -15,7 +15,8 @@ import time
 
 import numpy as np
 
-from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_option
+from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_option, \
+    pose_jackknife_of
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.camera.observations import guess_camera_type
@@ -147,6 +148,7 @@ def run(args):
         r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine-radial',
                             progress=progress, **options)
         result = r12.result
+        obs = r12.observations
         lens_types = r12.lens_types_dict()
     else:
         if terms is not None:
@@ -155,6 +157,7 @@ def run(args):
         if result.lens_types is not None:
             lens_types = result.lens_types.to_dict()
     print(summary_text(result), end='')
+    jackknife = pose_jackknife_of(args, obs, result, camera_type, sys.stdout)
     if lens_types is not None:
         lt = result.lens_types
         print(f'lens-type terms ({lt.terms}, estimated with the model): scale '
@@ -190,7 +193,7 @@ def run(args):
         from lf_mpc_calib.report.calibration import write_report
         board = np.unique(obs.board, axis=0)
         paths = write_report(result, args.report, board=board,
-                             title=f'{args.observations} ({camera_type})')
+                             title=f'{args.observations} ({camera_type})', jackknife=jackknife)
         if he is not None:
             from lf_mpc_calib.report.hand_eye import write_hand_eye_report
             paths += write_hand_eye_report(he, args.report, board_points=board,

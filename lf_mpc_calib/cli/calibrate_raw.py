@@ -104,6 +104,10 @@ def add_model_arguments(p, fix_help='comma-separated parameters to hold fixed'):
                    help='keep k_1..k_4 free even where the data do not determine them '
                         '(default: each is held at 0 unless it exceeds 3 sigma)')
     p.add_argument('--fix', default='', metavar='NAMES', help=fix_help)
+    p.add_argument('--pose-jackknife', choices=('auto', 'on', 'off'), default='auto',
+                   help='refit once without each pose and report the spread of the intrinsics '
+                        'beside their residual sigmas (errors shared within a pose show only '
+                        'there); auto: focused cameras with >= 4 poses (default: %(default)s)')
 
 
 def distortion_option(args):
@@ -111,6 +115,24 @@ def distortion_option(args):
     if args.no_distortion:
         return False
     return True if getattr(args, 'all_distortion', False) else 'auto'
+
+
+def pose_jackknife_of(args, obs, result, camera_type, out):
+    """The leave-one-pose-out refits that ``--pose-jackknife`` asks for, their summary
+    printed to ``out``; None when off, or for 'auto' on a conventional camera or < 4 poses."""
+    from lf_mpc_calib.calibration.pose_jackknife import MIN_POSES, pose_jackknife
+    mode = getattr(args, 'pose_jackknife', 'auto')
+    n = len(obs.pose_ids)
+    if mode == 'off' or (mode == 'auto' and (camera_type != 'focused' or n < MIN_POSES)):
+        return None
+    if n < MIN_POSES:
+        print(f'warning: --pose-jackknife needs >= {MIN_POSES} poses, got {n}: skipped',
+              file=sys.stderr)
+        return None
+    jk = pose_jackknife(obs, result, loss=result.loss, f_scale=getattr(args, 'f_scale', 1.0))
+    for line in jk.summary():
+        print(line, file=out)
+    return jk
 
 
 def print_held(result, out):
@@ -303,8 +325,10 @@ def run(args):
                                      result_run.pose_frames, out,
                                      [order[str(p)] for p in result_run.pose_frames])
         determined = check_joint_determined(he, result_run, args.accept_uncertain)
+    jackknife = pose_jackknife_of(args, result_run.observations, result_run.result, camera_type,
+                                  out)
     written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
-                            hand_eye_result=he)
+                            hand_eye_result=he, jackknife=jackknife)
     r = result_run.result
     m = r.model
     if he is not None and 'joint_calibration' in he.extras:

@@ -205,14 +205,15 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
 
 # ---- outputs --------------------------------------------------------------------------------
 def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=None,
-                  hand_eye_result=None):
+                  hand_eye_result=None, jackknife=None):
     """
     Write the calibration file, the observation table beside it and (optionally) the report.
 
     hand_eye: the calibration file's ``hand_eye`` mapping (or None); hand_eye_result: the
     HandEyeResult it came from: the file holds its joint calibration (intrinsics refined with
     the mount, :func:`~lf_mpc_calib.calibration.hand_eye_joint.published_result`), the report
-    the camera-only ``run.result`` beside it. Returns a list of written paths.
+    the camera-only ``run.result`` beside it; jackknife: a PoseJackknife of ``run.result`` for
+    the report. Returns a list of written paths.
     """
     from lf_mpc_calib.calibration.hand_eye_joint import published_result
     output = Path(output)
@@ -233,7 +234,7 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
     written.append(obs_path)
     if report_dir is not None:
         from lf_mpc_calib.report.raw_calibration import write_raw_report
-        written += write_raw_report(run, report_dir)
+        written += write_raw_report(run, report_dir, jackknife=jackknife)
         if hand_eye_result is not None:
             from lf_mpc_calib.report.hand_eye import write_hand_eye_report
             written += write_hand_eye_report(hand_eye_result, report_dir,

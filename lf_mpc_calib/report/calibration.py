@@ -9,7 +9,10 @@ A calibration report: text summary and PNG plots of a CalibrationResult.
 - ``per_view_rms.png``: RMS reprojection error per view as a heatmap over the (i, j) grid
   (conventional cameras, the paper's Table 10), or for focused cameras a scatter of the
   micro-image centres coloured by their RMS;
-- ``residuals.png``: the residuals (du, dv) as a scatter and the histogram of their length.
+- ``residuals.png``: the residuals (du, dv) as a scatter and the histogram of their length;
+- with a leave-one-pose-out jackknife (:mod:`lf_mpc_calib.calibration.pose_jackknife`):
+  its sigmas in the summary and ``pose_influence.png``, how far the principal point and k_u
+  move without each pose.
 
 The result is used through its attributes only (model, rotation_vectors, translations,
 pose_ids, residuals_px, rms_reprojection_px, rms_ray_reprojection_mm, per_pose_rms_px,
@@ -26,11 +29,12 @@ from lf_mpc_calib.camera.rotations import rotation_matrix
 from lf_mpc_calib.report.figures import pyplot
 
 
-def summary_text(result, *, truth=None, title=''):
+def summary_text(result, *, truth=None, title='', jackknife=None):
     """
     Return a multi-line text summary of ``result``.
 
-    With ``truth`` (an MPCModel) the relative error of every parameter is listed too.
+    With ``truth`` (an MPCModel) the relative error of every parameter is listed too; with
+    ``jackknife`` (a PoseJackknife of ``result``) its sigmas beside the residuals' ones.
     """
     lines = []
     if title:
@@ -69,7 +73,39 @@ def summary_text(result, *, truth=None, title=''):
     lines.append('per-pose RMS (px):')
     for pid, rms in zip(result.pose_ids, result.per_pose_rms_px):
         lines.append(f'  pose {int(pid):>3}: {rms:.4f}')
+    if jackknife is not None:
+        lines += [''] + jackknife.summary()
     return '\n'.join(lines) + '\n'
+
+
+def plot_pose_influence(jackknife, path, *, title=''):
+    """Bars: how far the principal point (px) and k_u (in its residual sigmas) move when each
+    pose is left out, with the residual sigma of the principal point marked."""
+    plt = pyplot()
+    jk, full = jackknife, jackknife.full
+    shift = jk.principal_point_shifts()
+    x = np.arange(len(jk.pose_ids))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.5))
+    a.bar(x - 0.2, shift[:, 0], 0.4, label='x')
+    a.bar(x + 0.2, shift[:, 1], 0.4, label='y')
+    sd = float(np.hypot(*full.principal_point_stddev()))
+    a.axhline(sd, color='k', ls=':', lw=1, label='residual sigma')
+    a.axhline(-sd, color='k', ls=':', lw=1)
+    a.set_xticks(x, [str(int(p)) for p in jk.pose_ids])
+    a.set_xlabel('pose left out')
+    a.set_ylabel('principal point shift (px)')
+    a.legend(fontsize=8)
+    if 'k_u' in jk.names:
+        k = jk.names.index('k_u')
+        b.bar(x, (jk.estimates[:, k] - full.model.k_u) / full.stddev['k_u'])
+        b.set_ylabel('k_u shift / residual sigma')
+    b.set_xticks(x, [str(int(p)) for p in jk.pose_ids])
+    b.set_xlabel('pose left out')
+    fig.suptitle(title or 'leave-one-pose-out')
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
 
 
 def _is_view_grid(view_ids):
@@ -181,19 +217,22 @@ def plot_residuals(result, path, *, title=''):
     return path
 
 
-def write_report(result, out_dir, *, board=None, title='', truth=None):
+def write_report(result, out_dir, *, board=None, title='', truth=None, jackknife=None):
     """
     Write summary.txt and the PNG plots of ``result`` into ``out_dir``; return their paths.
 
     board (M, 3) board points in the board frame (metres) for the pose plot; truth an
-    MPCModel to compare the parameters with in the summary.
+    MPCModel to compare the parameters with in the summary; jackknife a PoseJackknife of
+    ``result`` (its sigmas in the summary, pose_influence.png).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     summary = out / 'summary.txt'
-    summary.write_text(summary_text(result, truth=truth, title=title))
+    summary.write_text(summary_text(result, truth=truth, title=title, jackknife=jackknife))
     paths.append(summary)
+    if jackknife is not None:
+        paths.append(plot_pose_influence(jackknife, out / 'pose_influence.png', title=title))
     paths.append(plot_poses(result, out / 'poses.png', board=board, title=title))
     paths.append(plot_per_view_rms(result, out / 'per_view_rms.png'))
     paths.append(plot_residuals(result, out / 'residuals.png', title=title))

@@ -83,16 +83,17 @@ def plot_detections(image, central_uv, board, path, *, title=''):
     return Path(path)
 
 
-def write_raw_report(run, report_dir):
+def write_raw_report(run, report_dir, *, jackknife=None):
     """
-    The calibration report plus detections.txt, the lenslet grid over a crop of the white image
+    The calibration report (with ``jackknife``, a PoseJackknife of ``run.result``, its sigmas
+    and pose_influence.png) plus detections.txt, the lenslet grid over a crop of the white image
     (grid.png) and detection overlays (one PNG per pose).
     """
     out = Path(report_dir)
     out.mkdir(parents=True, exist_ok=True)
     title = run.name or 'calibrate-raw'
     paths = list(write_report(run.result, out, board=run.board.points(), title=title,
-                              truth=run.truth))
+                              truth=run.truth, jackknife=jackknife))
     text = detection_summary(run)
     det_txt = out / 'detections.txt'
     det_txt.write_text(text)
