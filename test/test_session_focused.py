@@ -37,6 +37,10 @@ def test_focused_session_captures_calibrates_and_saves(scene, tmp_path):
     assert result.model.k_3 > 0                       # the focused orientation
     assert abs(result.model.k_i / gt.k_i - 1) < 0.03
     assert result.rms_reprojection_px < 0.3
+    # 4 poses: the leave-one-pose-out sigmas come with it (the node's answer quotes them)
+    jk = session.jackknife
+    assert jk is not None and jk.full is result and list(jk.pose_ids) == [0, 1, 2, 3]
+    assert jk.one_line().startswith('leave-one-pose-out over 4 poses: principal point sd')
     paths = session.save(tmp_path)
     cal = load_calibration([p for p in paths if p.suffix == '.yaml'
                             and p.name != 'manifest.yaml'][0])

@@ -83,6 +83,19 @@ class PoseJackknife:
         k = int(np.argmax(np.hypot(*shift.T)))
         return int(self.pose_ids[k]), shift[k]
 
+    def one_line(self):
+        """The principal point's two sigmas, the largest ratio, a warning above
+        SHARED_ERROR_RATIO: one line for a service answer or a log."""
+        pp, sd = self.full.principal_point_stddev(), self.principal_point_stddev()
+        name, worst = max(self.ratio().items(), key=lambda kv: kv[1])
+        text = (f'leave-one-pose-out over {len(self.pose_ids)} poses: principal point sd '
+                f'({sd[0]:.3g}, {sd[1]:.3g}) px (residuals: ({pp[0]:.3g}, {pp[1]:.3g})), '
+                f'{name} sd x{worst:.1f}')
+        if worst > SHARED_ERROR_RATIO:
+            text += ('; WARNING: the poses disagree beyond the residual sigmas (errors shared '
+                     'within a pose): quote the jackknife ones')
+        return text
+
     def summary(self):
         """Lines for a report: each intrinsic's two sigmas, the principal point's, the pose
         that moves it most."""

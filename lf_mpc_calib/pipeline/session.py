@@ -37,7 +37,7 @@ import numpy as np
 
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
-    InvalidInputError
+    InvalidInputError, LFCalibError
 from lf_mpc_calib.io.images import as_float_image
 from lf_mpc_calib.io.observation_table import observations_path, write_observations
 from lf_mpc_calib.io.raw_dataset import MANIFEST, MANIFEST_FORMAT, WHITE_FILE
@@ -147,6 +147,7 @@ class CalibrationSession:
         self.hand_eye = None      # HandEyeResult of the last solve_hand_eye
         self.rejected = 0
         self.result = None
+        self.jackknife = None     # PoseJackknife of a focused result (calibrate)
         if white is not None:
             self.set_white(white)
 
@@ -253,6 +254,7 @@ class CalibrationSession:
         self.white, self.grid, self.decoder, self.use = raw_white, grid, decoder, use
         self.detections, self.view_size = detections, view_size
         self.result = None
+        self.jackknife = None
         self.type_estimate = None
         return grid
 
@@ -261,6 +263,7 @@ class CalibrationSession:
         self.frames, self.detections, self.robot_poses = [], [], []
         self.rejected = 0
         self.result = None
+        self.jackknife = None
         self.hand_eye = None
         self.type_estimate = None
 
@@ -368,6 +371,7 @@ class CalibrationSession:
         self.robot_poses.append(None if robot_pose is None else
                                 tuple(np.asarray(v, float).reshape(3) for v in robot_pose))
         self.result = None
+        self.jackknife = None
         self.hand_eye = None
         self.type_estimate = None
         obs = det.observations
@@ -416,7 +420,7 @@ class CalibrationSession:
                 f'calibration needs at least {self.min_poses} captured poses showing the '
                 f'board, got {self.num_poses} ({self.rejected} frames rejected)')
         from lf_mpc_calib.calibration import calibrate
-        self.result, self.hand_eye = None, None
+        self.result, self.hand_eye, self.jackknife = None, None, None
         if self.lens_types > 1:
             self._tell_lens_types()
             self._detect_again_with_types()
@@ -433,7 +437,19 @@ class CalibrationSession:
         except DegenerateConfigurationError as exc:
             raise DegenerateConfigurationError(f'{self.num_poses} poses: {exc}') from exc
         self.hand_eye = None
+        self.jackknife = self._pose_jackknife()
         return self.result
+
+    def _pose_jackknife(self):
+        """The leave-one-pose-out sigmas of a focused camera's result (>= 4 poses), else None
+        (calibration.pose_jackknife: errors shared within a pose)."""
+        from lf_mpc_calib.calibration.pose_jackknife import MIN_POSES, pose_jackknife
+        if self.camera_type != 'focused' or self.num_poses < MIN_POSES:
+            return None
+        try:
+            return pose_jackknife(self.observations, self.result)
+        except LFCalibError:      # a refit that fails loses nothing of the calibration
+            return None
 
     # ---- outputs ------------------------------------------------------------------------
     def calibration_file(self, camera_name='camera', optical_frame=None):

@@ -358,6 +358,7 @@ class CalibrationNode(Node):
             he = self.session.hand_eye
             view_size = self.session.view_size
             types = self.session.type_estimate
+            jackknife = self.session.jackknife
         stamp = self.get_clock().now().to_msg()
         self.info_pub.publish(camera_info(result.model, view_size, frame_id=self.optical_frame,
                                           stamp=stamp))
@@ -383,6 +384,8 @@ class CalibrationNode(Node):
                 f'type {t}: scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                 f'offset ({lt.offset_px[t, 0]:+.3f}, {lt.offset_px[t, 1]:+.3f}) px'
                 + lt.view_text(t) for t in range(lt.n_types))
+        if jackknife is not None:
+            response.message += '; ' + jackknife.one_line()
         if he is not None:
             m = cal.hand_eye
             sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])

@@ -27,6 +27,7 @@ def test_demo_ros_focused_keplerian_recovers_truth_and_measures_corners(tmp_path
     assert demo.run(args, out=out) == 0, out.getvalue()
     text = out.getvalue()
     assert text.count('micro-images (') == 6 and 'calibrate: calibrated 6 poses' in text
+    assert 'leave-one-pose-out over 6 poses: principal point sd' in text   # the node's answer
     err = _errors(text)
     # half-size sensor (1024 x 768, 6 poses of a 7 x 4 board): measured k_i 1.9 %, k_j 4.6 %,
     # k_u 1.2 %, k_v 3.5 %, k_3 7.5 %, k_4 8.7 % (the offline demo's figures: same poses),
