@@ -79,3 +79,24 @@ def test_cli_lens_type_term_choices_are_the_calibrations():
     from lf_mpc_calib.calibration.type_terms import LENS_TYPE_TERMS
     from lf_mpc_calib.cli.calibrate import LENS_TYPE_TERM_CHOICES
     assert LENS_TYPE_TERM_CHOICES == LENS_TYPE_TERMS
+
+
+def test_cli_pose_jackknife_on_asked_and_refused_for_too_few_poses(tmp_path, capsys):
+    # a conventional table: off by default ('auto' is for focused cameras), on when asked
+    truth, rv, tr, obs = paper_scene(n_poses=5, n_views=3, noise_px=0.1,
+                                     rng=np.random.default_rng(4))
+    csv = tmp_path / 'obs5.csv'
+    write_observations(csv, obs)
+    assert main(['calibrate', str(csv), '-o', str(tmp_path / 'a.yaml'), '--quiet']) == 0
+    assert 'leave-one-pose-out' not in capsys.readouterr().out
+    assert main(['calibrate', str(csv), '-o', str(tmp_path / 'b.yaml'), '--quiet',
+                 '--pose-jackknife', 'on', '--report', str(tmp_path / 'rep')]) == 0
+    printed = capsys.readouterr().out
+    assert 'leave-one-pose-out over 5 poses' in printed and 'principal point sd' in printed
+    assert (tmp_path / 'rep' / 'pose_influence.png').is_file()
+    # 3 poses: nothing to leave out, said on stderr, the calibration still written
+    _, _, _, _, csv3 = _scene_csv(tmp_path, 0.1, 5)
+    assert main(['calibrate', str(csv3), '-o', str(tmp_path / 'c.yaml'), '--quiet',
+                 '--pose-jackknife', 'on']) == 0
+    assert 'needs >= 4 poses, got 3: skipped' in capsys.readouterr().err
+    assert (tmp_path / 'c.yaml').is_file()

@@ -157,7 +157,9 @@ def run(args):
         if result.lens_types is not None:
             lens_types = result.lens_types.to_dict()
     print(summary_text(result), end='')
-    jackknife = pose_jackknife_of(args, obs, result, camera_type, sys.stdout)
+    jackknife = pose_jackknife_of(args, obs, result, camera_type)
+    for line in [] if jackknife is None else jackknife.summary():
+        print(line)
     if lens_types is not None:
         lt = result.lens_types
         print(f'lens-type terms ({lt.terms}, estimated with the model): scale '

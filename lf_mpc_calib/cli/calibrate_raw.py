@@ -117,9 +117,9 @@ def distortion_option(args):
     return True if getattr(args, 'all_distortion', False) else 'auto'
 
 
-def pose_jackknife_of(args, obs, result, camera_type, out):
-    """The leave-one-pose-out refits that ``--pose-jackknife`` asks for, their summary
-    printed to ``out``; None when off, or for 'auto' on a conventional camera or < 4 poses."""
+def pose_jackknife_of(args, obs, result, camera_type):
+    """The leave-one-pose-out refits (a PoseJackknife) that ``--pose-jackknife`` asks for;
+    None when off, or for 'auto' on a conventional camera or < 4 poses."""
     from lf_mpc_calib.calibration.pose_jackknife import MIN_POSES, pose_jackknife
     mode = getattr(args, 'pose_jackknife', 'auto')
     n = len(obs.pose_ids)
@@ -129,10 +129,7 @@ def pose_jackknife_of(args, obs, result, camera_type, out):
         print(f'warning: --pose-jackknife needs >= {MIN_POSES} poses, got {n}: skipped',
               file=sys.stderr)
         return None
-    jk = pose_jackknife(obs, result, loss=result.loss, f_scale=getattr(args, 'f_scale', 1.0))
-    for line in jk.summary():
-        print(line, file=out)
-    return jk
+    return pose_jackknife(obs, result, loss=result.loss, f_scale=getattr(args, 'f_scale', 1.0))
 
 
 def print_held(result, out):
@@ -325,8 +322,7 @@ def run(args):
                                      result_run.pose_frames, out,
                                      [order[str(p)] for p in result_run.pose_frames])
         determined = check_joint_determined(he, result_run, args.accept_uncertain)
-    jackknife = pose_jackknife_of(args, result_run.observations, result_run.result, camera_type,
-                                  out)
+    jackknife = pose_jackknife_of(args, result_run.observations, result_run.result, camera_type)
     written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
                             hand_eye_result=he, jackknife=jackknife)
     r = result_run.result
@@ -351,6 +347,8 @@ def run(args):
             print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                   f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
                   f'{lt.offset_std_px[t][0]:.3f} px{lt.view_text(t)}', file=out)
+    for line in [] if jackknife is None else jackknife.summary():
+        print(line, file=out)
     if he is not None and 'joint_calibration' in he.extras:
         print_joint_calibration(he, out)
     guidance = capture_guidance(r, board_points=result_run.board.points(),
