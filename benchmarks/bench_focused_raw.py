@@ -13,6 +13,39 @@ px on noise-free renders; the sensor-noise rows show how they grow (the noise ha
 random stream, so every noise level sees the same poses). --quick: half-size sensors (fewer
 micro-images), noise-free only. A refinement that does not converge is refused (REFUSED row).
 
+Measured 23 Nov 20:42-21:29 UTC (main as landed at e12ffcc, with the leave-one-pose-out sigmas
+of calibration.pose_jackknife: 'k err/jk' the largest k error in those sigmas, 'pp jk' the
+principal point's; --noise-free --seeds 3, then --noise 0.01 0.02 on seed 0):
+
+    camera              noise seed  max|dk|/k %  k err/sd  k err/jk  pp px  pp sd  pp jk  types err/sd  RMS px
+    focused-keplerian   0.000    0         0.44      5.15     10.19   0.23   0.17   0.16           nan   0.062
+    focused-keplerian   0.000    1         0.15      1.81      1.97   0.15   0.21   0.22           nan   0.065
+    focused-keplerian   0.000    2         0.18      2.14      2.94   0.19   0.21   0.39           nan   0.063
+    focused-galilean    0.000    0         0.33      2.36      1.25   0.31   0.52   0.65           nan   0.060
+    focused-galilean    0.000    1         0.24      1.73      1.83   0.47   0.47   0.52           nan   0.060
+    focused-galilean    0.000    2         0.15      1.86      0.85   0.86   0.56   1.01           nan   0.064
+    focused-multifocus  0.000    0         0.33      3.82      4.13   0.13   0.22   0.31          1.75   0.062
+    focused-multifocus  0.000    1         0.32      3.25      2.74   0.22   0.23   0.31          2.20   0.066
+    focused-multifocus  0.000    2         0.26      2.31      2.18   0.34   0.27   0.42          2.92   0.065
+    focused-keplerian   0.010    0         0.47      4.60      4.66   0.28   0.21   0.31           nan   0.073
+    focused-keplerian   0.020    0         0.42      3.42      2.94   0.31   0.29   0.49           nan   0.100
+    focused-galilean    0.010    0         0.17      1.07      1.03   1.02   0.59   1.12           nan   0.076
+    focused-galilean    0.020    0         0.06      0.80      0.52   1.78   0.80   1.48           nan   0.110
+    focused-multifocus  0.010    0         0.30      2.99      2.54   0.04   0.25   0.15          2.76   0.072
+    focused-multifocus  0.020    0         0.33      2.59      2.51   0.16   0.33   0.33          2.99   0.092
+
+The noise-free rows are those of the table below (same code); the jackknife sigmas take the
+principal point errors to 0.3-1.5 of them (Galilean seed 2: 0.86 px, 0.85 sigma), and the
+Galilean's and multi-focus k errors to 0.85-4.1. What they cannot see is a bias common to every
+pose: the Keplerian's k_u of -0.44 % on seed 0 is 10 of its jackknife sigmas (the poses agree,
+the rows are all off the same way: the aperture-cut correction, below). With sensor noise the
+Galilean's principal point grows to 1.0 / 1.8 px (sd 0.6 / 0.8 px): its 12 x 8 board does not
+determine it to 0.5 px. A 16 x 11 board filling 0.9 of the view (seeds 0-2): Galilean pp 0.25 /
+0.30 / 1.14 px (sd 0.35 / 0.29 / 0.34, the last 3.3 sigma: one pose, at 0.72 x and tilted 16
+degrees, carries a (u, v) scale bias that grows across it from -0.05 to -0.45 % with depth and
+alone moves the principal point by 0.9 / 0.6 px; its jackknife sigma is 0.81 px), multi-focus
+seed 0 types 3.95 sigma, k 0.27 % (4.8 sigma).
+
 Measured 23 Nov 18:45-19:05 UTC (full size, the defaults: 256-ray frames and whites, the
 detector's aperture-cut correction on, its lattice moved onto the white's lit disks
 (features.micro_image_centres), k_1, k_2 held for focused cameras (calibration.refine.
@@ -275,6 +308,7 @@ import numpy as np
 
 from lf_mpc_calib.calibration import calibrate
 from lf_mpc_calib.calibration.focused import orient_focused
+from lf_mpc_calib.calibration.pose_jackknife import MIN_POSES, pose_jackknife
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DetectionError, LFCalibError
 from lf_mpc_calib.features.micro_image_corners import (MicroImageCornerDetector,
@@ -354,6 +388,7 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
     if terms == 'auto':     # what calibrate-raw and the session use (pipeline.focused_raw)
         terms = with_raw_type_terms(obs, {}).get('lens_type_terms', 'auto')
     res = orient_focused(calibrate(obs, lens_type_terms=terms, raise_on_failure=True))
+    jk = pose_jackknife(obs, res) if len(parts) >= MIN_POSES else None
     view = terms.endswith('-view')
     # the detector's (i, j) are the white image's lattice centres: the '-slope' terms' truth
     centres = 'lattice' if terms.endswith('-slope') else 'true'
@@ -368,6 +403,10 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
     pp_sd = float(np.hypot(*res.principal_point_stddev()))
     k_z = max(abs(getattr(res.model, n) - getattr(gt, n)) / res.stddev[n]
               for n in ('k_i', 'k_j', 'k_u', 'k_v'))
+    # the same against the leave-one-pose-out sigmas (errors shared within a pose count)
+    k_zj = np.nan if jk is None else max(abs(getattr(res.model, n) - getattr(gt, n))
+                                         / jk.stddev[n] for n in ('k_i', 'k_j', 'k_u', 'k_v'))
+    pp_jk = np.nan if jk is None else float(np.hypot(*jk.principal_point_stddev()))
     z = np.nan
     if res.lens_types is not None:
         tt = cam.ground_truth_lens_types(w, view=view, centres=centres)
@@ -378,8 +417,8 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
                 if view else 0.0,
                 np.abs((lt.slope - tt.slope[true_of]) / lt.slope_std).max()
                 if centres == 'lattice' else 0.0)
-    return (k_err, k_z, pp, pp_sd, z, res.rms_reprojection_px, len(obs), len(parts), skipped,
-            source)
+    return (k_err, k_z, k_zj, pp, pp_sd, pp_jk, z, res.rms_reprojection_px, len(obs), len(parts),
+            skipped, source)
 
 
 def main():
@@ -427,13 +466,14 @@ def main():
     noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)
     noises = tuple(args.noise) if args.noise else noises
     print(f'{"camera":20s} {"noise":>6s} {"seed":>4s} {"max|dk|/k %":>12s} {"k |err|/sd":>10s} '
-          f'{"pp err px":>10s} {"pp sd px":>9s} {"types |err|/sd":>15s} {"RMS px":>8s} '
+          f'{"k |err|/jk":>10s} {"pp err px":>10s} {"pp sd px":>9s} {"pp jk px":>9s} '
+          f'{"types |err|/sd":>15s} {"RMS px":>8s} '
           f'{"rays":>6s} {"poses":>6s}  lens types')
     for name, noise, seed in itertools.product(args.camera or CAMERAS, noises,
                                                range(args.first_seed,
                                                      args.first_seed + args.seeds)):
         try:
-            k, k_z, pp, pp_sd, z, rms, n, used, skipped, source = run_one(
+            k, k_z, k_zj, pp, pp_sd, pp_jk, z, rms, n, used, skipped, source = run_one(
                 name, scale, noise, seed, args.samples, args.radius_fraction, args.lens_types,
                 args.clip_tolerance, args.lens_type_terms, tuple(args.board),
                 args.board_fill, args.poses, args.detector_options,
@@ -441,8 +481,9 @@ def main():
         except LFCalibError as exc:
             print(f'{name:20s} {noise:6.3f} {seed:4d} REFUSED: {str(exc)[:120]}')
             continue
-        print(f'{name:20s} {noise:6.3f} {seed:4d} {100 * k:12.4f} {k_z:10.2f} {pp:10.4f} '
-              f'{pp_sd:9.4f} {z:15.2f} {rms:8.4f} {n:6d} {used:6d}  {source}', flush=True)
+        print(f'{name:20s} {noise:6.3f} {seed:4d} {100 * k:12.4f} {k_z:10.2f} {k_zj:10.2f} '
+              f'{pp:10.4f} {pp_sd:9.4f} {pp_jk:9.4f} {z:15.2f} {rms:8.4f} {n:6d} {used:6d}  '
+              f'{source}', flush=True)
         for s in skipped:
             print(f'    skipped pose at {s}')
     print('targets: k <= 0.5 %, pp <= 0.5 px, types within 3 sd, RMS <= 0.2 px (noise 0); '
