@@ -98,10 +98,6 @@ class IntrinsicsShift:
                                for n, (d, z) in self.parameters.items()}}
 
 
-def _principal_point(model):
-    return np.array([-model.u_0 / model.k_u, -model.v_0 / model.k_v], dtype=float)
-
-
 def intrinsics_shift(joint, camera_only):
     """:class:`IntrinsicsShift` of the ``joint`` CalibrationResult from ``camera_only``."""
     params = {}
@@ -111,7 +107,7 @@ def intrinsics_shift(joint, camera_only):
         d = float(getattr(joint.model, name) - getattr(camera_only.model, name))
         s = float(camera_only.stddev.get(name, np.nan))
         params[name] = (d, d / s if s > 0 else float('nan'))
-    dpp = _principal_point(joint.model) - _principal_point(camera_only.model)
+    dpp = joint.model.principal_point - camera_only.model.principal_point
     spp = np.asarray(camera_only.principal_point_stddev(), dtype=float)
     with np.errstate(divide='ignore', invalid='ignore'):
         zpp = np.where(spp > 0, dpp / spp, np.nan)

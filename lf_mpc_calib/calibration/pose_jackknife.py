@@ -75,7 +75,7 @@ class PoseJackknife:
 
     def principal_point_shifts(self):
         """(P, 2) how far the principal point moves (px) without each pose."""
-        return self.principal_points - principal_point(self.full.model)
+        return self.principal_points - self.full.model.principal_point
 
     def most_influential(self):
         """(pose id, shift (2,) px): the pose whose omission moves the principal point most."""
@@ -122,11 +122,6 @@ class PoseJackknife:
         return lines
 
 
-def principal_point(model):
-    """(2,) the principal point (-u_0/k_u, -v_0/k_v) of an MPCModel, pixels."""
-    return np.array([-model.u_0 / model.k_u, -model.v_0 / model.k_v])
-
-
 def pose_jackknife(obs, result, *, loss=None, f_scale=1.0, progress=None):
     """
     Refit ``result`` once without each pose of ``obs`` (the table it was calibrated from).
@@ -155,7 +150,7 @@ def pose_jackknife(obs, result, *, loss=None, f_scale=1.0, progress=None):
         fit = refine(obs.select(obs.pose != pose), start, fix=held,
                      loss=loss or result.loss, f_scale=f_scale, lens_type_terms=terms)
         estimates.append([getattr(fit.model, n) for n in names])
-        pps.append(principal_point(fit.model))
+        pps.append(fit.model.principal_point)
         converged.append(fit.converged)
         if progress is not None:
             progress(k + 1, len(ids))
