@@ -56,7 +56,8 @@ def test_window_cut_by_the_disk_stays_symmetric():
 
 def test_aperture_and_bundles_read_from_the_white():
     cam = preset('focused-multifocus', scale=0.5)
-    det = MicroImageCornerDetector(render_white(cam, samples=16),
+    # 128 rays per pixel: a 16-ray white's rims read rho 4-6 % narrow (64 rays: 2.5-3 %)
+    det = MicroImageCornerDetector(render_white(cam, samples=128),
                                    estimate_grid(render_white(cam, samples=4)))
     det.lens_types = lens_types_of(cam, det.centres)
     r_ap, rho = det.aperture_profile()
@@ -67,8 +68,11 @@ def test_aperture_and_bundles_read_from_the_white():
         # distance the micro-lens images the sensor to; in pixels x b / (D p_x)
         truth = 0.5 * cam.mla.pitch * b / cam.sensor.pixel_pitch * abs(1 / f - 1 / b - 1 / D)
         sel = det.lens_types == t
-        assert abs(np.median(rho[sel]) - truth) < 0.35
-        assert abs(np.median(r_ap[sel]) - cam.micro_image_radius) < 0.35
+        # measured: rho -0.3 / -0.1 / +2.1 %, R -0.04 / +0.06 / +0.20 px (with the sampling's
+        # spread left out of the rim model: -0.4 / +1.2 / +14 %, micro_image_corners.
+        # SAMPLING_SD)
+        assert abs(np.median(rho[sel]) / truth - 1) < 0.04
+        assert abs(np.median(r_ap[sel]) - cam.micro_image_radius) < 0.25
 
 
 def defocused_scene():

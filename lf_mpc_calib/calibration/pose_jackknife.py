@@ -15,8 +15,9 @@ shared within each pose raises it (test_pose_jackknife.py). Measured on simulate
 (benchmarks/bench_focused_raw.py, noise-free 256-ray renders): the residual sigmas understate
 the errors of k and of the principal point by 2-6x where one pose carries a depth-dependent
 (u, v) scale bias (Galilean, 16 x 11 board, seed 2: pp error 1.14 px, residual sigma 0.34,
-jackknife 0.81), and the jackknife ones bring the errors to 0.3-1.6 of sigma. A bias common to
-every pose (a wrong micro-image lattice) is invisible to both.
+jackknife 0.81), and the jackknife ones bring the errors to 0.3-1.6 of sigma (those 256-ray
+renders carry a rim bias of their own that 1024-ray ones do not, features.aperture_bias). A
+bias common to every pose (a wrong micro-image lattice) is invisible to both.
 
     jk = pose_jackknife(obs, result)          # P refits, each started from ``result``
     jk.stddev['k_u'], jk.principal_point_stddev(), jk.ratio()['u_0'], jk.most_influential()
