@@ -13,9 +13,42 @@ px on noise-free renders; the sensor-noise rows show how they grow (the noise ha
 random stream, so every noise level sees the same poses). --quick: half-size sensors (fewer
 micro-images), noise-free only. A refinement that does not converge is refused (REFUSED row).
 
-Measured 23 Nov 20:42-21:29 UTC (main as landed at e12ffcc, with the leave-one-pose-out sigmas
-of calibration.pose_jackknife: 'k err/jk' the largest k error in those sigmas, 'pp jk' the
-principal point's; --noise-free --seeds 3, then --noise 0.01 0.02 on seed 0):
+Measured 23-24 Nov 23:31-00:40 UTC (main at 4d842d8: the white's rim fit with the spread its
+sampling adds taken out, features.micro_image_corners.SAMPLING_SD; 1024-ray frames and whites,
+the default since; 'k err/jk' the largest k error in leave-one-pose-out sigmas
+(calibration.pose_jackknife), 'pp jk' the principal point's; --noise-free --seeds 3):
+
+    camera             seed max|dk|/k % k err/sd k err/jk pp px pp sd pp jk types/sd RMS px
+    focused-keplerian     0        0.26     3.41     3.18  0.27  0.16  0.23      nan  0.044
+    focused-keplerian     1        0.03     0.48     0.59  0.11  0.16  0.09      nan  0.044
+    focused-keplerian     2        0.09     1.35     1.05  0.08  0.16  0.22      nan  0.044
+    focused-galilean      0        0.16     1.38     1.96  0.35  0.45  0.36      nan  0.048
+    focused-galilean      1        0.16     1.34     0.85  0.33  0.40  0.69      nan  0.049
+    focused-galilean      2        0.22     2.02     1.70  0.63  0.44  0.52      nan  0.049
+    focused-multifocus    0        0.17     2.15     1.38  0.10  0.20  0.38     1.98  0.057
+    focused-multifocus    1        0.23     2.57     1.47  0.16  0.21  0.35     1.26  0.059
+    focused-multifocus    2        0.04     0.97     0.67  0.13  0.24  0.39     1.11  0.059
+
+At 1024 rays every row meets k <= 0.5 % (largest 0.26 %, Keplerian seed 0), RMS <= 0.2 px
+(0.044-0.059 px; 0.060-0.066 at 256 rays) and, multi-focus, the types within 3 sigma (1.1-2.0).
+The principal point meets 0.5 px on 8 rows of 9: the Galilean's seed 2 is 0.63 px, 1.4 of its
+sigma (0.44 px; jackknife 0.52). On the 12 x 8 board the Galilean's principal point has
+sigmas of 0.40-0.45 px, so one seed in three past 0.5 px is what they predict, not a bias they
+miss. The Keplerian's k_u on seed 0 (0.26 %) is 3.4 residual and 3.2 jackknife
+sigmas: a bias shared by its poses of about half the target, not traced. A full --noise-free
+--seeds 3 run takes about 2 h on 2 cores at 1024 rays (11-17 min a row).
+
+Why 1024 rays: where the main-lens aperture cuts a pixel's bundle (within rho of a micro-image's
+rim) a render integrates only the rays that pass, and at 256 rays that quadrature moved the
+corners at the nearest Galilean pose 12 % farther than the optics do (features.aperture_bias:
+the rendered move is 1.12 of the model's at 256 rays, 0.98 at 1024), the same way in every
+micro-image. With the earlier rim fit, 1024 rays gave Keplerian k 0.28 / 0.03 % (seeds 0 / 1),
+Galilean pp 0.20 / 0.61 / 0.40 px (k 0.07 / 0.08 / 0.03 %), multi-focus seed 0 types 5.18
+sigma: its rho came out +4.4 % (Keplerian), +2.0 % (Galilean) and up to +14 % (multi-focus
+type 2) wide, and the aperture-cut correction overshot.
+
+At 256 rays (the earlier default; main at e12ffcc, 23 Nov 20:42-21:29 UTC, --noise-free --seeds
+3, then --noise 0.01 0.02 on seed 0):
 
     camera             noise seed max|dk|/k % k err/sd k err/jk pp px pp sd pp jk types/sd RMS px
     focused-keplerian  0.000    0        0.44     5.15    10.19  0.23  0.17  0.16      nan  0.062
@@ -34,268 +67,49 @@ principal point's; --noise-free --seeds 3, then --noise 0.01 0.02 on seed 0):
     focused-multifocus 0.010    0        0.30     2.99     2.54  0.04  0.25  0.15     2.76  0.072
     focused-multifocus 0.020    0        0.33     2.59     2.51  0.16  0.33  0.33     2.99  0.092
 
-The noise-free rows are those of the table below (same code); the jackknife sigmas take the
-principal point errors to 0.4-1.4 of them (Galilean seed 2: 0.86 px, 0.85 sigma), and the
-Galilean's and multi-focus k errors to 0.85-4.1. What they cannot see is a bias common to every
-pose: the Keplerian's k_u of -0.44 % on seed 0 is 10 of its jackknife sigmas (the poses agree,
-the rows are all off the same way: the aperture-cut correction, below). With sensor noise the
+There the Galilean's principal point missed on seed 2 (0.86 px, 0.85 jackknife sigma) and the
+Keplerian's k_u of -0.44 % on seed 0 was 10 jackknife sigmas: a bias common to every pose (the
+rim fit's wide rho, above), which leave-one-pose-out sigmas cannot see. With sensor noise the
 Galilean's principal point grows to 1.0 / 1.8 px (sd 0.6 / 0.8 px): its 12 x 8 board does not
-determine it to 0.5 px. A 16 x 11 board filling 0.9 of the view (seeds 0-2): Galilean pp 0.25 /
-0.30 / 1.14 px (sd 0.35 / 0.29 / 0.34, the last 3.3 sigma: one pose, at 0.72 x and tilted 16
-degrees, carries a (u, v) scale bias that grows across it from -0.05 to -0.45 % with depth and
-alone moves the principal point by 0.9 / 0.6 px; its jackknife sigma is 0.81 px), multi-focus
-seed 0 types 3.95 sigma, k 0.27 % (4.8 sigma).
+determine it to 0.5 px with noisy corners. A 16 x 11 board filling 0.9 of the view (256 rays,
+seeds 0-2): Galilean pp 0.25 / 0.30 / 1.14 px (sd 0.35 / 0.29 / 0.34; one pose at 0.72 x,
+tilted 16 degrees, carried a (u, v) scale bias of -0.05..-0.45 % across it; jackknife sigma
+0.81 px).
 
-Measured 23 Nov 18:45-19:05 UTC (full size, the defaults: 256-ray frames and whites, the
-detector's aperture-cut correction on, its lattice moved onto the white's lit disks
-(features.micro_image_centres), k_1, k_2 held for focused cameras (calibration.refine.
-_hold_radial_of_focused); --noise-free --seeds 3):
+How the detector got here (23 Nov, each step measured row by row against the optics' chief
+rays, simulation.focused_observations):
+1. Renders. 16 rays per pixel alias a micro-image's defocus blur (corners 0.2 px RMS off at
+   0.94 x: 0.216 px with 16 rays, 0.042 with 256); 64 under-render the aperture's cut at the
+   rims; 256 still over-render it by 12 % (above).
+2. Refinement. cornerSubPix's 5 x 5 window on corners blurred over ~2 px (Galilean at 0.7 x):
+   0.46 px RMS; a window symmetric about the corner inside the micro-image, blur + 1.5 px wide
+   (features.micro_image_refine): 0.05 px.
+3. The main-lens aperture. Within rho of the rim of the aperture's image (rho 3.7 px
+   Keplerian, 3.9 Galilean, 2.6-4.9 multi-focus) it cuts a pixel's bundle, and a defocused
+   pixel there no longer sees the scene around its chief ray: corners moved inward up to 0.1
+   px, a per-pose, depth-dependent (u, v) scale error of up to 1.5 % (uncorrected, 64 rays:
+   Keplerian k 0.87 %, Galilean k 2.89 % and pp 6.28 px, multi-focus types 8.1 sigma).
+   Corrected by features.aperture_bias from the white's R and rho (4); --clip-tolerance keeps
+   the detector out of the cut zone instead (half the rays; it cost the Galilean: not the
+   default).
+4. The white's rims. The fit of R and rho: a 16-ray white's rims are coarse (the tables
+   before 15:00 UTC flattered the detector with them); sampling's spread widened rho by 2-14 %
+   until SAMPLING_SD.
+5. The lattice. The spots' lattice (lenslet.estimate) was scaled by -1.7..-3.1e-4 by the
+   vignetting inside the micro-images; moved onto the white's lit disks
+   (features.micro_image_centres) the Keplerian's principal point went from 0.37-0.59 to
+   0.15-0.23 px (256 rays).
+6. The model. Multi-focus lens types differ in view-plane position (k_i^T ~ 1 / (D + b_T)):
+   with (i, j) at the white's lattice centres that is a per-type k_3, the 'affine-slope' terms
+   (exact against the optics' centres='lattice' truth; 'affine' was 34-56 sigma off exact
+   rows). k_1, k_2 are held for focused cameras: freed, they took 0.01 px of rim error and
+   rescaled k_u by -1.3 % (3.7 sigma).
+7. Determination. The principal point rests on the board's extent and corner count, not on
+   tilt or position (exact optics rows, 0.05 px noise: sigma 0.4-0.45 px on a 9 x 6 board
+   filling 0.44 of the view, 0.25 px on a 12 x 8 board filling 0.8, 0.16-0.19 px on 20 x 14;
+   calibration.guidance asks for a larger board).
 
-    camera              seed  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
-    focused-keplerian      0         0.44      5.15   0.23   0.17           nan   0.062  4936
-    focused-keplerian      1         0.15      1.81   0.15   0.21           nan   0.065  5004
-    focused-keplerian      2         0.18      2.14   0.19   0.21           nan   0.063  4987
-    focused-galilean       0         0.33      2.36   0.31   0.52           nan   0.060  4652
-    focused-galilean       1         0.24      1.73   0.47   0.47           nan   0.060  4696
-    focused-galilean       2         0.15      1.86   0.86   0.56           nan   0.064  4670
-    focused-multifocus     0         0.33      3.82   0.13   0.22          1.75   0.062  3980
-    focused-multifocus     1         0.32      3.25   0.22   0.23          2.20   0.066  4040
-    focused-multifocus     2         0.26      2.31   0.34   0.27          2.92   0.065  3980
-    k_u: Keplerian -0.44 / -0.15 / -0.18, Galilean +0.30 / +0.24 / +0.15, multi-focus -0.33 /
-    -0.32 / -0.26 % (k_i, k_j within 0.11 %)
-
-Met on every row: k's <= 0.5 %, per-type terms within 3 sigma, RMS <= 0.2 px; the principal
-point on 8 of 9 (the Galilean's seed 2: 0.86 px, 1.5 of its sigma: 0.47-0.56 px with this
-board; a 20 x 14 board filling 0.95 of the view takes it to 0.26, exact rows 0.25-0.34). The
-lattice of the spots (lenslet.estimate) was scaled by -1.7..-3.1e-4 by the vignetting inside
-the micro-images: with it (the table below) the principal point was 0.37-0.59 / 0.26-0.68 /
-0.39-0.54 px, and exact rows referred to it gave 0.32 px on the Keplerian's seed 2.
-
-Before the lattice moved (23 Nov 17:40-18:20 UTC, same defaults otherwise):
-
-    camera              seed  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
-    focused-keplerian      0         0.39      4.43   0.37   0.18           nan   0.061  4963
-    focused-keplerian      1         0.21      2.17   0.43   0.21           nan   0.064  4985
-    focused-keplerian      2         0.15      1.60   0.59   0.21           nan   0.062  4968
-    focused-galilean       0         0.28      2.10   0.26   0.50           nan   0.060  4661
-    focused-galilean       1         0.22      1.58   0.37   0.48           nan   0.061  4684
-    focused-galilean       2         0.22      1.76   0.68   0.58           nan   0.065  4674
-    focused-multifocus     0         0.36      4.17   0.39   0.22          1.97   0.063  3984
-    focused-multifocus     1         0.28      2.82   0.41   0.24          2.34   0.066  4019
-    focused-multifocus     2         0.31      2.63   0.54   0.27          2.57   0.065  3950
-    k_u: Keplerian -0.39 / -0.21 / -0.15, Galilean +0.25 / +0.22 / +0.22, multi-focus -0.36 /
-    -0.28 / -0.27 % (k_i, k_j within 0.1 %)
-
-Met on every row: k's <= 0.5 %, per-type terms within 3 sigma, RMS <= 0.2 px. Principal point
-<= 0.5 px on 6 of 9 rows (seed 2: 0.54-0.68 px, 1.2-2.8 sigma). The k_u errors are up to 4.4
-sigma: what is left of the aperture's cut after the correction (the white's rim profile puts
-rho 2-4 % wide, so the correction overshoots a far Keplerian pose by ~0.01 px at 0.4-0.5 of the
-radius). --samples 64 (the earlier default) under-renders the cut at the rims: at the nearest
-Galilean pose the correction then overshoots by 0.03-0.07 px (features.aperture_bias), which
-made the Galilean's seed 2 principal point 2.1 px in the table below. A Galilean k_u of
--1.3 % seen with 256-ray frames and 16 x 11 / 20 x 14 boards was k_1, k_2 freed by the data
-(3.7 sigma on 0.01 px of rim error) and rescaling k_u; they are now held for focused cameras.
-
-Measured 23 Nov 15:00-15:50 UTC (full size, --samples 64, white 64, the detector's aperture-cut
-correction on (features.aperture_bias, the default), --noise-free --seeds 3):
-
-    camera              seed  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
-    focused-keplerian      0         0.17      1.69   0.34   0.25           nan   0.075  5367
-    focused-keplerian      1         0.14      1.14   0.23   0.26           nan   0.078  5359
-    focused-galilean       0         0.29      1.87   0.56   0.84           nan   0.096  4364
-    focused-galilean       1         0.29      1.59   0.81   0.76           nan   0.095  4349
-    focused-multifocus     0         0.11      0.85   0.33   0.32          1.46   0.093  4205
-    focused-multifocus     1         0.51      3.38   0.10   0.34          3.56   0.097  4236
-    focused-keplerian      2         0.18      1.11   0.22   0.30           nan   0.079  5335
-    focused-galilean       2         0.29      2.58   2.12   0.88           nan   0.095  4146
-    focused-multifocus     2         0.41      2.76   0.95   0.40          3.78   0.096  4189
-    noise 0.01, seed 0: Keplerian k 0.23 % (2.2 sd), pp 0.30 px; Galilean 0.08 % (0.6 sd), 0.41 px
-
-Multi-focus types told 100 %, and the frames detected again with them (each type's own
-aperture profile; with one profile for all types: k 0.58 / 0.91 %, types 7.7 / 9.6 sd).
-
-The same renders without the correction (white 64, seed 0): Keplerian k 0.87 % (13.7 sd), pp
-0.76 px; Galilean k 2.89 % (14.9 sd: k_u +2.9 %, k_i -1.1 %), pp 6.28 px; multi-focus k 0.44 %
-(7.5 sd), types 8.1 sd. With a 256-ray white: 0.56 % / 3.24 % / 0.28 %. The tables below used
-16-ray whites, whose coarse rims happened to hide most of that (the detector divides by the
-white near the rims): they flattered the detector.
-
-Met: k's <= 0.5 % on 8 of 9 rows (multi-focus seed 1: 0.51 %), within 0.9-3.4 of their sigmas
-(were 2-9); RMS <= 0.2 px; the Keplerian's principal point (0.22-0.34 px). Not met: the
-Galilean's principal point (0.56 / 0.81 / 2.12 px, sigma 0.76-0.88: seed 2 is 2.4 sigma off),
-multi-focus seed 2's (0.95 px, 2.4 sigma) and the per-type terms (1.46 / 3.56 / 3.78 sd).
-The earlier tables' own analysis follows: its per-pose (u, v) scale error was the
-aperture's cut (features.aperture_bias), now corrected.
-
-Earlier, with 16-ray whites and no correction (23 Nov 12:45 UTC, full size, --samples 64
-(white 16), multi-focus types told 100 %, affine-slope; --seeds 3; the noise rows seed 0):
-
-    camera              noise seed  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
-    focused-keplerian   0.000    0         0.19      6.37   0.32   0.32           nan   0.105  5724
-    focused-keplerian   0.000    1         0.37      4.94   0.21   0.35           nan   0.109  5723
-    focused-keplerian   0.000    2         0.44      7.92   0.50   0.36           nan   0.107  5672
-    focused-galilean    0.000    0         0.26      2.86   0.31   1.03           nan   0.138  4590
-    focused-galilean    0.000    1         0.42      1.99   0.69   1.00           nan   0.137  4580
-    focused-galilean    0.000    2         0.27      2.94   0.16   1.19           nan   0.138  4432
-    focused-multifocus  0.000    0         0.26      4.23   0.16   0.41          4.05   0.118  4365
-    focused-multifocus  0.000    1         0.24      4.81   0.56   0.42          4.70   0.120  4349
-    focused-multifocus  0.000    2         0.10      1.94   0.40   0.52          5.75   0.121  4319
-    focused-keplerian   0.005    0         0.21      6.52   0.35   0.32           nan   0.107  5725
-    focused-keplerian   0.010    0         0.20      6.16   0.44   0.32           nan   0.111  5722
-    focused-keplerian   0.020    0         0.21      5.87   0.50   0.36           nan   0.128  5700
-    focused-galilean    0.005    0         0.31      3.42   0.43   1.06           nan   0.140  4567
-    focused-galilean    0.010    0         0.31      3.18   0.56   1.13           nan   0.144  4499
-    focused-galilean    0.020    0         0.28      2.66   0.62   1.24           nan   0.158  4279
-    focused-multifocus  0.005    0         0.36      4.44   0.26   0.40          4.23   0.118  4362
-    focused-multifocus  0.010    0         0.39      3.83   0.09   0.41          4.93   0.123  4362
-    focused-multifocus  0.020    0         0.44      3.56   0.19   0.45          4.60   0.135  4298
-    --samples 256 (less aliasing of the defocus blur), Keplerian seeds 0 / 1 / 2: k 0.27 / 0.68 /
-    0.70 % (7.9 / 7.6 / 9.6 sd), pp 0.62 / 0.27 / 0.46 px (sd 0.25-0.32), RMS 0.094-0.097 px.
-    --board 16 11, Galilean seeds 0-1: pp 0.29 / 0.50 px (sd 0.73 / 0.69), k 0.16 / 0.43 %.
-    --clip-tolerance 0.01 (corners and windows kept where the aperture's cut moves the image by
-    <= 0.01 px; about half the rays), seeds 0 / 1: Keplerian k 0.16 / 0.28 % (3.8 / 3.5 sd), pp
-    0.51 / 0.34 px; at 256 samples k 0.13 / 0.27 % (4.9 / 3.2 sd; 0.27 / 0.68 % without), pp
-    0.53 / 0.33 px; Galilean k 0.80 / 0.60 %, pp 1.00 / 0.68 px; multi-focus k 0.52 / 0.29 %,
-    types 1.4 / 3.0 sd, pp 0.34 / 1.07 px. It halves the Keplerian's k bias but costs the
-    Galilean: not the default. --clip-tolerance 0.03, seeds 0 / 1: Keplerian k 0.15 / 0.40 %,
-    Galilean 0.89 / 0.79 % (pp 0.66 / 1.96 px), multi-focus 0.67 / 0.30 % (types 2.8 / 3.8 sd).
-
-Met: RMS <= 0.2 px; k's <= 0.5 % on all nine 64-sample rows; principal point <= 0.5 px on 7
-of 9 (Galilean seed 1 0.69 px, multi-focus seed 1 0.56 px). NOT met: the per-type terms
-(4.1-5.8 sigma), the k's at 256 samples (0.68-0.70 % on two Keplerian seeds), and the k
-errors are 2-9 of their sigmas throughout. The cause, measured row by row against the optics'
-chief rays (23 Nov, branch noise-bias): a per-pose, depth-dependent error of the detected
-corners' (u, v) scale (Keplerian +0.13..+0.17 % on the near poses, -0.20..-0.26 % on the far
-ones; multi-focus up to +0.75 % at 0.94 x, per type up to +1.7 %), strongest at 0.4-0.7 of the
-micro-image radius (item 3 below); removing it from the rows brings every k within 1.3-1.6
-sigma; a covariance clustered by pose cannot see it (6 clusters). Sensor noise adds no bias
-(test_micro_image_noise.py: the rows' scale moves <= 0.03 % at noise 0.01-0.02); the 'noise
-bias' of the table below was its noise rows drawing their noise from the pose generator, so
-they measured other poses. The Galilean's principal point sigma stays ~1 px (its rows carry
-0.14 px; 0.7 px with a 16 x 11 board). Before this protocol (9 x 6 board filling 0.44 of the
-view at the scene distance, distances over 0.6-1.5 x less 25 % about the conjugate plane, two
-Galilean poses lost) the principal point was 0.29 / 2.46 / 0.96 px (sd 1.00 / 2.28 / 1.29).
-
-Earlier protocol (9 x 6 board, the rows below):
-Measured after the issue-10 accuracy work (23 Nov 10:30 UTC, full size, --samples 64 (white
-16), seed 0, multi-focus types told 100 %; 'old' = the cornerSubPix detector on the same renders):
-
-    camera              noise  max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
-    focused-keplerian   0.000         0.16      3.38   0.29   1.00           nan   0.104  3244
-      old               0.000         0.42      3.09   0.69   1.47           nan   0.152  3275
-    focused-galilean    0.000         0.16      1.09   2.46   2.28           nan   0.137  1573
-      old               0.000         3.36      4.50   2.81   4.31           nan   0.169  1343
-    focused-multifocus  0.000         0.47      3.75   1.11   1.28          3.59   0.115  2499
-      old               0.000         0.17      1.50   1.15   1.71          9.46   0.142  2523
-    focused-keplerian   0.005         0.25      4.88   0.74   1.13           nan   0.110  3273
-    focused-keplerian   0.010         0.34      4.69   0.90   1.17           nan   0.116  3275
-    focused-galilean    0.005         0.52      1.32   2.50   2.44           nan   0.139  1612
-    focused-galilean    0.010         0.54      1.14   1.64   2.53           nan   0.143  1574
-    focused-multifocus  0.005         1.18      4.75   1.39   1.41          1.84   0.122  2509
-    focused-multifocus  0.010         1.52      3.98   0.84   1.49          2.21   0.125  2506
-  --clip-tolerance 0.1 (noise 0; about half the rays):
-    focused-keplerian   0.000         0.25      3.84   0.31   1.07           nan   0.078  1608
-    focused-galilean    0.000         0.31      1.62   0.62   2.80           nan   0.112   857
-    focused-multifocus  0.000         0.55      3.30   0.90   1.49          3.58   0.104  1365
-  --samples 16 (noise 0; the renders' aliasing, item 1, dominates):
-    focused-keplerian   0.000         1.30      2.47   2.20   1.52           nan   0.152  3192
-    focused-galilean    0.000         0.17      0.52   4.17   3.21           nan   0.177  1539
-    focused-multifocus  0.000         0.64      2.14   1.92   1.64          5.41   0.144  2426
-Galilean: 4 poses (0.60 x: 2 corners in >= 3 micro-images; 1.15 x: too near the conjugate
-plane). Met: RMS <= 0.2 px, k's <= 0.5 % (all three), types 3.6 sd (target 3). NOT met:
-principal point <= 0.5 px on the Galilean (2.5 px) and multi-focus (1.1 px) cameras, each
-within 1.1 of its sigma (2.3, 1.3 px): these 6 poses do not determine it better (item 4). The
-k's are 0.16-0.47 % off but up to 3.8 of their (small) sigmas: a bias of ~0.1 % remains, and
-with sensor noise the multi-focus k's go to 1.2-1.5 % (4-4.8 sigma), the Keplerian to 0.25-0.34 %
-(superseded: those noise rows saw other poses than the noise-free ones, see above).
-
-Where the corners went off the chief rays (23 Nov, measured against the optics' chief rays,
-simulation.focused_observations, row by row):
-1. The renders: 16 samples per pixel integrate a micro-image's defocus blur with a 16-point
-   kernel; the aliased edges move corners by 0.2 px RMS (Keplerian at 0.94 x: 0.216 px with 16
-   samples, 0.042 px with 256; at 1.28 x 0.245 / 0.089 (64) / 0.079 (256)). Not physics: the
-   figures above are at --samples 64 (the white at 16).
-2. The detector: cornerSubPix's 5 x 5 window on corners blurred over ~2 px (Galilean at 0.7 x,
-   started 0.5 px from the truth): 0.46 px RMS; now a window symmetric about the corner inside
-   the micro-image, blur + 1.5 px wide (features.micro_image_refine): 0.05 px.
-3. Physics, not a renderer fault: within rho of the rim of the aperture's image the main-lens
-   aperture cuts a pixel's bundle (rho = 3.7 px Keplerian, 3.9 Galilean, 2.6-4.9 multi-focus,
-   read from the white's rims within 0.3 px), so a defocused pixel there does not see the
-   scene around its chief ray; a window reading that zone moved corners inward by 0.02-0.08 px
-   (-0.5..-0.85 % of (u, v) per pose, Keplerian, 256 samples). --clip-tolerance 0.1 keeps the
-   detector out of it (fewer rays; off by default, see MicroImageOptions.clip_tolerance).
-4. Determination, not bias: with exact optics rows on these poses and 0.05 px of iid noise the
-   principal point's sigma is 0.4-0.45 px (0.6 px within 0.6 of the micro-image radius): the
-   pp target needs rows better than ~0.05 px or a board filling more of the view (fill 0.8:
-   0.25 px). The pp errors above are within 1.1 of their sigmas.
-5. The model: on exact optics rows (4879) the multi-focus offsets d_T come out 0 where the
-   optics' truth says +-0.008 px: 42 sigma at noise 0, 9 at 0.05 px, 5 at 0.1 px. The per-type
-   view-plane position (k_i^T ~ 1 / (D + b_T), simulation.optics) is not in the model; a
-   per-type k_i term would close it. Closed (23 Nov, branch type-ki): with (i, j) at each
-   micro-image's own centre that term is 'affine-view' (exact, d_T = 0: bench_focused.py); the
-   detector's (i, j) are the white's LATTICE centres, +-0.04-0.06 px from the types' own,
-   and there the same physics is a per-type k_3, 'affine-slope' (u' += kappa_T i), exact for
-   lattice rows (optics ground_truth_lens_types(centres='lattice'); 'affine' is 34-56 sigma
-   off them on exact rows, offsets +-0.1 px). Against that truth the 'types' column of the
-   default 'affine' rows above is wrong (offsets 16-39 sigma off the lattice truth; its 3.6
-   was 'affine' against the own-centre truth). --lens-type-terms affine-slope (full size,
-   seed 0, 64 samples, told types):
-
-    terms (truth)             max|dk|/k %  k err/sd  pp px  pp sd  types err/sd  RMS px  rays
-    affine-slope (lattice)           0.44      3.76   0.96   1.29          2.33   0.114  2499
-    affine-radial-slope (lattice)    0.48      2.99   0.86   1.29          3.70   0.113  2499
-    affine-slope, noise 0.010        1.34      4.17   0.67   1.48          2.07   0.124  2506
-    affine-view (own centres)        0.43      3.69   1.00   1.29          8.80   0.114  2499
-
-   the rest is the detector's per-type bias of
-   (u, v)'s scale (a_T 3.4-5 sigma, item 3), which 'affine-radial-slope' absorbs at half
-   size (--quick: types 2.05 sigma, 'affine-slope' 5.11, 'affine' 4.95 against its own
-   truth) but not at full size (3.70).
-
-Before (full size, 16 samples per pixel, cornerSubPix detector, seed 0, 08:20 UTC):
-
-    camera              noise  max|dk|/k %  pp err px  types |err|/sd  RMS px  rays  poses
-    focused-keplerian   0.000       0.4456     0.9262             nan  0.1874  3049      6
-    focused-keplerian   0.010       0.9978     1.9111             nan  0.1964  2949      6
-    focused-keplerian   0.020       0.4102     1.0882             nan  0.2065  2841      6
-    focused-galilean    0.000       5.7443     3.1968             nan  0.1912  1228      5
-    focused-galilean    0.010       5.0181    19.8137             nan  0.1917  1236      5
-    focused-galilean    0.020       5.0598    18.3813             nan  0.2008  1206      5
-    focused-multifocus  0.000       0.9507     3.2867            8.06  0.1755  2414      6
-    focused-multifocus  0.010       0.8442     2.0988            8.98  0.1730  2431      6
-    focused-multifocus  0.020       1.1185     2.2507            9.01  0.1816  2383      6
-
-(The analysis of this table, superseded by items 1-5 above:) Met: RMS <= 0.2 px noise-free;
-Keplerian k's <= 0.5 %. NOT met: principal point <= 0.5 px
-(bench_focused.py: 0.3 px already from 0.1 px noise on exact rows; these detections carry
-0.13-0.2 px), Galilean and multi-focus k's, multi-focus type terms (8 sigma). Measured:
-detected corners are 0.13-0.2 px RMS from the optics' chief rays, and in strongly defocused
-micro-images (Galilean at 0.6-0.7 x, w = -0.12..-0.16 against the micro-lens focus -0.33;
-the multi-focus type focused at virtual depth 2.2) their (u, v) scale is off by up to 2 % per
-pose. Likely cause (not proven; consistent with the bias shrinking when only the inner
-micro-image is used): the defocused bundle of a pixel near the rim is clipped by the
-main-lens aperture, so the corner moves off the chief ray. --radius-fraction 0.8 (only the
-inner micro-image): type terms 3.0 sigma, k 0.39 / 0.01 / 3.6 % (Keplerian / multi-focus /
-Galilean), principal point 2.1 / 3.9 / 3.4 px (fewer rays). The Galilean pose at 1.15 x is
-skipped (too near the conjugate plane).
-
-Multi-focus lens types: told from the detections by default (``--lens-types told``, what a
-real camera allows: the last column says how many micro-images got their true type, up to the
-labels' order); ``--lens-types simulated`` gives the simulator's true types instead (the table
-above was measured so). Measured 23 Nov (multi-focus, full size, noise-free, --samples 4:
-with --samples 16 the multi-focus white image's grid is refused, "a smooth hex lattice
-explains only 6578 of 6696 spots", lenslet.estimate): told 100 %, and the same figures as with
-the simulator's types: max|dk|/k 4.01 %, pp 2.91 px, types 6.03 sd, RMS 0.2525 px, 1247 rays,
-6 poses. The type terms are 5-7 sd from the optics' because the detected corners carry a
-per-type, per-depth (u, v) scale bias of the size of the type scales (+-1.1 %): on the ROS
-demo's half-size captures, detected minus optics' corner regressed on the optics' (u, v) gives
-+1.29 +- 0.61 % (type 0, focused at virtual depth 2.2), +0.57 +- 0.19 % (type 1),
--0.44 +- 0.19 % (type 2), per pose -1.8..+2.1 %. The saddle is there in the rendered frame:
-cornerSubPix started at the optics' corner (noise-free, 16 samples) lands +0.4..+2.3 % farther
-out than the chief ray, most for the type farthest from its focus, and the detector follows it
-(within 0.3 % for types 1 and 2): a defocused micro-image's corner is not on the chief ray.
-
-    PYTHONPATH=. python benchmarks/bench_focused_raw.py [--quick] [--samples 64] [--noise-free]
+    PYTHONPATH=. python benchmarks/bench_focused_raw.py [--quick] [--samples 256] [--noise-free]
         [--camera focused-multifocus] [--lens-types told|simulated] [--clip-tolerance 0.1]
         [--noise 0.005 0.01]
 """
@@ -424,10 +238,10 @@ def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument('--quick', action='store_true')
-    ap.add_argument('--samples', type=int, default=256,
-                    help='rays per pixel of the frames (default 256; 64 under-renders the '
-                         "aperture's cut at the micro-images' rims, 16 leaves the defocus "
-                         'blur aliased)')
+    ap.add_argument('--samples', type=int, default=1024,
+                    help="rays per pixel of the frames (default 1024; 256 over-renders the "
+                         "aperture's cut at the micro-images' rims by 12 %%, 64 under-renders "
+                         'it, 16 leaves the defocus blur aliased)')
     ap.add_argument('--noise-free', action='store_true', help='full size, no noise rows')
     ap.add_argument('--radius-fraction', type=float, default=0.95,
                     help='usable part of each micro-image (MicroImageOptions.radius_fraction)')
@@ -444,7 +258,7 @@ def main():
     ap.add_argument('--lens-type-terms', default='auto',
                     help="calibrate's lens_type_terms (auto: the raw pipeline's, affine-slope "
                          "for >= 2 types; affine-slope: the types' view-plane "
-                         "scales as they show at the lattice's centres, item 5; the truth "
+                         "scales as they show at the lattice's centres, item 6; the truth "
                          "then is the optics' centres='lattice' one)")
     ap.add_argument('--board', type=int, nargs=2, default=(12, 8), metavar=('COLS', 'ROWS'),
                     help='inner corners of the board (default 12 8)')
