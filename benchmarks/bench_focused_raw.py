@@ -169,11 +169,14 @@ def board_for(cam, cols, rows, fill):
 
 def run_one(name, scale, noise, seed, samples, radius_fraction=0.95, types='told',
             clip_tolerance=None, terms='auto', board_shape=(12, 8), fill=0.8, poses=6,
-            detector_options=None, white_samples=None):
+            detector_options=None, white_samples=None, f_number=None):
     """One calibration; types 'told' (from the detections, as for a real camera) or
-    'simulated' (the simulator's true types given). Returns the figures and the types' source
-    ('told NN %': micro-images right, up to the labels' order; 'simulated'; '-': one type)."""
-    cam = preset(name, scale=scale, sensor__noise=0.0)
+    'simulated' (the simulator's true types given); ``f_number`` stops the preset's main lens
+    down (None: its own, matched to the micro-images). Returns the figures and the types'
+    source ('told NN %': micro-images right, up to the labels' order; 'simulated'; '-': one
+    type)."""
+    stop = {} if f_number is None else {'main_lens__f_number': f_number}
+    cam = preset(name, scale=scale, sensor__noise=0.0, **stop)
     board = board_for(cam, *board_shape, fill)
     rng = np.random.default_rng(seed)
     # the sensor noise from its own stream: drawn from rng it changed the later poses, and the
@@ -290,6 +293,9 @@ def main():
                     help='pose draws per camera and noise level (default 1)')
     ap.add_argument('--first-seed', type=int, default=0,
                     help='the first pose draw (seeds first..first+N-1; default 0)')
+    ap.add_argument('--f-number', type=float, default=None,
+                    help="the main lens stopped down to this f-number (default: the preset's, "
+                         'f/2.7-2.9, micro-images filling 0.94 of their pitch)')
     args = ap.parse_args()
     scale = 0.5 if args.quick else 1.0
     noises = (0.0,) if args.quick or args.noise_free else (0.0, 0.01, 0.02)
@@ -306,7 +312,7 @@ def main():
                 name, scale, noise, seed, args.samples, args.radius_fraction, args.lens_types,
                 args.clip_tolerance, args.lens_type_terms, tuple(args.board),
                 args.board_fill, args.poses, args.detector_options,
-                args.white_samples or max(args.samples, WHITE_SAMPLES))
+                args.white_samples or max(args.samples, WHITE_SAMPLES), args.f_number)
         except LFCalibError as exc:
             print(f'{name:20s} {noise:6.3f} {seed:4d} REFUSED: {str(exc)[:120]}')
             continue

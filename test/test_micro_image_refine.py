@@ -75,6 +75,24 @@ def test_aperture_and_bundles_read_from_the_white():
         assert abs(np.median(r_ap[sel]) - cam.micro_image_radius) < 0.25
 
 
+@pytest.mark.parametrize('name, f_number, r_tol', [('focused-keplerian', 4.0, 0.1),
+                                                   ('focused-keplerian', 5.6, 0.1),
+                                                   ('focused-galilean', 5.6, 0.25)])
+def test_aperture_read_from_a_stopped_down_white(name, f_number, r_tol):
+    # stopped down, the aperture's image (R 7.3 / 5.2-5.5 px) is small against the bundles
+    # (rho 3.7-3.9 px): the plateau inside R - rho is 1.5-3.7 px wide, and the plateau fitted
+    # apart from the rim took part of the rim (f/5.6: rho 0.00-0.06 px, R +1.2-1.6 px; f/4:
+    # R +0.21 px)
+    cam = preset(name, scale=0.4, main_lens__f_number=f_number)
+    det = MicroImageCornerDetector(render_white(cam, samples=128))
+    r_ap, rho = det.aperture_profile()
+    truth = 0.5 * cam.mla.pitch * cam.gap / cam.sensor.pixel_pitch \
+        * abs(1 / cam.mla.focal_length - 1 / cam.gap - 1 / cam.D)
+    # measured: rho -2.5 / -2.7 / +5.9 %, R -0.04 / -0.04 / +0.17 px
+    assert abs(np.median(rho) / truth - 1) < 0.08
+    assert abs(np.median(r_ap) - cam.micro_image_radius) < r_tol
+
+
 def defocused_scene():
     """A half-size Keplerian board at 1.4 x the scene distance, micro-images blurred by ~1.8 px:
     (camera, detector, board, noise-free 64-sample raw frame, the optics' rows of its corners)."""

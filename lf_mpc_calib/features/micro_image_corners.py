@@ -492,12 +492,12 @@ def _aperture_profile(white, centres, types, radius, pitch, max_images=400):
     (R (T,), rho (T,)) px per lens type, from the white image's micro-images: R the radius of
     the main-lens aperture's image, rho the radius of a pixel's ray bundle (through its whole
     micro-lens) on it, in micro-image pixels. A pixel within R - rho of the centre passes its
-    bundle whole (the white's plateau, a + b r^2: the cos^4 falloff of the chief ray); beyond,
-    the aperture cuts it and the white falls, to half at R. Up to ``max_images`` micro-images
-    of each type near the middle, each divided by its centre value, are pooled by radius; the
-    plateau is fitted inside half the lit ``radius`` and the profile outside, relative to it,
-    as the share of the bundle's disk inside the aperture's (:func:`_fit_overlap`), out to
-    half the micro-image ``pitch`` less 0.5 px (farther pixels may belong to a neighbour).
+    bundle whole (the cos^4 falloff of the chief ray, a + b r^2); beyond, the aperture cuts it
+    and the white falls, to half at R. Up to ``max_images`` micro-images of each type near the
+    middle, each divided by its centre value, are pooled by radius, out to half the
+    micro-image ``pitch`` less 0.5 px (farther pixels may belong to a neighbour), and fitted as
+    the falloff times the share of the bundle's disk inside the aperture's
+    (:func:`_fit_overlap`).
     """
     h, w = white.shape
     d = disk_offsets(radius + 2.0, 0.5)
@@ -505,6 +505,7 @@ def _aperture_profile(white, centres, types, radius, pitch, max_images=400):
     inner = r <= 0.3 * radius
     edges = np.arange(0.0, radius + 2.25, 0.25)
     rc = 0.5 * (edges[:-1] + edges[1:])
+    bins = np.digitize(r, edges) - 1
     n_t = int(types.max()) + 1
     r_ap, rho = np.full(n_t, float(radius)), np.zeros(n_t)
     mid = np.array([w / 2.0, h / 2.0])
@@ -516,15 +517,10 @@ def _aperture_profile(white, centres, types, radius, pitch, max_images=400):
         idx = idx[np.argsort(np.hypot(*(centres[idx] - mid).T))[:max_images]]
         vals = bilinear_samples(white, centres[idx, None, :] + d[None]).astype(np.float64)
         rel = vals / np.maximum(vals[:, inner].mean(axis=1, keepdims=True), 1e-6)
-        b = np.digitize(r, edges) - 1
-        prof = np.array([np.median(rel[:, b == k]) if np.any(b == k) else np.nan
+        prof = np.array([np.median(rel[:, bins == k]) if np.any(bins == k) else np.nan
                          for k in range(len(rc))])
-        fit = np.isfinite(prof) & (rc <= 0.5 * radius)
-        if fit.sum() < 3:
-            continue
-        rel = prof / np.polyval(np.polyfit(rc[fit] ** 2, prof[fit], 1), rc ** 2)
-        use = np.isfinite(rel) & (rc > 0.5 * radius) & (edges[1:] <= 0.5 * pitch - 0.5)
-        r_ap[t], rho[t] = _fit_overlap(rc[use], rel[use], radius)
+        use = np.isfinite(prof) & (edges[1:] <= 0.5 * pitch - 0.5)
+        r_ap[t], rho[t] = _fit_overlap(rc[use], prof[use], radius)
     return r_ap, rho
 
 
@@ -562,23 +558,39 @@ def _sampled_overlap(r, r_ap, rho, sd=SAMPLING_SD):
                for x, w in zip(_NODES, _WEIGHTS)) / _WEIGHTS.sum()
 
 
-def _fit_overlap(r, share, radius):
-    """(R, rho) whose sampled overlap (:func:`_sampled_overlap`) fits the white's profile
-    ``share`` at radii r: a grid of 0.01 x radius, then least squares from its best."""
-    if len(r) < 4:
+def _fit_overlap(r, profile, radius):
+    """
+    (R, rho) whose sampled overlap S (:func:`_sampled_overlap`) times a falloff a + b r^2 fits
+    the white's ``profile`` at radii r, plateau and rim together: a grid of 0.01 x radius, a
+    and b solved at each node, then least squares on all four from the best node. (The plateau
+    fitted first, inside half the lit radius, took part of the rim when the aperture's image
+    is small against the bundles, R - rho < radius / 2: stopped down to f/5.6, the Keplerian
+    preset read rho 0.06 px for the optics' 3.68.)
+    """
+    if len(r) < 6:
         return float(radius), 0.0
-    r = np.asarray(r, float)
-    r_grid = np.arange(0.7, 1.2, 0.01) * radius
-    rho_grid = np.arange(0.0, 0.6, 0.01) * radius
-    cost = ((_sampled_overlap(r, r_grid[:, None, None], rho_grid[None, :, None])
-             - share) ** 2).sum(-1)                                       # (A, B)
+    r, profile = np.asarray(r, float), np.asarray(profile, float)
+    r_grid = np.arange(0.5, 1.5, 0.01) * radius
+    rho_grid = np.arange(0.0, 0.8, 0.01) * radius
+    s = _sampled_overlap(r, r_grid[:, None, None], rho_grid[None, :, None])   # (A, B, N)
+    r2 = r ** 2
+    # normal equations of profile ~ a s + b s r^2 at every node
+    m00, m01, m11 = (s * s).sum(-1), (s * s * r2).sum(-1), (s * s * r2 * r2).sum(-1)
+    y0, y1 = (s * profile).sum(-1), (s * r2 * profile).sum(-1)
+    det = m00 * m11 - m01 ** 2
+    ok = det > 1e-12 * np.maximum(m00 * m11, 1e-300)
+    det = np.where(ok, det, 1.0)
+    a, b = (m11 * y0 - m01 * y1) / det, (m00 * y1 - m01 * y0) / det
+    cost = np.where(ok, profile @ profile - a * y0 - b * y1, np.inf)         # (A, B)
     ia, ib = np.unravel_index(np.argmin(cost), cost.shape)
-    best = (float(cost[ia, ib]), float(r_grid[ia]), float(rho_grid[ib]))
-    fit = least_squares(lambda q: _sampled_overlap(r, q[0], q[1]) - share, best[1:],
-                        bounds=([0.5 * radius, 0.0], [1.5 * radius, 0.8 * radius]),
+    start = [r_grid[ia], rho_grid[ib], a[ia, ib], b[ia, ib]]
+    fit = least_squares(lambda q: (q[2] + q[3] * r2) * _sampled_overlap(r, q[0], q[1])
+                        - profile, start,
+                        bounds=([0.5 * radius, 0.0, -np.inf, -np.inf],
+                                [1.5 * radius, 0.8 * radius, np.inf, np.inf]),
                         diff_step=1e-4)
-    if not (fit.success and 2.0 * fit.cost <= best[0]):
-        return best[1], best[2]
+    if not (fit.success and 2.0 * fit.cost <= cost[ia, ib]):
+        return float(start[0]), float(start[1])
     return float(fit.x[0]), float(fit.x[1])
 
 
