@@ -53,6 +53,26 @@ With the board that determines it (sigma 0.18-0.22 px) the Galilean's principal 
 0.5 px on every seed; with sensor noise it grows to 0.38 / 0.71 px at 0.01 / 0.02 (1.0 / 1.8 px
 on the 12 x 8 board at 256 rays).
 
+A stopped-down main lens (--f-number 4: micro-images filling 0.64 of their pitch, R 7.3 px
+against rho 3.7, the plateau inside R - rho 3.6 px wide; seed 0, 26 Nov): the white's plateau
+fitted apart from its rim, inside half the lit radius, took part of the rim and read R 0.2 px
+wide (1024-ray white: Keplerian 7.56 / Galilean 7.94 px against the optics' 7.34 / 7.77), and
+the Keplerian's k came out 0.80 % off (2.5 sigma; pp 0.89 px, sd 0.58); fitted together
+(features.micro_image_corners._fit_overlap) R is 7.32 / 7.77 px and:
+
+    camera             f/  seed max|dk|/k % k err/sd k err/jk pp px pp sd pp jk RMS px rays
+    focused-keplerian  4.0    0        0.14     0.88     0.41  1.06  0.58  1.51  0.063 1075
+    focused-galilean   4.0    0        0.18     0.39     0.27  0.63  1.39  2.00  0.062 1075
+
+With micro-images that small a corner falls in few of them: the nearest pose (0.94 x) was
+refused (Keplerian: no corner in 3 micro-images) and the 12 x 8 board does not determine the
+principal point (sd 0.58 / 1.39 px); at f/5.6 (fill 0.46) every pose is refused with the
+reason (a point falls in 0.6-1.4 usable micro-images), where before the fit read rho 0.06 px
+for the optics' 3.68.
+The presets' R and rho moved by 0.004 px or less (Keplerian, Galilean; multi-focus type 0's R
+by 0.04 px: its seed 0 row k 0.19 %, 2.45 sigma, pp 0.14 px, types 1.92 sigma, RMS 0.057 px,
+against 0.17 %, 2.15, 0.10, 1.98, 0.057 in the table above).
+
 Why 1024 rays: where the main-lens aperture cuts a pixel's bundle (within rho of a micro-image's
 rim) a render integrates only the rays that pass, and at 256 rays that quadrature moved the
 corners at the nearest Galilean pose 12 % farther than the optics do (features.aperture_bias:
@@ -109,7 +129,8 @@ rays, simulation.focused_observations):
    default).
 4. The white's rims. The fit of R and rho: a 16-ray white's rims are coarse (the tables
    before 15:00 UTC flattered the detector with them); sampling's spread widened rho by 2-14 %
-   until SAMPLING_SD.
+   until SAMPLING_SD; the plateau fitted apart from the rim misread a stopped-down lens's
+   (below) until both were fitted together.
 5. The lattice. The spots' lattice (lenslet.estimate) was scaled by -1.7..-3.1e-4 by the
    vignetting inside the micro-images; moved onto the white's lit disks
    (features.micro_image_centres) the Keplerian's principal point went from 0.37-0.59 to
