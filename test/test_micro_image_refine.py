@@ -54,6 +54,13 @@ def test_window_cut_by_the_disk_stays_symmetric():
     assert np.all(np.isnan(refine_in_disks(img, c[None], np.array([[16.0, 16.0]]), 0.5, 4)))
 
 
+def bundle_radius_px(cam, f, b):
+    """The optics' rho: the bundle of a pixel on the main lens, the micro-lens disk x |1 - D /
+    a|, a the distance a micro-lens of focal length f at gap b images the sensor to; in
+    pixels x b / (D p_x)."""
+    return 0.5 * cam.mla.pitch * b / cam.sensor.pixel_pitch * abs(1 / f - 1 / b - 1 / cam.D)
+
+
 def test_aperture_and_bundles_read_from_the_white():
     cam = preset('focused-multifocus', scale=0.5)
     # 128 rays per pixel: a 16-ray white's rims read rho 4-6 % narrow (64 rays: 2.5-3 %)
@@ -61,12 +68,8 @@ def test_aperture_and_bundles_read_from_the_white():
                                    estimate_grid(render_white(cam, samples=4)))
     det.lens_types = lens_types_of(cam, det.centres)
     r_ap, rho = det.aperture_profile()
-    D = cam.D
     for t, f in enumerate(cam.mla.type_focal_lengths):
-        b = cam.gap + cam.mla.type_gap_offsets[t]
-        # the bundle of a pixel on the main lens: the micro-lens disk x |1 - D / a_T|, a_T the
-        # distance the micro-lens images the sensor to; in pixels x b / (D p_x)
-        truth = 0.5 * cam.mla.pitch * b / cam.sensor.pixel_pitch * abs(1 / f - 1 / b - 1 / D)
+        truth = bundle_radius_px(cam, f, cam.gap + cam.mla.type_gap_offsets[t])
         sel = det.lens_types == t
         # measured: rho -0.3 / -0.1 / +2.1 %, R -0.04 / +0.06 / +0.20 px (with the sampling's
         # spread left out of the rim model: -0.4 / +1.2 / +14 %, micro_image_corners.
@@ -86,8 +89,7 @@ def test_aperture_read_from_a_stopped_down_white(name, f_number, r_tol):
     cam = preset(name, scale=0.4, main_lens__f_number=f_number)
     det = MicroImageCornerDetector(render_white(cam, samples=128))
     r_ap, rho = det.aperture_profile()
-    truth = 0.5 * cam.mla.pitch * cam.gap / cam.sensor.pixel_pitch \
-        * abs(1 / cam.mla.focal_length - 1 / cam.gap - 1 / cam.D)
+    truth = bundle_radius_px(cam, cam.mla.focal_length, cam.gap)
     # measured: rho -2.5 / -2.7 / +5.9 %, R -0.04 / -0.04 / +0.17 px
     assert abs(np.median(rho) / truth - 1) < 0.08
     assert abs(np.median(r_ap) - cam.micro_image_radius) < r_tol
