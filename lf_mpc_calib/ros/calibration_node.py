@@ -182,6 +182,10 @@ class CalibrationNode(Node):
             f'board {board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, views '
             f'{self.session.views}, white from '
             f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
+        if self.parameter_problems:     # on ~/status before the first capture too
+            import json
+            self.status_pub.publish(String(data=json.dumps(
+                {'summary': 'no captures yet', 'parameter_problems': self.parameter_problems})))
 
     @staticmethod
     def _load_grid(path):
@@ -325,6 +329,8 @@ class CalibrationNode(Node):
         else:
             guide = capture_guidance(result, board_points=points, camera_type=s.camera_type)
         status = dict(guide.to_dict(), summary=guide.summary())
+        if self.parameter_problems:
+            status['parameter_problems'] = list(self.parameter_problems)
         hand_eye = self._hand_eye_status()
         if hand_eye is not None:
             status['hand_eye'] = hand_eye

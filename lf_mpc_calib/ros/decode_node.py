@@ -453,6 +453,8 @@ class DecodeNode(Node):
                  'frames': counts, 'points': int(len(meas.point_ids)),
                  'reason': meas.reason, 'corners': meas.corner_search,
                  'problems': dict(self.causes.active)}
+        if self.parameter_problems:
+            stats['parameter_problems'] = list(self.parameter_problems)
         self.last_stats = stats
         self.rate_pub.publish(self._Float32(data=float(rate)))
         import yaml

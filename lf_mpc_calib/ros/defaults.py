@@ -123,7 +123,69 @@ def declare_parameters(node, specs):
         if problem:
             raise InvalidInputError(f'parameter {name!r} = {value!r}: {problem}')
         values[name] = value
+    node.parameter_problems = (undeclared_parameters(node, values)
+                               + unmatched_params_file_sections(node, sys.argv))
+    for problem in node.parameter_problems:
+        node.get_logger().warning(problem)
     return values
+
+
+ROS_PARAMETERS = ('use_sim_time', 'start_type_description_service', 'qos_overrides')
+"""Parameters rclpy declares (or reads) itself: never reported as unknown."""
+
+
+def undeclared_parameters(node, declared):
+    """
+    Parameters given to ``node`` (a parameters file, ``-p``, parameter_overrides) that it does
+    not declare, as one problem text each: rclpy ignores them silently, and a misspelt or
+    misplaced name would leave the node on its defaults without a word. ``declared``: the
+    names the node declares.
+    """
+    given = getattr(node, '_parameter_overrides', {}) or {}
+    unknown = sorted(n for n in given if n not in declared
+                     and not any(n == r or n.startswith(r + '.') for r in ROS_PARAMETERS))
+    return [f'parameter {n!r} was given but {node.get_fully_qualified_name()} has no such '
+            f'parameter (ignored); its parameters: {", ".join(sorted(declared))}'
+            for n in unknown]
+
+
+def _section_matches(key, fqn):
+    """Whether a parameters file's top-level ``key`` applies to the node named ``fqn`` (rcl's
+    rules: a bare name is in the root namespace; ``/**`` any namespaces, ``*`` one token)."""
+    import re
+    key = key if key.startswith('/') else '/' + key
+    pattern = ''.join('(/[^/]+)*' if tok == '/**' else re.escape(tok).replace(r'\*', '[^/]+')
+                      for tok in re.split(r'(/\*\*)', key) if tok)
+    return re.fullmatch(pattern, fqn) is not None
+
+
+def unmatched_params_file_sections(node, argv):
+    """
+    Sections of the ``--params-file`` files in ``argv`` that name this node but do not apply
+    to it, one problem text each: rcl drops them silently, e.g. a bare ``lf_calibration:``
+    key (only ``/lf_calibration``) for a node started in a namespace.
+    """
+    import yaml
+    files, ros_args = [], False
+    for k, arg in enumerate(argv):
+        ros_args = ros_args or arg == '--ros-args'
+        if ros_args and arg == '--params-file' and k + 1 < len(argv):
+            files.append(argv[k + 1])
+    fqn, name = node.get_fully_qualified_name(), node.get_name()
+    problems = []
+    for path in files:
+        try:
+            with open(path) as f:
+                doc = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError):
+            continue                    # rcl itself refuses an unreadable file
+        for key in (doc if isinstance(doc, dict) else {}):
+            if str(key).rstrip('/').split('/')[-1] == name and not _section_matches(
+                    str(key), fqn):
+                problems.append(
+                    f'parameters file {path}: section {key!r} does not apply to {fqn} (its '
+                    f'values are ignored); key it "/**/{name}" for any namespace')
+    return problems
 
 
 def _with_bounds(check, low, high):

@@ -239,7 +239,9 @@ def test_calibration_node_save_and_reset(session_run):
 def test_config_files_name_every_parameter(ros_context, repo_root, name, node_cls):
     import yaml
     doc = yaml.safe_load((repo_root / 'config' / f'{name}.yaml').read_text())
-    (node_name, section), = doc.items()
+    (key, section), = doc.items()
+    assert key.startswith('/**/')  # the node in any namespace (test_parameter_files)
+    node_name = key[len('/**/'):]
     values = section['ros__parameters']
     node = node_cls(context=ros_context, parameter_overrides=[
         Parameter(k, value=v) for k, v in values.items() if k != 'scale' or v != 0.5] + (

@@ -89,7 +89,8 @@ def test_launch_file_params_defaults_are_existing_config_files(name):
         path = ROOT / 'config' / config
         assert path.is_file(), f'{name} refers to missing config/{config}'
         params = yaml.safe_load(path.read_text())
-        assert set(params) <= node_names, f'config/{config} has nodes {sorted(params)}'
+        assert set(params) <= {f'/**/{n}' for n in node_names}, \
+            f'config/{config} has nodes {sorted(params)} (keyed /**/<node>: any namespace)'
         for node, body in params.items():
             assert isinstance(body.get('ros__parameters'), dict), \
                 f'config/{config}: {node} lacks ros__parameters'
