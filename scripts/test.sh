@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the whole test suite in .venv (made or reused by scripts/setup.sh).
+# Run the whole test suite in .venv (made or reused by scripts/setup.sh), on 2 workers
+# (pytest-xdist; LF_TEST_WORKERS=0 runs in one process, as a debugger wants).
 # Arguments go to pytest, e.g. scripts/test.sh -x -k image_conversion
 set -euo pipefail
 
@@ -15,7 +16,11 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export PYTHONDONTWRITEBYTECODE=1
 
 set +e
-"$ROOT/.venv/bin/python" -m pytest "$@"
+# loadfile: the tests of one file share their module fixtures (renders, calibrations).
+WORKERS="${LF_TEST_WORKERS:-2}"
+XDIST=()
+[[ "$WORKERS" == 0 ]] || XDIST=(-n "$WORKERS" --dist loadfile)
+"$ROOT/.venv/bin/python" -m pytest "${XDIST[@]}" "$@"
 rc=$?
 set -e
 

@@ -1,9 +1,11 @@
 """
 Shared pytest setup.
 
-Every pytest process gets its own ROS_DOMAIN_ID (1..100, from the pid, unless
-LF_TEST_ROS_DOMAIN_ID is set) and discovery limited to this host, before any test imports rclpy,
-so parallel test runs and other ROS processes on the machine do not see each other.
+Every pytest process gets its own ROS_DOMAIN_ID (1..100, unless LF_TEST_ROS_DOMAIN_ID is set)
+and discovery limited to this host, before any test imports rclpy, so parallel test runs and
+other ROS processes on the machine do not see each other. The pytest-xdist workers of one run
+(scripts/test.sh runs 2) take consecutive ids from their controller's pid, so they never share
+one; a process on its own takes one from its pid.
 """
 
 import os
@@ -17,7 +19,14 @@ SHARED_DIR = REPO_ROOT.parent / 'shared'
 
 def _test_domain_id():
     forced = os.environ.get('LF_TEST_ROS_DOMAIN_ID')
-    return int(forced) if forced else 1 + os.getpid() % 100
+    if forced:
+        return int(forced)
+    worker = os.environ.get('PYTEST_XDIST_WORKER', '')  # 'gw0', 'gw1', ...
+    if worker.startswith('gw') and worker[2:].isdigit():
+        count = max(1, int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1')))
+        slots = max(1, 100 // count)
+        return 1 + (os.getppid() % slots) * count + int(worker[2:]) % count
+    return 1 + os.getpid() % 100
 
 
 os.environ['ROS_DOMAIN_ID'] = str(_test_domain_id())
