@@ -26,6 +26,11 @@ class ConvergenceError(LFCalibError):
     """An iterative solver did not converge."""
 
 
+class UsageError(LFCalibError, ValueError):
+    """A command asks for what cannot be done as asked, found before any work: an output that
+    names one of its inputs, an output location that cannot be written (the CLI exits 2)."""
+
+
 class CalibrationFileError(LFCalibError, ValueError):
     """A calibration file is missing a key, has another format version, or is malformed."""
 

@@ -12,7 +12,8 @@ import os
 import sys
 
 from lf_mpc_calib import __version__
-from lf_mpc_calib.errors import LFCalibError, shorten
+from lf_mpc_calib.cli.paths import check_outputs
+from lf_mpc_calib.errors import LFCalibError, UsageError, shorten
 
 SUBCOMMANDS = (
     'grid',
@@ -47,7 +48,11 @@ def main(argv=None):
         parser.print_help()
         return 2
     try:
+        check_outputs(args.command, args)
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f'lf-mpc-calib {args.command}: error: {shorten(exc, 2000)}', file=sys.stderr)
+        return 2
     except LFCalibError as exc:
         print(f'lf-mpc-calib {args.command}: error: {shorten(exc, 2000)}', file=sys.stderr)
         return 1

@@ -189,8 +189,7 @@ def run(args):
                                       image_size=image_size,
                                       lenslet_grid=extra.get('lenslet_grid'),
                                       lens_types=lens_types, hand_eye=mapping)
-    save_calibration(args.output, cal)
-    print(f'wrote {args.output}')
+    # the report first: a report that cannot be written leaves the old calibration file
     if args.report:
         from lf_mpc_calib.report.calibration import write_report
         board = np.unique(obs.board, axis=0)
@@ -201,6 +200,8 @@ def run(args):
             paths += write_hand_eye_report(he, args.report, board_points=board,
                                            calibration=result)
         print(f'wrote report: {", ".join(str(p) for p in paths)}')
+    save_calibration(args.output, cal)
+    print(f'wrote {args.output}')
     if not result.converged:
         print(f'warning: the refinement did not converge: {result.message}', file=sys.stderr)
         return 3

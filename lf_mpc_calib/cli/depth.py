@@ -100,7 +100,9 @@ def run(args):
     dm = est.estimate(meas.lightfield)
     elapsed = time.perf_counter() - t
     out.parent.mkdir(parents=True, exist_ok=True)
-    np.save(out, dm.depth)
+    from lf_mpc_calib.io.atomic import open_atomically
+    with open_atomically(out, 'wb') as f:
+        np.save(f, dm.depth)
     if args.png:
         png = Path(args.png)
         write_depth_png(png, dm.depth)

@@ -325,8 +325,9 @@ def loads(text, what='calibration file'):
 
 
 def save_calibration(path, cal):
-    """Write ``cal`` to ``path`` as YAML."""
-    with open(path, 'w') as f:
+    """Write ``cal`` to ``path`` as YAML (through a temporary name: io.atomic)."""
+    from lf_mpc_calib.io.atomic import open_atomically
+    with open_atomically(path, 'w') as f:
         f.write(dumps(cal))
 
 

@@ -228,19 +228,6 @@ def new_session_folder(output_dir, name):
     return Path(tempfile.mkdtemp(prefix=f'.{final.name}.', suffix='.partial', dir=out)), final
 
 
-def write_file_atomically(path, write):
-    """Call ``write(temporary_path)`` then move the result to ``path`` with os.replace."""
-    path = Path(path)
-    tmp = path.with_name(f'.{path.stem}.partial{path.suffix}')   # same suffix: same format
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
-
-
 def write_manifest(folder, manifest, files):
     """Write ``manifest`` + the SHA-256 of ``files`` (names in ``folder``) as manifest.yaml,
     last and atomically; returns its path."""
@@ -248,7 +235,8 @@ def write_manifest(folder, manifest, files):
     doc = dict(manifest)
     doc[CHECKSUM_KEY] = {name: sha256_of(Path(folder) / name) for name in files}
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
-    return write_file_atomically(Path(folder) / MANIFEST, lambda p: Path(p).write_text(text))
+    from lf_mpc_calib.io.atomic import write_atomically
+    return write_atomically(Path(folder) / MANIFEST, lambda p: Path(p).write_text(text))
 
 
 def publish_folder(tmp, final):

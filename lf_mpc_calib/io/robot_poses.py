@@ -151,7 +151,8 @@ def read_robot_poses(path):
 
 def write_robot_poses_csv(path, frames, rotation_vectors, translations):
     """Write the CSV format (header ``frame,tx,ty,tz,rx,ry,rz``)."""
-    with open(path, 'w', newline='') as f:
+    from lf_mpc_calib.io.atomic import open_atomically
+    with open_atomically(path, 'w', newline='') as f:
         w = csv.writer(f)
         w.writerow(CSV_COLUMNS)
         for name, r, t in zip(frames, np.reshape(rotation_vectors, (-1, 3)),

@@ -519,12 +519,12 @@ class CalibrationSession:
     def _write_files(self, folder, camera_name, save_calibration, write_image):
         """Write every file but the manifest into ``folder`` (each via a temporary name and
         os.replace); returns their names."""
-        from lf_mpc_calib.io.raw_dataset import write_file_atomically
+        from lf_mpc_calib.io.atomic import write_atomically
         folder = Path(folder)
         names = []
 
         def put(name, write):
-            write_file_atomically(folder / name, write)
+            write_atomically(folder / name, write)
             names.append(name)
 
         yaml_path = folder / f'{camera_name}.yaml'

@@ -27,6 +27,7 @@ import numpy as np
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.camera.rotations import rotation_matrix
 from lf_mpc_calib.report.figures import pyplot
+from lf_mpc_calib.io.atomic import write_atomically, write_text_atomically
 
 
 def summary_text(result, *, truth=None, title='', jackknife=None):
@@ -103,7 +104,7 @@ def plot_pose_influence(jackknife, path, *, title=''):
     b.set_xlabel('pose left out')
     fig.suptitle(title or 'leave-one-pose-out')
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=110))
     plt.close(fig)
     return Path(path)
 
@@ -152,7 +153,7 @@ def plot_poses(result, path, *, board=None, title=''):
     ax.set_zlim(-centre[1] - half, -centre[1] + half)
     ax.set_title(title or 'board poses in the camera frame')
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=110))
     plt.close(fig)
     return path
 
@@ -186,7 +187,7 @@ def plot_per_view_rms(result, path, *, title=''):
     fig.colorbar(im, ax=ax, label='RMS reprojection error (px)', extend='max')
     ax.set_title(title or 'RMS reprojection error per view')
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=110))
     plt.close(fig)
     return path
 
@@ -212,7 +213,7 @@ def plot_residuals(result, path, *, title=''):
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=110))
     plt.close(fig)
     return path
 
@@ -229,7 +230,8 @@ def write_report(result, out_dir, *, board=None, title='', truth=None, jackknife
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     summary = out / 'summary.txt'
-    summary.write_text(summary_text(result, truth=truth, title=title, jackknife=jackknife))
+    write_text_atomically(summary, summary_text(result, truth=truth, title=title,
+                                                jackknife=jackknife))
     paths.append(summary)
     if jackknife is not None:
         paths.append(plot_pose_influence(jackknife, out / 'pose_influence.png', title=title))

@@ -4,6 +4,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.report.figures import pyplot
+from lf_mpc_calib.io.atomic import write_atomically
 
 
 def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
@@ -53,6 +54,6 @@ def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
                  f'lenses{deformed}', fontsize=9)
     ax.legend(loc='upper right', fontsize=8)
     fig.tight_layout()
-    fig.savefig(str(path))
+    write_atomically(str(path), lambda p: fig.savefig(p))
     plt.close(fig)
     return path

@@ -21,6 +21,7 @@ from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.camera import transforms
 from lf_mpc_calib.report.figures import pyplot
+from lf_mpc_calib.io.atomic import write_atomically, write_text_atomically
 
 
 def _fmt3(v, scale=1.0):
@@ -109,7 +110,7 @@ def plot_hand_eye_poses(he, path, *, board_points=None, title=''):
     ax.legend(loc='upper left', fontsize=8)
     ax.set_title(title or f'{he.setup}: camera poses in the base frame')
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=100))
     plt.close(fig)
     return Path(path)
 
@@ -136,7 +137,7 @@ def plot_hand_eye_residuals(he, path, *, calibration_per_pose=None):
     a2.set_ylabel('RMS reprojection (px)')
     a2.set_title('closed forms (orange: started the refinement) vs refined')
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=100))
     plt.close(fig)
     return Path(path)
 
@@ -147,7 +148,7 @@ def write_hand_eye_report(he, out_dir, *, board_points=None, calibration=None, t
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     text = out / 'hand_eye.txt'
-    text.write_text(hand_eye_summary(he, truth=truth, title=title))
+    write_text_atomically(text, hand_eye_summary(he, truth=truth, title=title))
     per_pose = None
     if calibration is not None:
         ids = np.asarray(calibration.pose_ids)

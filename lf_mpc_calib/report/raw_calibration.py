@@ -10,6 +10,7 @@ import numpy as np
 from lf_mpc_calib.report.calibration import write_report
 from lf_mpc_calib.report.figures import pyplot
 from lf_mpc_calib.report.grid import plot_grid
+from lf_mpc_calib.io.atomic import write_atomically, write_text_atomically
 
 
 def detection_summary(run):
@@ -78,7 +79,7 @@ def plot_detections(image, central_uv, board, path, *, title=''):
     ax.set_title(title or f'{int(ok.sum())}/{len(uv)} corners')
     ax.set_axis_off()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=100))
     plt.close(fig)
     return Path(path)
 
@@ -96,11 +97,11 @@ def write_raw_report(run, report_dir, *, jackknife=None):
                               truth=run.truth, jackknife=jackknife))
     text = detection_summary(run)
     det_txt = out / 'detections.txt'
-    det_txt.write_text(text)
+    write_text_atomically(det_txt, text)
     paths.append(det_txt)
     summary = out / 'summary.txt'
     if summary.is_file():
-        summary.write_text(summary.read_text() + '\n' + text)
+        write_text_atomically(summary, summary.read_text() + '\n' + text)
     if run.white is not None:
         from lf_mpc_calib.io.images import read_float_image
         paths.append(plot_grid(read_float_image(run.white), run.grid, out / 'grid.png'))

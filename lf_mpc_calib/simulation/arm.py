@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from lf_mpc_calib.io.atomic import write_text_atomically
 from lf_mpc_calib.calibration.closed_form import aligned_truth
 from lf_mpc_calib.calibration.hand_eye import check_setup, hand_eye_dict, mount_frames
 from lf_mpc_calib.camera import transforms
@@ -189,7 +190,7 @@ def write_arm_dataset(directory, camera, board, arm, board_rvecs, board_tvecs, *
         {'frame': str(name), 'rotation_vector': [float(x) for x in r],
          'translation_m': [float(x) for x in t]}
         for name, r, t in zip(manifest['frames'], rv, tv)]
-    Path(path).write_text(yaml.safe_dump(manifest, sort_keys=False, default_flow_style=None))
+    write_text_atomically(path, yaml.safe_dump(manifest, sort_keys=False, default_flow_style=None))
     gt_path = Path(path).parent / GROUND_TRUTH
     truth = load_calibration(gt_path)
     truth = dataclasses.replace(truth, hand_eye=arm.truth_dict(truth.frames['optical']))

@@ -36,6 +36,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import yaml
 
+from lf_mpc_calib.io.atomic import open_atomically, write_atomically
 from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError
@@ -311,7 +312,7 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
         'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(),
     }
     path = root / MANIFEST
-    with open(path, 'w') as f:
+    with open_atomically(path, 'w') as f:
         yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
     return path
 
@@ -335,8 +336,10 @@ def read_dataset(directory):
 
 
 def _imwrite(path, image):
-    if not cv2.imwrite(str(path), image):
-        raise InvalidInputError(f'could not write image {path}')
+    def write(tmp):
+        if not cv2.imwrite(str(tmp), image):
+            raise InvalidInputError(f'could not write image {path}')
+    write_atomically(path, write)
 
 
 def _imread(path):

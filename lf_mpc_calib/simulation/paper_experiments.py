@@ -30,6 +30,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import LFCalibError
 from lf_mpc_calib.camera.model import DISTORTION_NAMES, INTRINSIC_NAMES, PARAMETER_NAMES
+from lf_mpc_calib.io.atomic import write_atomically
 from lf_mpc_calib.simulation.observations import (
     board_points, noise_sweep_poses, paper_camera, PAPER_DISTANCE_M, random_poses,
     simulate_observations, view_grid)
@@ -393,7 +394,7 @@ def plot_poses_views(pv, path, *, key='mean_percent', ylabel='mean relative erro
     axes[0, 0].legend(fontsize=7)
     fig.suptitle(f'{pv["trials"]} trials per cell, sigma = {pv["noise_px"]} px')
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=100))
     plt.close(fig)
     return path
 
@@ -417,6 +418,6 @@ def plot_noise(noise, path):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_atomically(path, lambda p: fig.savefig(p, dpi=100))
     plt.close(fig)
     return path

@@ -21,6 +21,7 @@ import cv2
 import numpy as np
 import yaml
 
+from lf_mpc_calib.io.atomic import open_atomically, write_atomically
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.calibration_file import save_calibration
 from lf_mpc_calib.simulation.dataset import (
@@ -31,8 +32,10 @@ from lf_mpc_calib.simulation.scene import depth_truth, planes_scene
 
 
 def _write_png(path, image):
-    if not cv2.imwrite(str(path), image):
-        raise InvalidInputError(f'could not write image {path}')
+    def write(tmp):
+        if not cv2.imwrite(str(tmp), image):
+            raise InvalidInputError(f'could not write image {path}')
+    write_atomically(path, write)
 
 
 def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, noise=None,
@@ -65,7 +68,8 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
         raw = render_scene(camera, scene, samples=samples, rng=rng, noise=noise)
         name, dname = f'frame_{k:03d}.png', f'depth_{k:03d}.npy'
         _write_png(root / name, quantize(raw, bits))
-        np.save(root / dname, depth_truth(camera, scene))
+        with open_atomically(root / dname, 'wb') as f:
+            np.save(f, depth_truth(camera, scene))
         names.append(name)
         depths.append(dname)
         scenes.append(scene.to_dict())
@@ -86,7 +90,7 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
         'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(), 'scenes': scenes,
     }
     path = root / MANIFEST
-    with open(path, 'w') as f:
+    with open_atomically(path, 'w') as f:
         yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
     return path
 

@@ -1,0 +1,60 @@
+"""
+Every file the package writes goes through a temporary name and ``os.replace``: a crash, a
+full disk or an error midway leaves the previous file as it was and no temporary behind.
+
+    write_atomically(path, write) -> path: write(temporary_path), then move it onto path
+    open_atomically(path, mode='w', **open_kwargs): the same as a ``with`` block
+    write_text_atomically(path, text) -> path
+"""
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+
+def temporary_name(path):
+    """A hidden name beside ``path`` ending in the same suffix (writers choose the format by
+    it), unique to this call: ``.<stem>.<random>.partial<suffix>``."""
+    path = Path(path)
+    return path.with_name(f'.{path.stem}.{secrets.token_hex(4)}.partial{path.suffix}')
+
+
+def write_atomically(path, write):
+    """Call ``write(temporary_path)``, then replace ``path`` with the result. On any error
+    (raised by ``write`` or by the file system) the temporary file is removed, ``path`` is left
+    as it was, and the error goes on. Returns ``path`` (a Path)."""
+    path = Path(path)
+    tmp = temporary_name(path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_text_atomically(path, text):
+    """Write ``text`` to ``path`` through a temporary name; returns ``path``."""
+    return write_atomically(path, lambda tmp: Path(tmp).write_text(text))
+
+
+@contextlib.contextmanager
+def open_atomically(path, mode='w', **open_kwargs):
+    """``with open_atomically(path) as f:`` writes ``f`` under a temporary name and moves it
+    onto ``path`` when the block ends without an error (else ``path`` stays as it was)."""
+    path = Path(path)
+    tmp = temporary_name(path)
+    try:
+        with open(tmp, mode, **open_kwargs) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+__all__ = ['open_atomically', 'temporary_name', 'write_atomically', 'write_text_atomically']

@@ -1,0 +1,203 @@
+"""
+No output of any subcommand destroys an input, and a failed run leaves the previous result as
+it was (issue 26 #1): every subcommand x every output option x every input slot, pointed at
+the same file, is refused before any work (exit 2, both paths named, the input unchanged);
+output locations that cannot be written are refused before the work; every file goes through a
+temporary name, so an error midway (injected here) leaves the old file and no temporary.
+"""
+
+import contextlib
+import errno
+import io
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.cli import main
+from lf_mpc_calib.io import atomic
+from lf_mpc_calib.io.atomic import write_atomically
+from lf_mpc_calib.io.observation_table import write_observations
+from lf_mpc_calib.simulation.observations import paper_scene
+from lf_mpc_calib.cli.paths import OUTPUT_DESTS
+from test_cli_bad_input import subcommands
+
+
+def _run(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = main([str(a) for a in argv])
+        except SystemExit as exc:
+            rc = exc.code
+    return rc, err.getvalue()
+
+
+FILE_INPUTS = {'observations', 'dataset', 'raw', 'white', 'grid', 'calibration', 'truth',
+               'poses_file', 'robot_poses'}
+"""argparse destinations of the files and folders a subcommand reads."""
+
+
+def _slots(sub):
+    """(file inputs, outputs) of a subparser: every option, required or not."""
+    inputs = [a for a in sub._actions if a.dest in FILE_INPUTS]
+    outputs = [a for a in sub._actions if a.dest in OUTPUT_DESTS]
+    return inputs, outputs
+
+
+def _argv(name, sub, files, outputs):
+    """argv with every file input slot k holding files[k], output slot k outputs[k], numbers
+    for required numbers and the first choice for required choices."""
+    inputs, outs = _slots(sub)
+    positional, options = [], []
+    for a in sub._actions:
+        if a in inputs:
+            arg = [str(files[inputs.index(a)])]
+        elif a in outs:
+            arg = [str(outputs[outs.index(a)])]
+        elif a.option_strings and not a.required:
+            continue
+        elif a.choices:
+            arg = [sorted(a.choices)[0]]
+        elif a.type in (int, float):
+            arg = ['1']
+        else:
+            continue
+        if a.option_strings:
+            options += [a.option_strings[0], *arg]
+        else:
+            positional += arg
+    return [name, *positional, *options]
+
+
+def overwrite_cases():
+    """(id, subcommand, output slot, input slot) of every output pointed at every input."""
+    found = []
+    for name, sub in subcommands().items():
+        inputs, outs = _slots(sub)
+        for o in outs:
+            for a in inputs:
+                found.append((f'{name}-{o.dest}-onto-{a.dest}', name, outs.index(o),
+                              inputs.index(a)))
+    return found
+
+
+CASES = overwrite_cases()
+
+
+def test_every_subcommand_with_an_input_and_an_output_is_enumerated():
+    named = {c[1] for c in CASES}
+    assert named == {n for n, sub in subcommands().items() if all(_slots(sub))}
+    assert {'calibrate', 'calibrate-raw', 'grid', 'decode', 'depth', 'refocus',
+            'simulate'} <= named
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize('name, out_slot, in_slot', [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_an_output_naming_an_input_is_refused_before_any_work(tmp_path, name, out_slot,
+                                                              in_slot):
+    sub = subcommands()[name]
+    inputs, outs = _slots(sub)
+    files = []
+    for k in range(len(inputs)):
+        path = tmp_path / f'input_{k}.png'
+        path.write_bytes(b'user data %d' % k)
+        files.append(path)
+    outputs = [tmp_path / 'out' / f'o{k}' for k in range(len(outs))]
+    # the same file by another spelling: through a link and '..'
+    (tmp_path / 'link').symlink_to(tmp_path)
+    outputs[out_slot] = tmp_path / 'link' / 'out' / '..' / files[in_slot].name
+    (tmp_path / 'out').mkdir()
+    rc, err = _run(_argv(name, sub, files, outputs))
+    assert rc == 2, err
+    assert 'would overwrite the input' in err and files[in_slot].name in err, err
+    for k, path in enumerate(files):
+        assert path.read_bytes() == b'user data %d' % k
+    assert not any((tmp_path / 'out').iterdir())
+
+
+def _dataset(tmp_path):
+    ds = tmp_path / 'ds'
+    ds.mkdir()
+    for name in ('manifest.yaml', 'white.png', 'frame_000.png'):
+        (ds / name).write_bytes(b'data set file ' + name.encode())
+    return ds
+
+
+@pytest.mark.parametrize('target', ['manifest.yaml', 'frame_000.png', 'white.png'])
+def test_calibrate_raw_never_writes_over_a_file_of_its_data_set(tmp_path, target):
+    ds = _dataset(tmp_path)
+    rc, err = _run(['calibrate-raw', ds, '-o', ds / target])
+    assert rc == 2 and f'{ds / target}' in err and 'would overwrite the input' in err
+    assert (ds / target).read_bytes() == b'data set file ' + target.encode()
+
+
+def test_calibrate_raw_observation_table_beside_the_output_is_checked(tmp_path):
+    ds = _dataset(tmp_path)
+    (ds / 'cal_observations.csv').write_text('precious')
+    rc, err = _run(['calibrate-raw', ds, '-o', ds / 'cal.yaml'])
+    assert rc == 2 and 'observation table beside -o' in err, err
+    assert (ds / 'cal_observations.csv').read_text() == 'precious'
+
+
+def _table(tmp_path):
+    _, _, _, obs = paper_scene(n_poses=3, n_views=3, noise_px=0.1,
+                               rng=np.random.default_rng(3))
+    path = tmp_path / 'obs.csv'
+    write_observations(path, obs)
+    return path
+
+
+@pytest.mark.parametrize('report', ['a_file', 'a_file/sub'])
+def test_an_unusable_report_folder_is_refused_before_the_calibration_is_written(
+        tmp_path, report):
+    csv = _table(tmp_path)
+    (tmp_path / 'a_file').write_text('not a folder')
+    old = tmp_path / 'cal.yaml'
+    old.write_text('the previous calibration')
+    rc, err = _run(['calibrate', csv, '-o', old, '--report', tmp_path / report])
+    assert rc == 2, err
+    assert 'a_file' in err and old.read_text() == 'the previous calibration'
+
+
+def test_outputs_of_the_wrong_kind_or_shared_are_refused(tmp_path):
+    csv = _table(tmp_path)
+    (tmp_path / 'folder').mkdir()
+    rc, err = _run(['calibrate', csv, '-o', tmp_path / 'folder'])
+    assert rc == 2 and 'is a folder; a file name is expected' in err
+    rc, err = _run(['calibrate', csv, '-o', tmp_path / 'c.yaml',
+                    '--save-observations', tmp_path / 'c.yaml'])
+    assert rc == 2 and 'both name' in err
+
+
+def _no_temporaries(folder):
+    return not [p for p in folder.rglob('*') if '.partial' in p.name]
+
+
+def test_a_write_error_midway_leaves_the_previous_file(tmp_path, monkeypatch):
+    csv = _table(tmp_path)
+    out = tmp_path / 'cal.yaml'
+    assert _run(['calibrate', csv, '-o', out, '--quiet'])[0] == 0
+    before = out.read_bytes()
+
+    def disk_full(src, dst):
+        raise OSError(errno.ENOSPC, 'No space left on device', str(dst))
+    monkeypatch.setattr(atomic.os, 'replace', disk_full)
+    rc, err = _run(['calibrate', csv, '-o', out, '--quiet', '--no-distortion'])
+    assert rc == 1 and 'No space left on device' in err, err
+    assert out.read_bytes() == before
+    assert _no_temporaries(tmp_path)
+
+
+def test_a_writer_failing_midway_leaves_the_previous_file_and_no_temporary(tmp_path):
+    path = tmp_path / 'depth.npy'
+    path.write_bytes(b'previous')
+
+    def half_then_fail(tmp):
+        tmp.write_bytes(b'half of the new')
+        raise OSError(errno.EIO, 'I/O error', str(tmp))
+    with pytest.raises(OSError):
+        write_atomically(path, half_then_fail)
+    assert path.read_bytes() == b'previous' and _no_temporaries(tmp_path)
+    write_atomically(path, lambda tmp: tmp.write_bytes(b'new'))
+    assert path.read_bytes() == b'new' and _no_temporaries(tmp_path)
