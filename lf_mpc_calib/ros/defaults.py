@@ -219,32 +219,81 @@ def one_of(*choices):
     return lambda value: None if value in choices else f'expected one of {choices}'
 
 
+SHUTDOWN_GRACE_S = 1.0
+"""Seconds a node's callbacks still running at SIGINT / SIGTERM (a calibration, a save) get
+before the process exits without them; a save writes into a hidden ``.partial`` folder that
+becomes final only once complete, so an interrupted one leaves no half-written result."""
+
+
+class _StopRequested(KeyboardInterrupt):
+    """Raised in the main thread by SIGINT / SIGTERM while a node is being built."""
+
+
 def run_node(node_factory, args=None):
     """
     ``main()`` of a node: init, spin under a MultiThreadedExecutor, clean up.
 
-    A node whose construction raises (bad parameter ...) logs the error and exits with 1.
-    Returns the exit code.
+    SIGINT and SIGTERM (``docker stop``, systemd) end the node the same way, in any state: while
+    it is built (rendering, loading) the construction is interrupted; while it spins, the spin
+    loop ends within 0.1 s; callbacks still running get SHUTDOWN_GRACE_S, then the process
+    exits without waiting for them. Exit code 0, and no error from the ROS context going away
+    under a callback. A node whose construction raises (bad parameter ...) logs the error and
+    exits with 1. Returns the exit code (or leaves the process with it when threads remain).
     """
+    import os
+    import signal
+    import threading
+    import time
+
     import rclpy
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-    rclpy.init(args=args)
-    node = None
-    code = 0
+    from rclpy.signals import SignalHandlerOptions
+
+    stop = threading.Event()
+    building = [True]
+
+    def on_signal(signum, frame):
+        stop.set()
+        if building[0]:
+            raise _StopRequested()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    node, executor, code = None, None, 0
     try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = node_factory()
+        building[0] = False
         executor = MultiThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:  # noqa: B902 - startup errors end the process with a message
-        rclpy.logging.get_logger('lf_mpc_calib').fatal(f'{type(exc).__name__}: {exc}')
-        code = 1
+        if not stop.is_set():
+            rclpy.logging.get_logger('lf_mpc_calib').fatal(f'{type(exc).__name__}: {exc}')
+            code = 1
     finally:
+        building[0] = False
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if executor is not None:
+            executor.shutdown(timeout_sec=SHUTDOWN_GRACE_S)
         if node is not None:
-            node.destroy_node()
+            try:
+                node.destroy_node()
+            except Exception:  # noqa: B902 - the context may already be gone
+                pass
         rclpy.try_shutdown()
+    deadline = time.monotonic() + SHUTDOWN_GRACE_S
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
+           if t is not threading.main_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)      # a callback still running (a calibration): do not wait for it
     return code
 
 

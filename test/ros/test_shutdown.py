@@ -1,0 +1,159 @@
+"""
+SIGTERM (``docker stop``, systemd) and SIGINT end every node cleanly in every state: exit code
+0 within 2 s, no FATAL line. Each node runs in its own process as ``ros2 run`` starts it, and
+the test talks to it over DDS.
+
+States: right after start (the simulated camera is still rendering its white image and first
+frame), idle, and for the calibration node capturing (a ~/capture waiting for a frame),
+calibrating and saving. A save cut short leaves no folder under a final name: only complete
+saves (with their manifest) are visible.
+
+LF_SHUTDOWN_REPEATS (default 2) repeats the start and idle cases; the closing note of the change
+that added this test gives a run with 10. The session states run once each: each needs a
+session of captures first (about 10 s).
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from std_srvs.srv import Trigger  # noqa: E402
+
+from ros.rclpy_helpers import call_service, spin_until, wait_for_publishers  # noqa: E402
+
+EXIT_WITHIN_S = 2.0
+REPEATS = int(os.environ.get('LF_SHUTDOWN_REPEATS', '2'))
+NODES = {'sim_camera': ('sim_camera_node', '/lf_sim_camera/ground_truth'),
+         'decode': ('decode_node', '/lf_decoder/stats'),
+         'calibration': ('calibration_node', '/lf_calibration/status')}
+SMALL_SIM = ['-p', 'scale:=0.3', '-p', 'rate:=5.0', '-p', 'num_poses:=4', '-p', 'seed:=3']
+SMALL_BOARD = ['-p', 'board_cols:=6', '-p', 'board_rows:=6',
+               '-p', 'square_size:=0.005115499090161524']
+
+
+def _start(module, *ros_args):
+    env = dict(os.environ, PYTHONUNBUFFERED='1')
+    return subprocess.Popen(
+        [sys.executable, '-m', f'lf_mpc_calib.ros.{module}', '--ros-args', *ros_args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _wait_until_handling(proc, sig=signal.SIGTERM, timeout_s=30.0):
+    """Wait until ``proc`` catches ``sig`` (/proc's SigCgt mask): it has reached the node's
+    main(); before that the interpreter is still importing and the default action applies."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(f'/proc/{proc.pid}/status') as f:
+            caught = next(int(line.split()[1], 16) for line in f if line.startswith('SigCgt:'))
+        if caught & (1 << (sig - 1)):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f'{proc.args} did not start handling {sig.name} in {timeout_s} s')
+
+
+def _stop(proc, sig, what):
+    """Send ``sig``; assert the process exits 0 within EXIT_WITHIN_S with no FATAL line."""
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        out, _ = proc.communicate(timeout=10 * EXIT_WITHIN_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f'{what}: still running {10 * EXIT_WITHIN_S:g} s after {sig.name}')
+    took = time.monotonic() - sent
+    assert proc.returncode == 0, f'{what}: exit code {proc.returncode} on {sig.name}\n{out}'
+    assert took < EXIT_WITHIN_S, f'{what}: exited {took:.2f} s after {sig.name}'
+    assert 'FATAL' not in out and 'Traceback' not in out, f'{what}: {out[-3000:]}'
+    return out
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT], ids=['SIGTERM', 'SIGINT'])
+@pytest.mark.parametrize('name', sorted(NODES))
+def test_node_exits_cleanly_right_after_start_and_idle(ros_node, ros_executor, name, sig):
+    module, topic = NODES[name]
+    extra = SMALL_SIM if name == 'sim_camera' else []
+    for k in range(REPEATS):
+        proc = _start(module, *extra)
+        _wait_until_handling(proc)
+        _stop(proc, sig, f'{name} at start (try {k + 1})')
+        proc = _start(module, *extra)
+        try:
+            wait_for_publishers(ros_executor, ros_node, topic, timeout_sec=60.0)
+            if name == 'sim_camera':    # idle between frames once its first frame is out
+                wait_for_publishers(ros_executor, ros_node, '/image_raw', timeout_sec=30.0)
+        except BaseException:
+            proc.kill()
+            raise
+        _stop(proc, sig, f'{name} idle (try {k + 1})')
+
+
+def _session(tmp_path):
+    """A simulated camera and a calibration node (own processes) saving under tmp_path."""
+    sim = _start('sim_camera_node', *SMALL_SIM)
+    # reliable: best-effort delivery loses most frames of a megabyte between processes
+    calib = _start('calibration_node', *SMALL_BOARD, '-p', f'output_dir:={tmp_path}',
+                   '-p', 'image_reliability:=reliable')
+    return sim, calib
+
+
+def _clients(node):
+    return {s: node.create_client(Trigger, f'/lf_calibration/{s}')
+            for s in ('capture', 'calibrate', 'save')} | {
+        'next_pose': node.create_client(Trigger, '/lf_sim_camera/next_pose')}
+
+
+def _capture_poses(executor, c, count):
+    for k in range(count):
+        if k:
+            assert call_service(executor, c['next_pose'], timeout_sec=30.0).success
+        answer = call_service(executor, c['capture'], timeout_sec=60.0)
+        deadline = time.monotonic() + 60.0      # the white image arrives over DDS first
+        while answer.message.startswith('no white image yet') and time.monotonic() < deadline:
+            spin_until(executor, lambda: False, timeout_sec=0.2)
+            answer = call_service(executor, c['capture'], timeout_sec=60.0)
+        assert answer.success, answer.message
+
+
+def test_calibration_node_exits_cleanly_while_capturing_calibrating_and_saving(
+        ros_node, ros_executor, tmp_path):
+    c = _clients(ros_node)
+    # capturing: no camera publishes, so ~/capture waits for a frame
+    calib = _start('calibration_node', *SMALL_BOARD, '-p', f'output_dir:={tmp_path}')
+    try:
+        assert c['capture'].wait_for_service(timeout_sec=60.0)
+        pending = c['capture'].call_async(Trigger.Request())
+        time.sleep(0.5)                 # the request reaches the node and its wait begins
+        assert not pending.done()
+    except BaseException:
+        calib.kill()
+        raise
+    _stop(calib, signal.SIGTERM, 'calibration node waiting in ~/capture')
+
+    for state in ('calibrate', 'save'):
+        sim, calib = _session(tmp_path / state)
+        try:
+            assert c['capture'].wait_for_service(timeout_sec=60.0)
+            _capture_poses(ros_executor, c, 4)
+            if state == 'save':
+                assert call_service(ros_executor, c['calibrate'], timeout_sec=60.0).success
+            pending = c[state].call_async(Trigger.Request())
+            time.sleep(0.2)                 # the node is in the service callback
+        except BaseException:
+            sim.kill()
+            calib.kill()
+            raise
+        _stop(calib, signal.SIGTERM, f'calibration node in ~/{state}')
+        _stop(sim, signal.SIGTERM, 'simulated camera')
+        out = tmp_path / state
+        saved = [p for p in out.iterdir() if not p.name.startswith('.')] if out.is_dir() else []
+        for folder in saved:            # any save under a final name is complete
+            if folder.is_dir() and not folder.is_symlink():
+                assert (folder / 'manifest.yaml').is_file(), f'{folder} is half-written'
+        del pending
