@@ -3,7 +3,7 @@ Live decoding and 3-D measurement: the lf_decoder node on a calibrated camera.
 
     ros2 launch lf_mpc_calib decode.launch.py calibration_file:=/path/lf_camera.yaml
         [white_image_file:=/path/white.png] [params_file:=my.yaml] [namespace:=cam]
-        [image_topic:=/camera/image_raw]
+        [image_topic:=/camera/image_raw] [image_reliability:=reliable]
 
 calibration_file empty (the default): the calibration comes from the latched
 ``lf_calibration/calibration`` topic of the calibration node in the same namespace.
@@ -31,10 +31,16 @@ def generate_launch_description():
                               description='namespace of the node and its topics'),
         DeclareLaunchArgument('image_topic', default_value='image_raw',
                               description='raw plenoptic image topic'),
+        DeclareLaunchArgument('image_reliability', default_value='best_effort',
+                              description='QoS of image_raw: best_effort (any camera) or '
+                                          'reliable (large frames from a reliable publisher: '
+                                          'best-effort delivery loses most multi-megabyte '
+                                          'frames between processes)'),
         Node(package='lf_mpc_calib', executable='decode_node', name='lf_decoder',
              namespace=LaunchConfiguration('namespace'), output='screen',
              parameters=[LaunchConfiguration('params_file'),
                          {'calibration_file': LaunchConfiguration('calibration_file'),
-                          'white_image_file': LaunchConfiguration('white_image_file')}],
+                          'white_image_file': LaunchConfiguration('white_image_file'),
+                          'image_reliability': LaunchConfiguration('image_reliability')}],
              remappings=[('image_raw', LaunchConfiguration('image_topic'))]),
     ])

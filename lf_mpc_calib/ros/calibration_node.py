@@ -154,6 +154,13 @@ class CalibrationNode(Node):
         self.calibration_pub = self.create_publisher(String, '~/calibration', latched)
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
         self.status_pub = self.create_publisher(String, '~/status', latched)
+        self._status = {'summary': 'no captures yet'}     # the last ~/status
+        from lf_mpc_calib.ros.guard import CauseLog
+        from lf_mpc_calib.ros.input_monitor import InputMonitor
+        self.causes = CauseLog(self.get_logger())
+        self.input = InputMonitor(self, D.IMAGE_TOPIC, self.causes, p['image_reliability'])
+        check_input = guarded_callback(self, 'input check', self._check_input)
+        self.create_timer(1.0, lambda: check_input(None))
 
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
@@ -183,9 +190,7 @@ class CalibrationNode(Node):
             f'{self.session.views}, white from '
             f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
         if self.parameter_problems:     # on ~/status before the first capture too
-            import json
-            self.status_pub.publish(String(data=json.dumps(
-                {'summary': 'no captures yet', 'parameter_problems': self.parameter_problems})))
+            self._publish_status(self._status)
 
     @staticmethod
     def _load_grid(path):
@@ -210,7 +215,26 @@ class CalibrationNode(Node):
             self.get_logger().warning(f'ignoring malformed {what} image: {exc}')
             return None
 
+    def _check_input(self, _=None):
+        """Timer: a stall of the camera's frames goes on ~/status at once."""
+        if self.input.check() is not None:
+            self._publish_status(self._status)
+
+    def _publish_status(self, status):
+        """Publish ``status`` (the guidance) on ~/status with the input's rate and age, the
+        problems now and the parameters file's problems."""
+        import json
+        status = dict(status, input=self.input.as_dict())
+        status.pop('problems', None)
+        if self.causes.active:
+            status['problems'] = dict(self.causes.active)
+        if self.parameter_problems:
+            status['parameter_problems'] = list(self.parameter_problems)
+        self._status = status
+        self.status_pub.publish(self._String(data=json.dumps(status)))
+
     def _on_image(self, msg):
+        self.input.frame(len(msg.data))
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
             return
@@ -316,7 +340,6 @@ class CalibrationNode(Node):
 
     def _guide(self, result=None):
         """Publish the capture guidance on ~/status; returns its one-line summary."""
-        import json
         from lf_mpc_calib.calibration.determination import determination
         from lf_mpc_calib.calibration.guidance import capture_guidance, guidance_so_far
         with self._lock:
@@ -329,8 +352,6 @@ class CalibrationNode(Node):
         else:
             guide = capture_guidance(result, board_points=points, camera_type=s.camera_type)
         status = dict(guide.to_dict(), summary=guide.summary())
-        if self.parameter_problems:
-            status['parameter_problems'] = list(self.parameter_problems)
         hand_eye = self._hand_eye_status()
         if hand_eye is not None:
             status['hand_eye'] = hand_eye
@@ -338,7 +359,7 @@ class CalibrationNode(Node):
             d = determination(result)
             status['flags'] = list(d.refusals + d.warnings)
             status['held'] = dict(result.held)
-        self.status_pub.publish(self._String(data=json.dumps(status)))
+        self._publish_status(status)
         return status['summary'] + ''.join(f'; {f}' for f in status.get('flags', ())) + (
             f'; hand-eye: {hand_eye["advice"]}' if hand_eye is not None else '')
 

@@ -168,6 +168,10 @@ class DecodeNode(Node):
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
         self._depth = (None, None)             # (measurer, DepthEstimator | error text)
         self.causes = CauseLog(self.get_logger())  # bad input, logged once per cause
+        from lf_mpc_calib.ros.input_monitor import InputMonitor
+        self.input = InputMonitor(self, D.IMAGE_TOPIC, self.causes, p['image_reliability'])
+        check_input = guarded_callback(self, 'input check', self._check_input)
+        self.create_timer(1.0, lambda: check_input(None))
 
         group = MutuallyExclusiveCallbackGroup()
         if p['calibration_file']:
@@ -331,7 +335,18 @@ class DecodeNode(Node):
             self.get_logger().info(f'white image {pixels.shape[1]}x{pixels.shape[0]}')
 
     # ---- frames -------------------------------------------------------------------------
+    def _check_input(self, _=None):
+        """Timer: a stall of the input frames goes on ~/stats at once (no frame, no stats)."""
+        if self.input.check() is None:
+            return
+        import yaml
+        stats = dict(self.last_stats, input=self.input.as_dict(),
+                     problems=dict(self.causes.active))
+        self.last_stats = stats
+        self.stats_pub.publish(self._String(data=yaml.safe_dump(stats, sort_keys=False)))
+
     def _on_image(self, msg):
+        self.input.frame(len(msg.data))
         with self._lock:
             self.frames_received += 1
             if self._pending is not None:
@@ -453,6 +468,7 @@ class DecodeNode(Node):
                  'frames': counts, 'points': int(len(meas.point_ids)),
                  'reason': meas.reason, 'corners': meas.corner_search,
                  'problems': dict(self.causes.active)}
+        stats['input'] = self.input.as_dict()
         if self.parameter_problems:
             stats['parameter_problems'] = list(self.parameter_problems)
         self.last_stats = stats

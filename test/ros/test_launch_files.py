@@ -94,3 +94,17 @@ def test_launch_file_params_defaults_are_existing_config_files(name):
         for node, body in params.items():
             assert isinstance(body.get('ros__parameters'), dict), \
                 f'config/{config}: {node} lacks ros__parameters'
+
+
+COMMON_ARGUMENTS = {'namespace', 'params_file'}
+"""Launch arguments every launch file takes; the files with a camera subscription also take
+image_reliability (a separate camera's large frames need reliable delivery)."""
+
+
+@pytest.mark.parametrize('name', sorted(EXPECTED))
+def test_launch_files_take_the_same_arguments_for_the_same_things(name):
+    tree = ast.parse((LAUNCH / name).read_text())
+    strings = _strings(tree)
+    assert COMMON_ARGUMENTS <= strings, f'{name} lacks {COMMON_ARGUMENTS - strings}'
+    if name != 'demo.launch.py':    # the demo's nodes are in one launch: reliable within it
+        assert {'image_topic', 'image_reliability'} <= strings, name

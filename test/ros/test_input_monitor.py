@@ -1,0 +1,173 @@
+"""
+A stalled input is never silent (issue 27 #3): the input rate and the age of the last frame
+are on ~/status and ~/stats, a stall is logged once (and its end once), an image topic that
+never publishes is named, and frames large enough for best-effort delivery to lose them get
+one warning saying what to set.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.ros.guard import CauseLog
+from lf_mpc_calib.ros.input_monitor import FIRST_FRAME_S, LARGE_FRAME_BYTES, InputMonitor
+
+
+class _Logger:
+    def __init__(self):
+        self.lines = []
+
+    def error(self, text):
+        self.lines.append(('error', text))
+
+    def warning(self, text):
+        self.lines.append(('warning', text))
+
+    def info(self, text):
+        self.lines.append(('info', text))
+
+
+class _Node:
+    """What InputMonitor asks of a node."""
+
+    def __init__(self, publishers=1):
+        self.logger, self.publishers = _Logger(), publishers
+
+    def get_logger(self):
+        return self.logger
+
+    def count_publishers(self, topic):
+        return self.publishers
+
+    def resolve_topic_name(self, topic):
+        return '/cam/' + topic
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self):
+        return self.t
+
+
+def _monitor(reliability='best_effort', publishers=1):
+    node, clock = _Node(publishers), _Clock()
+    causes = CauseLog(node.logger)
+    return InputMonitor(node, 'image_raw', causes, reliability, clock=clock), node, clock, causes
+
+
+def test_a_stall_is_logged_once_and_its_end_once():
+    monitor, node, clock, causes = _monitor()
+    for _ in range(8):                      # 2 Hz
+        monitor.frame(1000)
+        clock.t += 0.5
+    assert monitor.check() is None
+    assert monitor.as_dict()['rate_hz'] == pytest.approx(2.0)
+    clock.t += 2.0                          # 2.5 s without a frame: under max(3 s, 5 periods)
+    assert monitor.check() is None
+    clock.t += 1.0
+    problem = monitor.check()
+    assert 'frames on /cam/image_raw stopped' in problem and 'was 2.00 Hz' in problem
+    for _ in range(20):                     # the stall goes on: still logged once
+        clock.t += 1.0
+        monitor.check()
+    assert [kind for kind, _ in node.logger.lines] == ['error']
+    assert monitor.as_dict()['last_frame_age_s'] == pytest.approx(23.5)
+    assert causes.active['input'] == problem
+    monitor.frame(1000)                     # frames resume
+    assert 'input' not in causes.active
+    assert node.logger.lines[-1][0] == 'info' and 'working again' in node.logger.lines[-1][1]
+
+
+@pytest.mark.parametrize('publishers, advice', [(0, 'check the topic name'),
+                                                (1, 'image_reliability to reliable')])
+def test_a_topic_that_never_publishes_is_named(publishers, advice):
+    monitor, node, clock, _ = _monitor(publishers=publishers)
+    clock.t += FIRST_FRAME_S - 1
+    assert monitor.check() is None
+    clock.t += 2
+    problem = monitor.check()
+    assert 'no frame on /cam/image_raw' in problem and advice in problem
+    assert f'{publishers} publisher(s)' in problem
+
+
+@pytest.mark.parametrize('reliability, warned', [('best_effort', True), ('reliable', False)])
+def test_large_frames_on_best_effort_get_one_warning(reliability, warned):
+    monitor, node, _, _ = _monitor(reliability)
+    monitor.frame(LARGE_FRAME_BYTES - 1)
+    assert not node.logger.lines
+    for _ in range(3):
+        monitor.frame(12_500_000)           # an R12 frame
+    warnings = [t for kind, t in node.logger.lines if kind == 'warning']
+    assert len(warnings) == int(warned)
+    if warned:
+        assert '12.5 MB' in warnings[0] and 'image_reliability:=reliable' in warnings[0]
+
+
+def test_the_calibration_node_puts_a_stall_on_its_status_over_dds(ros_context, ros_node,
+                                                                   ros_executor):
+    pytest.importorskip('rclpy')
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    from lf_mpc_calib.ros.calibration_node import CalibrationNode
+    from lf_mpc_calib.ros.image_conversion import array_to_image
+    from ros.background import spinning
+    from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, wait_for, \
+        wait_for_subscribers
+
+    node = CalibrationNode(context=ros_context, parameter_overrides=[
+        Parameter('image_reliability', value='reliable')])
+    status = MessageCollector(ros_node, String, '/lf_calibration/status', LATCHED_QOS)
+    pub = ros_node.create_publisher(Image, '/image_raw',
+                                    QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
+    frame = array_to_image(np.zeros((60, 80), np.uint8), 'mono8')
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        for k in range(6):
+            pub.publish(frame)
+            wait_for(ros_executor, lambda: node.input.frames > k, f'frame {k}')
+        wait_for(ros_executor, lambda: any('stopped' in m.data for m in status.messages),
+                 'the stall on ~/status', timeout_sec=20.0)
+        stalled = json.loads(status.last.data)
+        assert 'stopped' in stalled['problems']['input']
+        assert stalled['input']['frames'] == 6 and stalled['input']['last_frame_age_s'] >= 3
+        assert stalled['summary'] == 'no captures yet'
+        pub.publish(frame)
+        wait_for(ros_executor, lambda: 'input' not in node.causes.active, 'the input back')
+    assert [c for c, cause in node.causes.history] == ['input', 'input']
+
+
+def test_the_decode_node_puts_a_stall_on_its_stats_over_dds(ros_context, ros_node,
+                                                            ros_executor):
+    pytest.importorskip('rclpy')
+    import yaml
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    from lf_mpc_calib.ros.decode_node import DecodeNode
+    from lf_mpc_calib.ros.image_conversion import array_to_image
+    from ros.background import spinning
+    from ros.rclpy_helpers import MessageCollector, wait_for, wait_for_subscribers
+
+    reliable = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    node = DecodeNode(context=ros_context, parameter_overrides=[
+        Parameter('image_reliability', value='reliable')])    # no calibration: frames wait
+    stats = MessageCollector(ros_node, String, '/lf_decoder/stats', reliable)
+    pub = ros_node.create_publisher(Image, '/image_raw', reliable)
+    frame = array_to_image(np.zeros((60, 80), np.uint8), 'mono8')
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        for k in range(4):
+            pub.publish(frame)
+            wait_for(ros_executor, lambda: node.input.frames > k, f'frame {k}')
+        wait_for(ros_executor, lambda: any('stopped' in m.data for m in stats.messages),
+                 'the stall on ~/stats', timeout_sec=20.0)
+    last = yaml.safe_load(stats.last.data)
+    assert 'stopped' in last['problems']['input'] and last['input']['frames'] == 4
