@@ -16,6 +16,15 @@ registered), target < 0.3 s wall.
 
     python3 benchmarks/bench_cli.py [--quick] [--baseline-nfev 40] [--repeats 3]
 
+Measured 27 Nov (2 loaded cores, --repeats 2; the baseline stops at its own tolerance after 4
+iterations, status 2 / 4):
+
+    table       calibrate CPU (wall)   baseline CPU (wall)   ratio CPU (wall)   held
+    distorted   0.82 s (1.9 s)         12.9 s (31.8 s)       15.8x (16.7x)      -
+    k1=k2=0     1.37 s (3.5 s)         13.6 s (36.1 s)        9.9x (10.2x)      k_1, k_2
+
+The holds cost two refits (2 and 3 LM iterations) after the solve with all four terms.
+
 --quick times each process once (default: best of --repeats).
 """
 
