@@ -10,7 +10,8 @@ Prints, per camera and noise level (raw pixels on (u, v)), the worst relative er
 the principal-point error, the per-type terms' worst |error| / sigma and the RMS reprojection
 error; several seeds per noise level.
 
-NOT measured here: detection of corners in rendered raw frames (no focused-camera detector yet).
+The corners are exact projections: detection of corners in rendered raw frames is measured by
+bench_focused_raw.py.
 
     PYTHONPATH=. python benchmarks/bench_focused.py [--seeds 5] [--camera focused-multifocus]
         [--noise 0 0.05 0.1] [--lens-type-terms affine-view]

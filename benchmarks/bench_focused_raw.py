@@ -13,10 +13,9 @@ px on noise-free renders; the sensor-noise rows show how they grow (the noise ha
 random stream, so every noise level sees the same poses). --quick: half-size sensors (fewer
 micro-images), noise-free only. A refinement that does not converge is refused (REFUSED row).
 
-Measured 23-24 Nov 23:31-00:40 UTC (main at 4d842d8: the white's rim fit with the spread its
-sampling adds taken out, features.micro_image_corners.SAMPLING_SD; 1024-ray frames and whites,
-the default since; 'k err/jk' the largest k error in leave-one-pose-out sigmas
-(calibration.pose_jackknife), 'pp jk' the principal point's; --noise-free --seeds 3):
+Measured 23-24 Nov (main at 4d842d8; 1024-ray frames and whites; 'k err/jk' the largest k
+error in leave-one-pose-out sigmas (calibration.pose_jackknife), 'pp jk' the principal
+point's; --noise-free --seeds 3):
 
     camera             seed max|dk|/k % k err/sd k err/jk pp px pp sd pp jk types/sd RMS px
     focused-keplerian     0        0.26     3.41     3.18  0.27  0.16  0.23      nan  0.044
@@ -30,7 +29,7 @@ the default since; 'k err/jk' the largest k error in leave-one-pose-out sigmas
     focused-multifocus    2        0.04     0.97     0.67  0.13  0.24  0.39     1.11  0.059
 
 At 1024 rays every row meets k <= 0.5 % (largest 0.26 %, Keplerian seed 0), RMS <= 0.2 px
-(0.044-0.059 px; 0.060-0.066 at 256 rays) and, multi-focus, the types within 3 sigma (1.1-2.0).
+(0.044-0.059 px) and, multi-focus, the types within 3 sigma (1.1-2.0).
 The principal point meets 0.5 px on 8 rows of 9: the Galilean's seed 2 is 0.63 px, 1.4 of its
 sigma (0.44 px; jackknife 0.52). On the 12 x 8 board the Galilean's principal point has
 sigmas of 0.40-0.45 px, so one seed in three past 0.5 px is what they predict, not a bias they
@@ -50,100 +49,30 @@ Nov; 14,300-14,600 rays):
     focused-galilean   0.020    0        0.27     2.73     1.03  0.71  0.34  0.80      nan  0.104
 
 With the board that determines it (sigma 0.18-0.22 px) the Galilean's principal point is within
-0.5 px on every seed; with sensor noise it grows to 0.38 / 0.71 px at 0.01 / 0.02 (1.0 / 1.8 px
-on the 12 x 8 board at 256 rays).
+0.5 px on every seed; with sensor noise it grows to 0.38 / 0.71 px at 0.01 / 0.02.
 
 A stopped-down main lens (--f-number 4: micro-images filling 0.64 of their pitch, R 7.3 px
-against rho 3.7, the plateau inside R - rho 3.6 px wide; seed 0, 26 Nov): the white's plateau
-fitted apart from its rim, inside half the lit radius, took part of the rim and read R 0.2 px
-wide (1024-ray white: Keplerian 7.56 / Galilean 7.94 px against the optics' 7.34 / 7.77), and
-the Keplerian's k came out 0.80 % off (2.5 sigma; pp 0.89 px, sd 0.58); fitted together
-(features.micro_image_corners._fit_overlap) R is 7.32 / 7.77 px and:
+against rho 3.7; seed 0, 26 Nov; the white's plateau and rim fitted together,
+features.micro_image_corners._fit_overlap, R 7.32 / 7.77 px against the optics' 7.34 / 7.77):
 
     camera             f/  seed max|dk|/k % k err/sd k err/jk pp px pp sd pp jk RMS px rays
     focused-keplerian  4.0    0        0.14     0.88     0.41  1.06  0.58  1.51  0.063 1075
     focused-galilean   4.0    0        0.18     0.39     0.27  0.63  1.39  2.00  0.062 1075
 
-With micro-images that small a corner falls in few of them: the nearest pose (0.94 x) was
+With micro-images that small a corner falls in few of them: the nearest pose (0.94 x) is
 refused (Keplerian: no corner in 3 micro-images) and the 12 x 8 board does not determine the
 principal point (sd 0.58 / 1.39 px); at f/5.6 (fill 0.46) every pose is refused with the
-reason (a point falls in 0.6-1.4 usable micro-images), where before the fit read rho 0.06 px
-for the optics' 3.68.
-The presets' R and rho moved by 0.004 px or less (Keplerian, Galilean; multi-focus type 0's R
-by 0.04 px: its seed 0 row k 0.19 %, 2.45 sigma, pp 0.14 px, types 1.92 sigma, RMS 0.057 px,
-against 0.17 %, 2.15, 0.10, 1.98, 0.057 in the table above).
+reason (a point falls in 0.6-1.4 usable micro-images).
+The presets' R and rho moved by 0.004 px or less with the joint plateau and rim fit
+(Keplerian, Galilean; multi-focus type 0's R by 0.04 px: its seed 0 row k 0.19 %, 2.45 sigma,
+pp 0.14 px, types 1.92 sigma, RMS 0.057 px, against 0.17 %, 2.15, 0.10, 1.98, 0.057 in the
+first table).
 
-Why 1024 rays: where the main-lens aperture cuts a pixel's bundle (within rho of a micro-image's
-rim) a render integrates only the rays that pass, and at 256 rays that quadrature moved the
-corners at the nearest Galilean pose 12 % farther than the optics do (features.aperture_bias:
-the rendered move is 1.12 of the model's at 256 rays, 0.98 at 1024), the same way in every
-micro-image. With the earlier rim fit, 1024 rays gave Keplerian k 0.28 / 0.03 % (seeds 0 / 1),
-Galilean pp 0.20 / 0.61 / 0.40 px (k 0.07 / 0.08 / 0.03 %), multi-focus seed 0 types 5.18
-sigma: its rho came out +4.4 % (Keplerian), +2.0 % (Galilean) and up to +14 % (multi-focus
-type 2) wide, and the aperture-cut correction overshot.
-
-At 256 rays (the earlier default; main at e12ffcc, 23 Nov 20:42-21:29 UTC, --noise-free --seeds
-3, then --noise 0.01 0.02 on seed 0):
-
-    camera             noise seed max|dk|/k % k err/sd k err/jk pp px pp sd pp jk types/sd RMS px
-    focused-keplerian  0.000    0        0.44     5.15    10.19  0.23  0.17  0.16      nan  0.062
-    focused-keplerian  0.000    1        0.15     1.81     1.97  0.15  0.21  0.22      nan  0.065
-    focused-keplerian  0.000    2        0.18     2.14     2.94  0.19  0.21  0.39      nan  0.063
-    focused-galilean   0.000    0        0.33     2.36     1.25  0.31  0.52  0.65      nan  0.060
-    focused-galilean   0.000    1        0.24     1.73     1.83  0.47  0.47  0.52      nan  0.060
-    focused-galilean   0.000    2        0.15     1.86     0.85  0.86  0.56  1.01      nan  0.064
-    focused-multifocus 0.000    0        0.33     3.82     4.13  0.13  0.22  0.31     1.75  0.062
-    focused-multifocus 0.000    1        0.32     3.25     2.74  0.22  0.23  0.31     2.20  0.066
-    focused-multifocus 0.000    2        0.26     2.31     2.18  0.34  0.27  0.42     2.92  0.065
-    focused-keplerian  0.010    0        0.47     4.60     4.66  0.28  0.21  0.31      nan  0.073
-    focused-keplerian  0.020    0        0.42     3.42     2.94  0.31  0.29  0.49      nan  0.100
-    focused-galilean   0.010    0        0.17     1.07     1.03  1.02  0.59  1.12      nan  0.076
-    focused-galilean   0.020    0        0.06     0.80     0.52  1.78  0.80  1.48      nan  0.110
-    focused-multifocus 0.010    0        0.30     2.99     2.54  0.04  0.25  0.15     2.76  0.072
-    focused-multifocus 0.020    0        0.33     2.59     2.51  0.16  0.33  0.33     2.99  0.092
-
-There the Galilean's principal point missed on seed 2 (0.86 px, 0.85 jackknife sigma) and the
-Keplerian's k_u of -0.44 % on seed 0 was 10 jackknife sigmas: a bias common to every pose (the
-rim fit's wide rho, above), which leave-one-pose-out sigmas cannot see. With sensor noise the
-Galilean's principal point grows to 1.0 / 1.8 px (sd 0.6 / 0.8 px): its 12 x 8 board does not
-determine it to 0.5 px with noisy corners. A 16 x 11 board filling 0.9 of the view (256 rays,
-seeds 0-2): Galilean pp 0.25 / 0.30 / 1.14 px (sd 0.35 / 0.29 / 0.34; one pose at 0.72 x,
-tilted 16 degrees, carried a (u, v) scale bias of -0.05..-0.45 % across it; jackknife sigma
-0.81 px).
-
-How the detector got here (23 Nov, each step measured row by row against the optics' chief
-rays, simulation.focused_observations):
-1. Renders. 16 rays per pixel alias a micro-image's defocus blur (corners 0.2 px RMS off at
-   0.94 x: 0.216 px with 16 rays, 0.042 with 256); 64 under-render the aperture's cut at the
-   rims; 256 still over-render it by 12 % (above).
-2. Refinement. cornerSubPix's 5 x 5 window on corners blurred over ~2 px (Galilean at 0.7 x):
-   0.46 px RMS; a window symmetric about the corner inside the micro-image, blur + 1.5 px wide
-   (features.micro_image_refine): 0.05 px.
-3. The main-lens aperture. Within rho of the rim of the aperture's image (rho 3.7 px
-   Keplerian, 3.9 Galilean, 2.6-4.9 multi-focus) it cuts a pixel's bundle, and a defocused
-   pixel there no longer sees the scene around its chief ray: corners moved inward up to 0.1
-   px, a per-pose, depth-dependent (u, v) scale error of up to 1.5 % (uncorrected, 64 rays:
-   Keplerian k 0.87 %, Galilean k 2.89 % and pp 6.28 px, multi-focus types 8.1 sigma).
-   Corrected by features.aperture_bias from the white's R and rho (4); --clip-tolerance keeps
-   the detector out of the cut zone instead (half the rays; it cost the Galilean: not the
-   default).
-4. The white's rims. The fit of R and rho: a 16-ray white's rims are coarse (the tables
-   before 15:00 UTC flattered the detector with them); sampling's spread widened rho by 2-14 %
-   until SAMPLING_SD; the plateau fitted apart from the rim misread a stopped-down lens's
-   (below) until both were fitted together.
-5. The lattice. The spots' lattice (lenslet.estimate) was scaled by -1.7..-3.1e-4 by the
-   vignetting inside the micro-images; moved onto the white's lit disks
-   (features.micro_image_centres) the Keplerian's principal point went from 0.37-0.59 to
-   0.15-0.23 px (256 rays).
-6. The model. Multi-focus lens types differ in view-plane position (k_i^T ~ 1 / (D + b_T)):
-   with (i, j) at the white's lattice centres that is a per-type k_3, the 'affine-slope' terms
-   (exact against the optics' centres='lattice' truth; 'affine' was 34-56 sigma off exact
-   rows). k_1, k_2 are held for focused cameras: freed, they took 0.01 px of rim error and
-   rescaled k_u by -1.3 % (3.7 sigma).
-7. Determination. The principal point rests on the board's extent and corner count, not on
-   tilt or position (exact optics rows, 0.05 px noise: sigma 0.4-0.45 px on a 9 x 6 board
-   filling 0.44 of the view, 0.25 px on a 12 x 8 board filling 0.8, 0.16-0.19 px on 20 x 14;
-   calibration.guidance asks for a larger board).
+Why 1024 rays per pixel: where the main-lens aperture cuts a pixel's bundle (within rho of a
+micro-image's rim) a render integrates only the rays that pass; at 256 rays that quadrature
+moves the corners 12 % farther than the optics do (features.aperture_bias: 1.12 of the
+model's move at 256 rays, 0.98 at 1024). The cut itself is corrected by features.aperture_bias
+from the white's R and rho (--clip-tolerance keeps the detector out of the cut zone instead).
 
     PYTHONPATH=. python benchmarks/bench_focused_raw.py [--quick] [--samples 256] [--noise-free]
         [--camera focused-multifocus] [--lens-types told|simulated] [--clip-tolerance 0.1]

@@ -22,10 +22,10 @@ estimate_grid(return_details=True)) for before/after figures.
 
 Measured (2026-11-23, 2 loaded cores): synth-spots d 0.0060 px, 100 % matched (PlenoptiCam
 0.0066 px, 92.1 %); c 0.0027 px (0.0099, 90.7 %); b 0.0149 px (0.0269, 76.9 %); full Lytro
-3280 px with touching micro-images 0.032 px in 1.4 s (PlenoptiCam 1.39 px in 86 s); after the
-renderer's sample pattern covered x and y alike (same day): 0.039 px in 0.62-0.68 s, unloaded.
-Focused presets at half size, 16 samples (soft-rimmed touching micro-images): Keplerian 0.028
-px, Galilean 0.086 px, multi-focus 0.049 px (refused before the wide-maximum fallback).
+3280 px with touching micro-images 0.039 px in 0.62-0.68 s, unloaded (PlenoptiCam 1.39 px in
+86 s on the previous render, where this estimate read 0.032 px). Focused presets at half size, 16
+samples (soft-rimmed touching micro-images): Keplerian 0.028 px, Galilean 0.086 px, multi-focus
+0.049 px.
 """
 
 import argparse

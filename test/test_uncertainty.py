@@ -81,6 +81,23 @@ def test_distortion_terms_held_unless_determined(tmp_path):
     assert not calibrate(_session(truth, 1), distortion=True).held
 
 
+def test_held_terms_reach_the_minimum_of_a_cold_solve_with_them_fixed():
+    # distortion='auto' refits from its previous solution on one validated table: the same
+    # minimum as a solve from the closed form with the held terms fixed at 0 from the start
+    # (to the solvers' tolerance: ftol 1e-12 of the cost leaves ~1e-4 sigma)
+    truth = conventional_camera('lytro', scale=0.5).ground_truth_model()   # k_1 = k_2 = 0
+    obs = _session(truth, 2)
+    auto = calibrate(obs)
+    assert set(auto.held) == {'k_1', 'k_2'}
+    cold = calibrate(obs, distortion=True, fix=('k_1', 'k_2'))
+    assert cold.model.k_1 == cold.model.k_2 == 0.0
+    for name in ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0', 'k_3', 'k_4'):
+        gap = abs(getattr(auto.model, name) - getattr(cold.model, name))
+        assert gap <= 1e-3 * cold.stddev[name], (name, gap, cold.stddev[name])
+        assert auto.stddev[name] == pytest.approx(cold.stddev[name], rel=1e-3)
+    assert auto.rms_reprojection_px == pytest.approx(cold.rms_reprojection_px, rel=1e-9)
+
+
 def test_focused_camera_radial_terms_held_as_a_rescaling():
     from lf_mpc_calib.calibration.focused import orient_focused
     from lf_mpc_calib.simulation.focused_observations import focused_observations

@@ -366,6 +366,7 @@ class _LM:
                 'start from a closer initial solution')
         cost, rs, js = _robust(self.loss, self.f_scale, res, jac)
         neq = self.normal_equations(rs, js)
+        last = rs, js
         mu, nu = 1e-5, 2.0
         it = 0
         converged = False
@@ -404,6 +405,7 @@ class _LM:
                 decrease = cost - cost_new
                 theta, poses, cost, res = theta_new, poses_new, cost_new, res_new
                 neq = self.normal_equations(rs, js)
+                last = rs, js
                 mu *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
                 nu = 2.0
                 if progress is not None:
@@ -420,7 +422,7 @@ class _LM:
                 if mu > 1e20:
                     message = 'no step reduces the cost (damping exhausted)'
                     break
-        return theta, poses, res, neq, cost, it, converged, message
+        return theta, poses, res, neq, last, cost, it, converged, message
 
 
 def _run_trf(pb, free, theta, poses, loss, f_scale, max_iterations, progress):
@@ -482,7 +484,7 @@ def _check_options(loss, f_scale, max_iterations, solver):
 
 
 def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=MAX_ITERATIONS,
-           progress=None, solver='lm', method=None, lens_type_terms='auto'):
+           progress=None, solver='lm', method=None, lens_type_terms='auto', problem=None):
     """
     Refine a model and board poses by minimising the reprojection error in measured pixels.
 
@@ -503,10 +505,13 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
     only), 'affine-slope' or 'affine-radial-slope' (a per-type k_3, k_4: rows at lattice
     centres): per-micro-lens-type terms estimated jointly (module docstring); they start from
     ``initial.lens_types`` when it has them, else from zero, and come back in
-    ``result.lens_types`` with their standard deviations.
+    ``result.lens_types`` with their standard deviations. problem: the (grouped, lens-type
+    terms, RefinementProblem) of :func:`_problem` for this ``obs`` (refits of one table share
+    it); built here when None.
     """
-    grouped = validate_observations(obs)
-    lens_type_terms = _lens_type_terms(obs, lens_type_terms)
+    if problem is None:
+        problem = _problem(obs, lens_type_terms)
+    grouped, lens_type_terms, pb = problem
     _check_options(loss, f_scale, max_iterations, solver)
     free, fixed = _free_mask(fix)
     rv = np.asarray(initial.rotation_vectors, dtype=float)
@@ -525,13 +530,12 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
     perm = np.argsort(ids)
     poses = np.hstack([rv[perm], tr[perm]])
     theta = initial.model.to_vector()
-    pb = RefinementProblem(obs, grouped, lens_type_terms)
     if pb.types is not None:
         theta = np.concatenate([theta, pb.types.initial(getattr(initial, 'lens_types', None))])
         free = np.concatenate([free, np.ones(pb.types.size, dtype=bool)])
     lm = _LM(pb, free, loss, f_scale)
     if solver == 'lm':
-        theta, poses, res, neq, cost, it, converged, message = lm.run(
+        theta, poses, res, neq, robust, cost, it, converged, message = lm.run(
             theta, poses, int(max_iterations), progress)
     else:
         theta, poses, res, it, converged, message = _run_trf(
@@ -542,8 +546,8 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
     else:
         res_f, jac_f = pb.evaluate(theta, poses)
         cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
-        neq = lm.normal_equations(rs, js)
-    cov = _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost_f)
+        neq, robust = lm.normal_equations(rs, js), (rs, js)
+    cov = _honest_covariance(lm, pb, free, neq, robust, cost_f)
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
     n_model = int(free[:N_MODEL].sum())
     model_cov = None if cov is None else cov[:n_model, :n_model].copy()
@@ -572,9 +576,19 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
         **summary)
 
 
-def _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost):
+def _problem(obs, lens_type_terms):
+    """(grouped, lens-type terms resolved, RefinementProblem) of a validated ``obs``."""
+    grouped = validate_observations(obs)
+    lens_type_terms = _lens_type_terms(obs, lens_type_terms)
+    return grouped, lens_type_terms, RefinementProblem(obs, grouped, lens_type_terms)
+
+
+def _honest_covariance(lm, pb, free, neq, robust, cost):
     """
     Covariance (nf, nf) of the free model parameters, or None when singular.
+
+    neq: the normal equations at the solution; robust: its robustified (residuals (2, N),
+    Jacobian (16 + K, 2, N)), which built them.
 
     The larger (per parameter, by the larger diagonal) of two estimates:
 
@@ -595,8 +609,7 @@ def _honest_covariance(lm, pb, free, neq, theta, poses, loss, f_scale, cost):
     n_res = 2 * pb.n
     sigma2 = 2.0 * cost / max(n_res - n_unknown, 1)
     classic = s_inv * sigma2
-    res, jac = pb.evaluate(theta, poses)
-    _, rs, js = _robust(loss, f_scale, res, jac)
+    rs, js = robust
     meat = lm.cluster_meat(neq, rs, js, pb.pose_index * (pb.point.max() + 1) + pb.point)
     if meat is None:
         return classic
@@ -716,6 +729,30 @@ def _hold_radial_of_focused(obs, result, fixed, refit):
     return trial, trial_fixed, held
 
 
+def _held_start(result, name):
+    """
+    The model of ``result`` with ``name`` set to 0 and the other free parameters moved by
+    their regression on it in ``result.covariance`` (the linearised minimum with it held): a
+    warm start, from which the refit reaches the same minimum in one iteration fewer (2
+    against 3 on the Illum-size table without radial distortion).
+    """
+    free = list(result.free_names())
+    cov = result.covariance
+    model = result.model.replace(**{name: 0.0})
+    if cov is None or len(cov) != len(free) or name not in free:
+        return model
+    k = free.index(name)
+    if not (np.all(np.isfinite(cov[:, k])) and cov[k, k] > 0):
+        return model
+    shift = -float(getattr(result.model, name)) * cov[:, k] / cov[k, k]
+    moved = {n: float(getattr(result.model, n)) + float(d) for n, d in zip(free, shift)}
+    moved[name] = 0.0
+    try:
+        return result.model.replace(**moved)
+    except InvalidInputError:       # a move the model refuses (e.g. a sign flip): start plain
+        return model
+
+
 def _hold_undetermined(obs, result, fixed, refit):
     """
     Hold at 0, one at a time, the distortion terms the data do not determine.
@@ -743,8 +780,7 @@ def _hold_undetermined(obs, result, fixed, refit):
         name = min(weak, key=lambda n: ratios[n])
         value, sigma = float(getattr(result.model, name)), float(result.stddev.get(name, np.nan))
         trial_fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | {name})
-        start = replace(result, model=result.model.replace(**{name: 0.0}))
-        trial = refit(start, trial_fixed)
+        trial = refit(replace(result, model=_held_start(result, name)), trial_fixed)
         if trial.rms_reprojection_px > (1.0 + HOLD_RMS_GROWTH) * result.rms_reprojection_px:
             kept.add(name)
             continue
@@ -798,26 +834,27 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
                           translations=init.translations, pose_ids=init.pose_ids,
                           method=init.method, conditioning=init.conditioning)
         fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | set(DISTORTION_NAMES))
+    problem = _problem(obs, lens_type_terms)     # validated once, shared by every refinement
     if loss != 'linear':
         # a robust loss from a poor start can settle on the wrong minimum (outliers also
         # spoil the closed form): reach the least-squares minimum first, then robustify
         first = refine(obs, init, fix=fixed, max_iterations=max_iterations,
                        progress=progress, solver=solver, method=method,
-                       lens_type_terms=lens_type_terms)
+                       lens_type_terms=lens_type_terms, problem=problem)
         result = refine(obs, first, fix=fixed, loss=loss, f_scale=f_scale,
                         max_iterations=max_iterations, progress=progress, solver=solver,
-                        method=method, lens_type_terms=lens_type_terms)
+                        method=method, lens_type_terms=lens_type_terms, problem=problem)
         result = replace(result, initial=init.model,
                          iterations=first.iterations + result.iterations)
     else:
         result = refine(obs, init, fix=fixed, loss=loss, f_scale=f_scale,
                         max_iterations=max_iterations, progress=progress, solver=solver,
-                        method=method, lens_type_terms=lens_type_terms)
+                        method=method, lens_type_terms=lens_type_terms, problem=problem)
     if distortion == 'auto':
         def refit(start, held_fixed):
             return refine(obs, start, fix=held_fixed, loss=loss, f_scale=f_scale,
                           max_iterations=max_iterations, progress=progress, solver=solver,
-                          method=method, lens_type_terms=lens_type_terms)
+                          method=method, lens_type_terms=lens_type_terms, problem=problem)
         radial = {}
         if camera_type == 'focused':
             result, fixed, radial = _hold_radial_of_focused(obs, result, fixed, refit)
