@@ -85,13 +85,16 @@ def declare_parameters(node, specs):
     :func:`positive`, :func:`at_least` and :func:`between` also put their range into the
     descriptor (integer or floating-point range, as the default's type), where ``ros2 param
     describe`` and rqt show it. Parameters are read once at startup, so they are declared
-    read-only. A bad value (out of range, wrong type) raises InvalidInputError naming the
-    parameter, its value and what was expected.
+    read-only. A value of the wrong type is replaced by the default (the node stays up); a bad
+    value of the right type (out of range, not a choice) raises InvalidInputError naming the
+    parameter, its value and what was expected. ``node.parameter_problems`` then lists, one
+    text each, the wrong types, the parameters given that the node does not declare and the
+    parameters file sections that do not apply to it (logged as warnings here).
     """
     from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
     from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
     from lf_mpc_calib.errors import InvalidInputError
-    values = {}
+    values, wrong_types = {}, []
     for name, default, description, check in specs:
         descriptor = ParameterDescriptor(description=description, read_only=True)
         bounds = getattr(check, 'bounds', None)
@@ -109,10 +112,15 @@ def declare_parameters(node, specs):
                 to_value=float(high) if high is not None else sys.float_info.max, step=0.0)]
         try:
             value = node.declare_parameter(name, default, descriptor).value
-        except InvalidParameterTypeException as exc:
-            raise InvalidInputError(
+        except InvalidParameterTypeException as exc:    # the node stays up and says so
+            value = node.declare_parameter(name, default, descriptor,
+                                           ignore_override=True).value
+            given = getattr((getattr(node, '_parameter_overrides', {}) or {}).get(name),
+                            'value', exc)
+            wrong_types.append(
                 f'parameter {name!r}: expected a {type(default).__name__} like the default '
-                f'{default!r}: {exc}') from exc
+                f'{default!r}, got {given!r} ({type(given).__name__}); running with the '
+                'default')
         except InvalidParameterValueException as exc:
             low, high = bounds if bounds is not None else (None, None)
             low = '-inf' if low is None else low
@@ -123,7 +131,7 @@ def declare_parameters(node, specs):
         if problem:
             raise InvalidInputError(f'parameter {name!r} = {value!r}: {problem}')
         values[name] = value
-    node.parameter_problems = (undeclared_parameters(node, values)
+    node.parameter_problems = (wrong_types + undeclared_parameters(node, values)
                                + unmatched_params_file_sections(node, sys.argv))
     for problem in node.parameter_problems:
         node.get_logger().warning(problem)

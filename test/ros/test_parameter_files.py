@@ -117,3 +117,16 @@ def test_a_section_that_does_not_apply_is_reported(ros_context, tmp_path):
                     if "section 'lf_calibration'" in p]
     finally:
         root.destroy_node()
+
+
+def test_a_parameter_of_the_wrong_type_keeps_the_default_and_is_reported(ros_context):
+    node = CalibrationNode(context=ros_context, parameter_overrides=[
+        Parameter('board_cols', value='seven'), Parameter('square_size', value=True)])
+    try:
+        assert node.get_parameter('board_cols').value == 9      # the default, node up
+        problems = ' '.join(node.parameter_problems)
+        assert "parameter 'board_cols': expected a int like the default 9, got 'seven'" \
+            in problems
+        assert "parameter 'square_size'" in problems
+    finally:
+        node.destroy_node()
