@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 
 from lf_mpc_calib.lenslet.decode import Decoder  # noqa: E402
 from lf_mpc_calib.lenslet.estimate import estimate_grid  # noqa: E402
-from lf_mpc_calib.lenslet.grid import LensletGrid  # noqa: E402
+from lf_mpc_calib.lenslet.grid import numbered_grid  # noqa: E402
 from lf_mpc_calib.lenslet.synthetic import white_image  # noqa: E402
 
 cv2.setNumThreads(1)
@@ -78,8 +78,9 @@ def main():
     rng = np.random.default_rng(0)
     size = 3280
     pitch = 10.0
-    truth = LensletGrid('hex', pitch, pitch * np.sqrt(3) / 2, 0.0025, [5.3, 4.9],
-                        (328, 378), (size, size), hex_parity=1)
+    # the lattice of a Lytro-like camera, numbered by the rule an estimated grid follows
+    lens = [5.3 + pitch / 2, 4.9]
+    truth = numbered_grid('hex', pitch, pitch * np.sqrt(3) / 2, 0.0025, lens, (size, size))
     t = time.perf_counter()
     white = white_image(truth, radius=4.3, vignetting=0.4, noise=2.0, rng=rng)
     texture = cv2.resize(rng.uniform(0.2, 1.0, (size // 16, size // 16)).astype(np.float32),
@@ -94,8 +95,9 @@ def main():
     w, h = g.image_size
     tc = truth.centres()
     inside = (tc[:, 0] > 5) & (tc[:, 0] < w - 5) & (tc[:, 1] > 5) & (tc[:, 1] < h - 5)
-    from scipy.spatial import cKDTree
-    err, _ = cKDTree(g.centres()).query(tc[inside])
+    # one lens numbering (docs/file-formats.md): the same lens has the same index in both
+    assert g.shape == truth.shape, (g.shape, truth.shape)
+    err = np.hypot(*(g.centres() - tc).T)[inside]
     print(f'grid estimation: median {med * 1e3:.0f} ms (best {best * 1e3:.0f} ms), target '
           f'< 1000 ms; {g.lattice} {g.shape[0]} x {g.shape[1]} lenses, pitch {g.pitch:.4f} '
           f'(true {pitch}), centre error mean {err.mean():.4f} px, max {err.max():.4f} px')

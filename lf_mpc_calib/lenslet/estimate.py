@@ -31,7 +31,8 @@ import scipy.fft
 from scipy.spatial import cKDTree
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
-from lf_mpc_calib.lenslet.grid import LATTICES, LatticeDeformation, LensletGrid
+from lf_mpc_calib.lenslet.grid import (LATTICES, LatticeDeformation, LensletGrid, numbered_grid,
+                                       regular_indices)
 
 _MIN_SPOTS = 9
 
@@ -922,38 +923,25 @@ def fit_deformation(regular_xy, residual, used, image_size, nn, *, max_degree=5,
     return fits[min(ok)], rms
 
 
-def _lattice_positions(grid, kmin, kmax, lmin, lmax):
-    l_, k = np.mgrid[lmin:lmax + 1, kmin:kmax + 1]
-    kl = np.column_stack([k.ravel(), l_.ravel()])
-    return kl, grid.centres_of(kl)
-
-
 def build_grid(kind, p, deformation, image_size):
     """
-    The LensletGrid (with ``deformation``) of the lattice positions whose centre is in the image.
+    The LensletGrid (with ``deformation``) numbered by :func:`numbered_grid`'s rule.
 
     p (5,) = (ox, oy, pitch, row_spacing, rotation) of a lattice whose index (0, 0) is at
-    (ox, oy) with hex_parity 0. Returns ``(grid, (kmin, lmin))``: the index offset from the
-    fit's indices to the grid's.
+    (ox, oy) with hex_parity 0. Returns ``(grid, to_grid)``: to_grid maps the fit's indices
+    kl (N, 2) to the grid's.
     """
-    w, h = image_size
-    hexagonal = kind == 'hex'
-    ref = LensletGrid(kind, float(p[2]), float(p[3]), float(p[4]), p[:2], (1, 1), (w, h),
-                      hex_parity=0, deformation=deformation)
-    kmin, kmax, lmin, lmax = _extent(ref.regular(), w, h)
-    if deformation is not None:
-        # a deformed lattice may reach positions the regular one had just outside
-        kl, xy = _lattice_positions(ref, kmin - 3, kmax + 3, lmin - 3, lmax + 3)
-        inside = (xy[:, 0] >= -0.5) & (xy[:, 0] <= w - 0.5) & (xy[:, 1] >= -0.5) & \
-                 (xy[:, 1] <= h - 0.5)
-        kl = kl[inside]
-        kmin, kmax = int(kl[:, 0].min()), int(kl[:, 0].max())
-        lmin, lmax = int(kl[:, 1].min()), int(kl[:, 1].max())
-    origin = ref.origin + kmin * ref.row_vector + lmin * ref.column_vector
-    grid = LensletGrid(kind, float(p[2]), float(p[3]), float(p[4]), origin,
-                       (kmax - kmin + 1, lmax - lmin + 1), (w, h),
-                       hex_parity=(lmin % 2) if hexagonal else 1, deformation=deformation)
-    return grid, (kmin, lmin)
+    ref = LensletGrid(kind, float(p[2]), float(p[3]), float(p[4]), p[:2], (1, 1), image_size,
+                      hex_parity=0)
+    try:
+        grid = numbered_grid(kind, float(p[2]), float(p[3]), float(p[4]), p[:2], image_size,
+                             deformation)
+    except InvalidInputError as exc:
+        raise DetectionError(f'the fitted lattice: {exc}') from None
+
+    def to_grid(kl):
+        return regular_indices(grid, ref.centres_of(kl))
+    return grid, to_grid
 
 
 def grid_quality(grid, spots, indices, used, rms_regular):
@@ -1027,8 +1015,8 @@ def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radi
                 norm = np.hypot(*(residual - deform.displacement(regular_xy)).T)
                 sigma = 1.4826 * float(np.median(norm[used]))
                 used = inl & (norm < max(3.0 * sigma, 0.05 * spots.nn))
-    grid, (kmin, lmin) = build_grid(spots.kind, p, deform, (w, h))
-    indices = kl - np.array([kmin, lmin])
+    grid, to_grid = build_grid(spots.kind, p, deform, (w, h))
+    indices = to_grid(kl)
     quality = grid_quality(grid, spots, indices, used, rms_by_degree[0])
     residuals = spots.centres - grid.centres_of(indices)
     est = GridEstimate(grid, spots.centres, indices, residuals, used, quality.rms_px,
@@ -1138,21 +1126,3 @@ def estimate_grid(white, *, lattice='auto', expected_size=None, spacing=None,
                                      spacing=spacing, dark_fraction=dark_fraction,
                                      max_spots=max_spots)
     return est if return_details else est.grid
-
-
-def _extent(ref, w, h):
-    """Index ranges (kmin, kmax, lmin, lmax) of lattice positions with centres in the image."""
-    corners = np.array([[-0.5, -0.5], [w - 0.5, -0.5], [-0.5, h - 0.5], [w - 0.5, h - 0.5]])
-    m = np.column_stack([ref.row_vector, ref.column_vector])
-    ab = np.linalg.solve(m, (corners - ref.origin).T).T
-    k0, k1 = int(np.floor(ab[:, 0].min())) - 1, int(np.ceil(ab[:, 0].max())) + 1
-    l0, l1 = int(np.floor(ab[:, 1].min())) - 1, int(np.ceil(ab[:, 1].max())) + 1
-    l_, k = np.mgrid[l0:l1 + 1, k0:k1 + 1]
-    kl = np.column_stack([k.ravel(), l_.ravel()])
-    xy = ref.centres_of(kl)
-    inside = (xy[:, 0] >= -0.5) & (xy[:, 0] <= w - 0.5) & (xy[:, 1] >= -0.5) & \
-             (xy[:, 1] <= h - 0.5)
-    if not np.any(inside):
-        raise DetectionError('the fitted lattice has no micro-image inside the image')
-    kl = kl[inside]
-    return int(kl[:, 0].min()), int(kl[:, 0].max()), int(kl[:, 1].min()), int(kl[:, 1].max())

@@ -227,3 +227,64 @@ class LensletGrid:
         return cls(d['lattice'], d['pitch'], d['row_spacing'], d['rotation'], d['origin'],
                    d['shape'], d['image_size'], d.get('hex_parity', 1),
                    deformation)
+
+
+def _nearest_lens(ref, xy):
+    """Index (2,) of the regular lattice position of ``ref`` (hex_parity 0) nearest xy (2,)."""
+    w = np.linalg.solve(np.column_stack([ref.row_vector, ref.column_vector]), xy - ref.origin)
+    rows = (np.floor(w[1]), np.floor(w[1]) + 1) if ref.lattice == 'hex' else (np.rint(w[1]),)
+    kl = [(np.rint(w[0] - (0.5 * (int(l_) % 2) if ref.lattice == 'hex' else 0.0)), l_)
+          for l_ in rows]
+    d = np.hypot(*(ref.regular().centres_of(kl) - xy).T)
+    return np.asarray(kl[int(np.argmin(d))], dtype=float)
+
+
+def numbered_grid(lattice, pitch, row_spacing, rotation, lens_xy, image_size,
+                  deformation=None):
+    """
+    The LensletGrid of a lattice, numbered by the one rule of docs/file-formats.md.
+
+    The lattice is given by its vectors (pitch, row_spacing px, rotation rad) and the regular
+    centre lens_xy (2,) px of any one of its lenses. Rule: the lens whose regular centre is
+    nearest the image centre ((width - 1) / 2, (height - 1) / 2) sits in an unshifted row;
+    the grid spans the index rectangle of every lattice position whose centre (deformed, with
+    a deformation) lies in the image, [-0.5, size - 0.5]. Lens (0, 0) is that rectangle's
+    first corner and hex_parity says whether its row 0 is shifted. The numbering depends only
+    on the lattice and the image size, not on which micro-images a white image shows whole:
+    a truth and an estimate of one lattice number the same lenses alike.
+    """
+    w, h = image_size
+    ref = LensletGrid(lattice, pitch, row_spacing, rotation, lens_xy, (1, 1), (w, h), 0)
+    centre = ref.centres_of([_nearest_lens(ref, (np.array([w, h], float) - 1) / 2)])[0]
+    ref = LensletGrid(lattice, pitch, row_spacing, rotation, centre, (1, 1), (w, h), 0,
+                      deformation)
+    corners = np.array([[-0.5, -0.5], [w - 0.5, -0.5], [-0.5, h - 0.5], [w - 0.5, h - 0.5]])
+    ab = np.linalg.solve(np.column_stack([ref.row_vector, ref.column_vector]),
+                         (corners - centre).T).T
+    margin = 4 if deformation is not None else 1     # a deformed lattice reaches a bit further
+    k0, k1 = int(np.floor(ab[:, 0].min())) - margin, int(np.ceil(ab[:, 0].max())) + margin
+    l0, l1 = int(np.floor(ab[:, 1].min())) - margin, int(np.ceil(ab[:, 1].max())) + margin
+    l_, k = np.mgrid[l0:l1 + 1, k0:k1 + 1]
+    kl = np.column_stack([k.ravel(), l_.ravel()])
+    xy = ref.centres_of(kl)
+    inside = (xy[:, 0] >= -0.5) & (xy[:, 0] <= w - 0.5) & (xy[:, 1] >= -0.5) & \
+             (xy[:, 1] <= h - 0.5)
+    if not np.any(inside):
+        raise InvalidInputError(f'the lattice has no micro-image inside the {w}x{h} image')
+    kl = kl[inside]
+    kmin, lmin = kl.min(axis=0)
+    kmax, lmax = kl.max(axis=0)
+    origin = centre + kmin * ref.row_vector + lmin * ref.column_vector
+    return LensletGrid(lattice, pitch, row_spacing, rotation, origin,
+                       (int(kmax - kmin + 1), int(lmax - lmin + 1)), (w, h),
+                       int(lmin) % 2 if lattice == 'hex' else 1, deformation)
+
+
+def regular_indices(grid, xy):
+    """Indices (N, 2) int64 of ``grid``'s regular lattice positions xy (N, 2) px (exact)."""
+    xy = np.asarray(xy, dtype=float).reshape(-1, 2)
+    w = np.linalg.solve(np.column_stack([grid.row_vector, grid.column_vector]),
+                        (xy - grid.origin).T).T
+    l_ = np.rint(w[:, 1])
+    shift = 0.5 * ((l_.astype(np.int64) + grid.hex_parity) % 2) if grid.lattice == 'hex' else 0
+    return np.column_stack([np.rint(w[:, 0] - shift), l_]).astype(np.int64)

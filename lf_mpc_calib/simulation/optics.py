@@ -75,7 +75,7 @@ from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.camera.board import Checkerboard as BoardGeometry
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.lenslet.grid import LensletGrid
+from lf_mpc_calib.lenslet.grid import numbered_grid
 from lf_mpc_calib.camera.model import MPCModel
 from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS  # noqa: F401 (re-exported)
 
@@ -563,58 +563,15 @@ class Camera:
     # ---- ground truth --------------------------------------------------------------------------
     def lenslet_grid(self):
         """
-        The ground-truth LensletGrid of the micro-images wholly inside the raw image.
-
-        Origin = centre of micro-image (0, 0) (hex_parity 0: odd rows shifted by +pitch/2); the
-        lattice is the largest index rectangle whose centres lie at least half a pitch inside
-        the image.
+        The ground-truth LensletGrid of this camera's micro-image lattice, numbered by the
+        rule an estimated grid follows (:func:`numbered_grid`, docs/file-formats.md): the
+        same lens has the same (k, l) in the truth and in a grid estimated from a white.
         """
         q0, r, c, parity = self.image_lattice()
-        W, H = self.sensor.size
-        inv = np.linalg.inv(np.column_stack([r, c]))
-        corners = (np.array([[0, 0], [W, 0], [0, H], [W, H]], float) - q0) @ inv.T
-        k_lo, l_lo = np.floor(corners.min(axis=0)).astype(int) - 2
-        k_hi, l_hi = np.ceil(corners.max(axis=0)).astype(int) + 2
-        ll, kk = np.mgrid[l_lo:l_hi + 1, k_lo:k_hi + 1]
-        centres = self.lattice_centres(np.column_stack([kk.ravel(), ll.ravel()]))
-        m = 0.5 * self.micro_image_pitch
-        inside = ((centres[:, 0] >= m - 0.5) & (centres[:, 0] <= W - 0.5 - m)
-                  & (centres[:, 1] >= m - 0.5) & (centres[:, 1] <= H - 0.5 - m))
-        inside = inside.reshape(kk.shape)
-        rows = np.nonzero(inside.any(axis=1))[0]
-        if rows.size == 0:
-            raise InvalidInputError(
-                f'no whole micro-image fits in the {W}x{H} sensor (pitch {2 * m:.1f} px)')
-        lo = np.array([kk[i][inside[i]].min() for i in rows])
-        hi = np.array([kk[i][inside[i]].max() for i in rows])
-        lrow = ll[rows, 0]
-        hexa = self.mla.lattice == 'hex'
-
-        def rect(a, z):
-            l0 = lrow[a]
-            sh0 = 0.5 * ((l0 + parity) % 2) if hexa else 0.0
-            dl = lrow[a:z] - l0
-            # true k of grid column 0 in each row: k0 + delta(l'), delta = 1 on odd rows when
-            # the origin row is itself shifted (see LensletGrid's shift rule with parity 0)
-            delta = ((dl % 2) * (1 if sh0 else 0)) if hexa else np.zeros_like(dl)
-            k0 = np.max(lo[a:z] - delta)
-            k1 = np.min(hi[a:z] - delta)
-            return k0, k1 - k0 + 1
-
-        a, z = 0, rows.size
-        k0, ncol = rect(a, z)
-        while z - a > 2:
-            cand = [(rect(a + 1, z)[1] * (z - a - 1), a + 1, z),
-                    (rect(a, z - 1)[1] * (z - a - 1), a, z - 1)]
-            best = max(cand)
-            if best[0] <= ncol * (z - a):
-                break
-            _, a, z = best
-            k0, ncol = rect(a, z)
-        origin = self.lattice_centres([[k0, lrow[a]]])[0]
-        return LensletGrid('hex' if hexa else 'rect', float(np.linalg.norm(r)),
-                           float(np.linalg.norm(c)), self.mla.rotation, origin,
-                           (int(ncol), int(z - a)), self.sensor.size, 0)
+        lens = q0 + (0.5 * (parity % 2) * r if self.mla.lattice == 'hex' else 0.0)
+        return numbered_grid(self.mla.lattice, float(np.linalg.norm(r)),
+                             float(np.linalg.norm(c)), self.mla.rotation, lens,
+                             self.sensor.size)
 
     def ground_truth_model(self, grid=None, weights=None, view=False, centres='true'):
         """
