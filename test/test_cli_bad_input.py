@@ -175,3 +175,175 @@ def test_bad_input_gives_a_message_not_a_traceback(argv):
     assert 'Traceback' not in text and 'internal error' not in text, text
     assert 'error' in text, text
     assert len(text) < 5000, f'{len(text)} characters of error output'
+
+
+# --- issue 26: no output may destroy an input; a failed run changes nothing ---------------
+
+def _run(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = exc.code
+    return rc, err.getvalue()
+
+
+def _input_files(root):
+    """{dest: path} of an existing file (a data-set folder for ``dataset``) for every input."""
+    from lf_mpc_calib.cli.paths import INPUT_DESTS
+    root.mkdir(parents=True, exist_ok=True)
+    made = {}
+    for dest in INPUT_DESTS:
+        if dest == 'dataset':
+            folder = root / 'ds'
+            folder.mkdir(exist_ok=True)
+            (folder / 'manifest.yaml').write_text('format: lf_mpc_calib-raw-dataset\n')
+            (folder / 'frame_000.png').write_bytes(b'frame')
+            made[dest] = folder
+        else:
+            made[dest] = root / f'{dest}.dat'
+            made[dest].write_text(f'the user\'s {dest}\n')
+    return made
+
+
+def _snapshot(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+def collision_cases():
+    """(id, subcommand, output dest, input dest) for every subcommand x output x input."""
+    from lf_mpc_calib.cli.paths import INPUT_DESTS, OUTPUT_DESTS
+    found = []
+    for name, sub in subcommands().items():
+        dests = {a.dest for a in sub._actions}
+        for out in (d for d in OUTPUT_DESTS if d in dests):
+            for inp in (d for d in INPUT_DESTS if d in dests):
+                found.append((f'{name}-{out}-onto-{inp}', name, out, inp))
+    return found
+
+
+def _collision_argv(sub_name, out_dest, in_dest, files, root, target):
+    """argv of ``sub_name`` with every input given and ``out_dest`` set to ``target``."""
+    sub = subcommands()[sub_name]
+    positional, options = [], []
+    for a in sub._actions:
+        if a.dest == 'help':
+            continue
+        if a.dest == out_dest:
+            value = [str(target)]
+        elif a.dest in files:
+            value = [str(files[a.dest])]
+        elif a.dest in OUTPUT_DESTS and (a.required or not a.option_strings):
+            value = [str(root / 'elsewhere' / 'x.npy')]
+        elif a.required or not a.option_strings:
+            value = [sorted(a.choices)[0]] if a.choices else ['1']
+        else:
+            continue
+        if a.option_strings:
+            options += [a.option_strings[0], *value]
+        else:
+            positional += value
+    return [sub_name, *positional, *options]
+
+
+COLLISIONS = collision_cases()
+
+
+@pytest.mark.parametrize('sub_name,out_dest,in_dest', [c[1:] for c in COLLISIONS],
+                         ids=[c[0] for c in COLLISIONS])
+@pytest.mark.parametrize('spelling', ['same', 'dotdot', 'symlink'])
+def test_an_output_onto_an_input_is_refused_before_any_work(
+        tmp_path, sub_name, out_dest, in_dest, spelling):
+    files = _input_files(tmp_path / 'in')
+    target = files[in_dest]
+    if in_dest == 'dataset' and out_dest not in ('report',) and not (
+            out_dest == 'output' and sub_name in ('decode', 'simulate', 'demo')):
+        target = target / 'manifest.yaml'       # a file of the data set
+    if spelling == 'dotdot':
+        target = target.parent / '..' / target.parent.name / target.name
+    elif spelling == 'symlink':
+        link = tmp_path / 'link'
+        link.symlink_to(target)
+        target = link
+    before = _snapshot(tmp_path / 'in')
+    rc, err = _run(_collision_argv(sub_name, out_dest, in_dest, files, tmp_path, target))
+    assert rc == 2, err
+    assert 'would overwrite the input' in err and str(target) in err, err
+    assert _snapshot(tmp_path / 'in') == before
+
+
+def test_the_issue_cases_are_refused_naming_both_paths(tmp_path):
+    files = _input_files(tmp_path)
+    obs, white, ds = files['observations'], files['white'], files['dataset']
+    cal, raw = files['calibration'], files['raw']
+    before = _snapshot(tmp_path)
+    for argv, named in (
+            (['calibrate', str(obs), '-o', str(obs)], obs),
+            (['grid', str(white), '-o', str(white)], white),
+            (['depth', str(raw), '--calibration', str(cal), '--white', str(white),
+              '-o', str(tmp_path / 'd.npy'), '--png', str(white)], white),
+            (['calibrate-raw', str(ds), '-o', str(ds / 'manifest.yaml')], ds),
+            (['calibrate-raw', str(ds), '-o', str(ds / 'frame_000.png')], ds),
+            (['refocus', str(raw), '--calibration', str(cal), '--distance', '1',
+              '-o', str(raw)], raw),
+            (['depth', str(raw), '--calibration', str(cal), '-o', str(tmp_path / 'd.npy'),
+              '--ply', str(cal)], cal)):
+        rc, err = _run(argv)
+        assert rc == 2 and str(named) in err, (argv, err)
+    assert _snapshot(tmp_path) == before
+
+
+def test_two_outputs_on_one_file_are_refused(tmp_path):
+    files = _input_files(tmp_path)
+    rc, err = _run(['calibrate', str(files['observations']), '-o', str(tmp_path / 'c.yaml'),
+                    '--save-observations', str(tmp_path / 'c.yaml')])
+    assert rc == 2 and 'same file' in err, err
+
+
+@pytest.mark.parametrize('report', ['existing_file', 'under_a_file'])
+def test_an_unusable_report_folder_leaves_the_calibration_untouched(tmp_path, report):
+    files = _input_files(tmp_path)
+    old = tmp_path / 'calibration.yaml'
+    old.write_text('the previous calibration\n')
+    blocker = tmp_path / 'blocker'
+    blocker.write_text('a file')
+    folder = blocker if report == 'existing_file' else blocker / 'report'
+    rc, err = _run(['calibrate', str(files['observations']), '-o', str(old),
+                    '--report', str(folder)])
+    assert rc == 2 and str(blocker) in err, err
+    assert old.read_text() == 'the previous calibration\n'
+
+
+@pytest.mark.parametrize('dest,kind', [('output', 'a folder'), ('plot', 'a folder')])
+def test_a_folder_where_a_file_is_expected_is_refused(tmp_path, dest, kind):
+    files = _input_files(tmp_path)
+    (tmp_path / 'dir').mkdir()
+    argv = ['grid', str(files['white']), '-o', str(tmp_path / 'g.yaml')]
+    argv += ['-o' if dest == 'output' else '--plot', str(tmp_path / 'dir')]
+    rc, err = _run(argv)
+    assert rc == 2 and 'existing folder' in err, err
+
+
+def test_an_unwritable_output_folder_is_refused(tmp_path):
+    import os
+    files = _input_files(tmp_path)
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip('running as a user who may write anywhere')
+        rc, err = _run(['grid', str(files['white']), '-o', str(locked / 'g.yaml')])
+        assert rc == 2 and 'not writable' in err, err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_image_size_out_of_range_is_refused(tmp_path):
+    files = _input_files(tmp_path)
+    for size in (['0', '0'], ['-5', '-5'], ['1000000000000', '1']):
+        rc, err = _run(['calibrate', str(files['observations']), '-o',
+                        str(tmp_path / 'c.yaml'), '--image-size', *size])
+        assert rc in (1, 2) and '--image-size' in err, (size, err)
+        assert not (tmp_path / 'c.yaml').exists()

@@ -46,8 +46,13 @@ def main(argv=None):
     if not getattr(args, 'func', None):
         parser.print_help()
         return 2
+    from lf_mpc_calib.cli.paths import PathConflictError, check_paths
     try:
+        check_paths(args)
         return int(args.func(args) or 0)
+    except PathConflictError as exc:
+        print(f'lf-mpc-calib {args.command}: error: {exc}', file=sys.stderr)
+        return 2
     except LFCalibError as exc:
         print(f'lf-mpc-calib {args.command}: error: {shorten(exc, 2000)}', file=sys.stderr)
         return 1

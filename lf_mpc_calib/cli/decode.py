@@ -75,7 +75,8 @@ def run(args):
                      'valid': lf.valid.astype(int).tolist()}}
     if camera_metadata is not None:
         doc['camera_metadata'] = camera_metadata
-    with open(out / 'grid.yaml', 'w') as f:
+    from lf_mpc_calib.io.safe_write import atomic_open
+    with atomic_open(out / 'grid.yaml', 'w') as f:
         yaml.safe_dump(doc, f, sort_keys=False)
     print(f'{lf.views.shape[0] * lf.views.shape[1]} views of {lf.view_shape[1]} x '
           f'{lf.view_shape[0]} px ({int(lf.valid.sum())} usable) -> {out}')

@@ -100,7 +100,7 @@ def run(args):
     dm = est.estimate(meas.lightfield)
     elapsed = time.perf_counter() - t
     out.parent.mkdir(parents=True, exist_ok=True)
-    np.save(out, dm.depth)
+    from lf_mpc_calib.io.safe_write import atomic_open
     if args.png:
         png = Path(args.png)
         write_depth_png(png, dm.depth)
@@ -112,6 +112,8 @@ def run(args):
         scale = 255.0 if raw.dtype == np.uint8 else 65535.0 if raw.dtype == np.uint16 else 1.0
         write_ply(args.ply, pts, intensity=center[uv[:, 1], uv[:, 0]] / scale,
                   confidence=dm.confidence[uv[:, 1], uv[:, 0]])
+    with atomic_open(out, 'wb') as f:
+        np.save(f, dm.depth)
     known = np.isfinite(dm.depth)
     med = float(np.median(dm.depth[known])) if known.any() else float('nan')
     print(f'depth {dm.depth.shape[1]}x{dm.depth.shape[0]} px from {len(dm.views)} views x '

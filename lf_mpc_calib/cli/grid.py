@@ -42,14 +42,17 @@ def run(args):
                    'rms_residual_px': float(est.rms_px), **est.quality.as_dict()}}
     if camera_metadata is not None:
         doc['camera_metadata'] = camera_metadata
-    with open(args.output, 'w') as f:
-        yaml.safe_dump(doc, f, sort_keys=False)
+    from lf_mpc_calib.io.safe_write import atomic_open, atomic_path
     if args.plot:
         from lf_mpc_calib.report.grid import plot_grid
-        plot_grid(white, grid, args.plot, measured=est.centres)
+        with atomic_path(args.plot) as tmp:
+            plot_grid(white, grid, tmp, measured=est.centres)
     if args.centres:
-        np.savetxt(args.centres, grid.centres(), delimiter=',', header='x,y', comments='',
-                   fmt='%.4f')
+        with atomic_open(args.centres, 'w') as f:
+            np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='',
+                       fmt='%.4f')
+    with atomic_open(args.output, 'w') as f:     # last: written only when all else was
+        yaml.safe_dump(doc, f, sort_keys=False)
     print(f'{grid.lattice} lattice: {grid.shape[0]} x {grid.shape[1]} lenses, pitch '
           f'{grid.pitch:.4f} px, row spacing {grid.row_spacing:.4f} px, rotation '
           f'{np.degrees(grid.rotation):.4f} deg; {len(est.centres)} spots, rms residual '

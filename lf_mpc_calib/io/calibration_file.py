@@ -326,8 +326,8 @@ def loads(text, what='calibration file'):
 
 def save_calibration(path, cal):
     """Write ``cal`` to ``path`` as YAML."""
-    with open(path, 'w') as f:
-        f.write(dumps(cal))
+    from lf_mpc_calib.io.safe_write import write_text
+    write_text(path, dumps(cal))
 
 
 def load_calibration(path):

@@ -69,7 +69,8 @@ def write_ply(path, points, **fields):
     header = ['ply', 'format binary_little_endian 1.0', f'element vertex {len(p)}']
     header += [f'property float {n}' for n in names] + ['end_header']
     path = Path(path)
-    with open(path, 'wb') as f:
+    from lf_mpc_calib.io.safe_write import atomic_open
+    with atomic_open(path, 'wb') as f:
         f.write(('\n'.join(header) + '\n').encode('ascii'))
         f.write(rec.tobytes())
     return path

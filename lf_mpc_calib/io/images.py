@@ -90,8 +90,10 @@ def write_image(path, image):
         raise InvalidInputError(f'image must have shape (H, W) or (H, W, 3), got {img.shape}')
     if img.ndim == 3:
         img = np.ascontiguousarray(img[:, :, ::-1])
-    if not cv2.imwrite(str(path), img):
-        raise InvalidInputError(f'could not write {str(path)!r}')
+    from lf_mpc_calib.io.safe_write import atomic_path
+    with atomic_path(path) as tmp:
+        if not cv2.imwrite(str(tmp), img):
+            raise InvalidInputError(f'could not write {str(path)!r}')
     return path
 
 

@@ -27,7 +27,8 @@ def observations_path(output):
 def write_observations(path, obs):
     """Write ``obs`` as CSV: ``pose,point,X,Y,Z,i,j,u,v`` (+ ``lens_type`` when it has one)."""
     typed = obs.lens_type is not None
-    with open(path, 'w', newline='') as f:
+    from lf_mpc_calib.io.safe_write import atomic_open
+    with atomic_open(path, 'w', newline='') as f:
         w = csv.writer(f)
         w.writerow(COLUMNS + ((LENS_TYPE_COLUMN,) if typed else ()))
         for k in range(len(obs)):

@@ -227,11 +227,7 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
                                       lens_types=None if lens_types is None
                                       else {**lens_types.to_dict(),
                                             **(run.lens_type_rule or {})})
-    save_calibration(output, cal)
-    written = [output]
-    obs_path = observations_path(output)
-    write_observations(obs_path, run.observations)
-    written.append(obs_path)
+    written = []
     if report_dir is not None:
         from lf_mpc_calib.report.raw_calibration import write_raw_report
         written += write_raw_report(run, report_dir, jackknife=jackknife)
@@ -240,4 +236,7 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
             written += write_hand_eye_report(hand_eye_result, report_dir,
                                              board_points=run.board.points(),
                                              calibration=run.result, title=run.name)
-    return written
+    obs_path = observations_path(output)
+    write_observations(obs_path, run.observations)
+    save_calibration(output, cal)       # last: a failed report leaves the old one in place
+    return [output, obs_path] + written
