@@ -347,3 +347,122 @@ def test_image_size_out_of_range_is_refused(tmp_path):
                         str(tmp_path / 'c.yaml'), '--image-size', *size])
         assert rc in (1, 2) and '--image-size' in err, (size, err)
         assert not (tmp_path / 'c.yaml').exists()
+
+
+class _DiskFull:
+    """A file object that writes half of what it is given, then fails as a full disk would."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, data):
+        self.f.write(data[:len(data) // 2])
+        self.f.flush()
+        raise OSError(28, 'No space left on device')
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def _fill_disk_midway(monkeypatch):
+    import builtins
+    from lf_mpc_calib.io import safe_write
+    real_open = builtins.open
+    monkeypatch.setattr(safe_write, 'open', lambda *a, **k: _DiskFull(real_open(*a, **k)),
+                        raising=False)
+
+
+def test_a_write_error_midway_leaves_the_previous_file_and_no_temporary(tmp_path, monkeypatch):
+    from lf_mpc_calib.io.depth_files import write_ply
+    from lf_mpc_calib.io.safe_write import write_text
+    old = tmp_path / 'result.yaml'
+    old.write_text('the previous result\n')
+    ply = tmp_path / 'cloud.ply'
+    ply.write_bytes(b'the previous cloud')
+    _fill_disk_midway(monkeypatch)
+    with pytest.raises(OSError, match='No space'):
+        write_text(old, 'x' * 10000)
+    with pytest.raises(OSError, match='No space'):
+        write_ply(ply, np.zeros((100, 3)))
+    assert old.read_text() == 'the previous result\n'
+    assert ply.read_bytes() == b'the previous cloud'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['cloud.ply', 'result.yaml']
+
+
+def test_calibrate_with_a_full_disk_keeps_the_old_calibration(tmp_path, monkeypatch):
+    """End to end: the calibration is computed, its write fails midway, exit 1, old file kept."""
+    from lf_mpc_calib.io.observation_table import write_observations
+    from lf_mpc_calib.simulation.observations import paper_scene
+    table = tmp_path / 'obs.csv'
+    write_observations(table, paper_scene(n_poses=3, n_views=3, noise_px=0.0,
+                                          rng=np.random.default_rng(1))[3])
+    old = tmp_path / 'calibration.yaml'
+    old.write_text('the previous calibration\n')
+    _fill_disk_midway(monkeypatch)
+    rc, err = _run(['calibrate', str(table), '-o', str(old), '--quiet', '--no-distortion'])
+    assert rc == 1 and 'No space left' in err, err
+    assert old.read_text() == 'the previous calibration\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['calibration.yaml', 'obs.csv']
+
+
+def test_image_write_failure_keeps_the_previous_image(tmp_path, monkeypatch):
+    import cv2
+    from lf_mpc_calib.io import images
+    png = tmp_path / 'view.png'
+    png.write_bytes(b'the previous image')
+
+    def half_then_fail(path, img):
+        with open(path, 'wb') as f:
+            f.write(b'\x89PNG half')
+        return False
+    monkeypatch.setattr(images.cv2, 'imwrite', half_then_fail)
+    with pytest.raises(Exception, match='could not write'):
+        images.write_image(png, np.zeros((4, 4), np.uint8))
+    monkeypatch.setattr(images.cv2, 'imwrite', cv2.imwrite)
+    assert png.read_bytes() == b'the previous image'
+    assert [p.name for p in tmp_path.iterdir()] == ['view.png']
+
+
+# --- issue 26 part 2: bounded work -----------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def small_camera():
+    from lf_mpc_calib.lenslet.decode import Decoder
+    from lf_mpc_calib.simulation.optics import preset
+    camera = preset('lytro', scale=0.3)
+    grid = camera.lenslet_grid()
+    return dict(grid=grid, model=camera.ground_truth_model(grid), decoder=Decoder(grid))
+
+
+@pytest.mark.parametrize('views', [(99, 99), (9999, 9999), (99, 1)])
+def test_views_past_the_micro_image_are_refused_with_the_bound(small_camera, views):
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.lenslet.decode import Decoder, max_views
+    grid = small_camera['grid']
+    most = max_views(grid)
+    assert most <= grid.pitch + 2
+    with pytest.raises(InvalidInputError, match=f'at most {most} a side'):
+        Decoder(grid, views=views)
+
+
+def test_depth_planes_past_the_cap_are_refused_with_the_bound(small_camera):
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.measurement.depth import DepthEstimator, MAX_DEPTH_PLANES
+    with pytest.raises(InvalidInputError, match=f'{MAX_DEPTH_PLANES} allowed'):
+        DepthEstimator.for_decoder(small_camera['model'], small_camera['decoder'],
+                                   depth_range=(1e-9, 1e9))
+
+
+def test_memory_past_half_the_machine_is_refused_with_the_figure():
+    import os
+    from lf_mpc_calib.errors import InvalidInputError, check_memory
+    total = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    check_memory(total / 4, 'a quarter')
+    with pytest.raises(InvalidInputError, match='more than half'):
+        check_memory(total, 'the whole machine')
