@@ -55,6 +55,19 @@ def bad_inputs(root):
     rows[5][7] = 1e300
     files['huge_u'] = root / 'huge_u.csv'
     files['huge_u'].write_text(_table(rows))
+    for name, column, value in (('pose_id_2_63', 0, 2 ** 63), ('point_id_negative', 1, -1),
+                                ('pose_id_fraction', 0, 0.5)):
+        rows = _valid_rows()
+        rows[3][column] = value
+        files[name] = root / f'{name}.csv'
+        files[name].write_text(_table(rows))
+    files['lens_type_1e18'] = root / 'lens_type_1e18.csv'
+    files['lens_type_1e18'].write_text(
+        HEADER.strip() + ',lens_type\n' + ''.join(','.join(str(x) for x in r + [1e18 if k == 2
+                                                                               else 0]) + '\n'
+                                                  for k, r in enumerate(_valid_rows())))
+    files['object_npy'] = root / 'object.npy'
+    np.save(files['object_npy'], np.array([{'a': 1}], dtype=object), allow_pickle=True)
     files['duplicated'] = root / 'duplicated.csv'
     files['duplicated'].write_text(_table(_valid_rows() + _valid_rows()[:2]))
     bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
@@ -141,6 +154,17 @@ def cases(root):
                                       '--poses-file', str(files['alias_bomb'])]),
         ('simulate-scale-nan', ['simulate', '-o', str(out.parent / 's'), '--scale', 'nan']),
         ('simulate-poses-negative', ['simulate', '-o', str(out.parent / 's'), '--poses', '-3']),
+        ('simulate-max-tilt-nan', ['simulate', '-o', str(out.parent / 's'), '--random-poses',
+                                   '--max-tilt', 'nan']),
+        ('simulate-seed-negative', ['simulate', '-o', str(out.parent / 's'), '--seed', '-1']),
+        ('depth-truth-csv', ['depth', str(files['missing']), '--calibration',
+                             str(files['missing']), '-o', str(out.parent / 'd.npy'),
+                             '--truth', str(files['huge_u'])]),
+        ('depth-truth-object-npy', ['depth', str(files['missing']), '--calibration',
+                                    str(files['missing']), '-o', str(out.parent / 'd.npy'),
+                                    '--truth', str(files['object_npy'])]),
+        ('calibrate-image-size-zero', ['calibrate', str(files['duplicated']), '--image-size',
+                                       '0', '0']),
         ('demo-scale-nan', ['demo', '--scale', 'nan']),
         ('demo-poses-zero', ['demo', '--poses', '0']),
         ('calibrate-robot-poses-binary', ['calibrate', str(files['duplicated']),
@@ -466,3 +490,13 @@ def test_memory_past_half_the_machine_is_refused_with_the_figure():
     check_memory(total / 4, 'a quarter')
     with pytest.raises(InvalidInputError, match='more than half'):
         check_memory(total, 'the whole machine')
+
+
+@pytest.mark.parametrize('bad,column', [('pose_id_2_63', 'pose'), ('point_id_negative', 'point'),
+                                        ('pose_id_fraction', 'pose'),
+                                        ('lens_type_1e18', 'lens_type')])
+def test_ids_out_of_range_are_refused_naming_the_column(tmp_path, bad, column):
+    files = bad_inputs(tmp_path / 'files')
+    rc, err = _run(['calibrate', str(files[bad]), '-o', str(tmp_path / 'c.yaml'), '--quiet'])
+    assert rc == 1 and f'column {column}: expected a whole number' in err, err
+    assert not (tmp_path / 'c.yaml').exists()

@@ -77,6 +77,23 @@ def decode_frame(args):
     return measurer, raw, measurer.measure(raw, points=False, rays=False)
 
 
+def load_truth(path):
+    """A ground-truth depth map (H, W) float from a .npy file, or InvalidInputError."""
+    import numpy as np
+    from lf_mpc_calib.errors import InvalidInputError
+    try:
+        truth = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
+                                f'metres, H x W), cannot read it: {exc}') from None
+    if not isinstance(truth, np.ndarray) or truth.ndim != 2 or truth.dtype.kind != 'f':
+        got = (f'{truth.dtype} array of shape {truth.shape}' if isinstance(truth, np.ndarray)
+               else type(truth).__name__)
+        raise InvalidInputError(f'--truth {path}: expected a float depth map (H x W), got '
+                                f'{got}')
+    return truth
+
+
 def run(args):
     """Estimate and write the depth; returns the exit code."""
     import numpy as np
@@ -86,6 +103,7 @@ def run(args):
     out = Path(args.output)
     if out.suffix != '.npy':
         raise InvalidInputError(f'-o must end in .npy, got {out.name!r}')
+    truth = load_truth(args.truth) if args.truth else None
     measurer, raw, meas = decode_frame(args)
     depth_range = None
     if args.near is not None or args.far is not None:
@@ -120,8 +138,7 @@ def run(args):
           f'{len(dm.hypotheses)} depths ({est.near:.3g}-{est.far:.3g} m): '
           f'{dm.valid_fraction:.0%} known, median {med:.3f} m; decode '
           f'{1e3 * meas.timings["decode"]:.0f} ms, depth {1e3 * elapsed:.0f} ms -> {out}')
-    if args.truth:
-        truth = np.load(args.truth)
+    if truth is not None:
         if truth.shape != dm.depth.shape:
             raise InvalidInputError(f'--truth has shape {truth.shape}, the depth '
                                     f'{dm.depth.shape}')
