@@ -62,10 +62,9 @@ def bad_inputs(root):
         files[name] = root / f'{name}.csv'
         files[name].write_text(_table(rows))
     files['lens_type_1e18'] = root / 'lens_type_1e18.csv'
+    typed = [r + [1e18 if k == 2 else 0] for k, r in enumerate(_valid_rows())]
     files['lens_type_1e18'].write_text(
-        HEADER.strip() + ',lens_type\n' + ''.join(','.join(str(x) for x in r + [1e18 if k == 2
-                                                                               else 0]) + '\n'
-                                                  for k, r in enumerate(_valid_rows())))
+        HEADER.strip() + ',lens_type\n' + ''.join(','.join(map(str, r)) + '\n' for r in typed))
     files['object_npy'] = root / 'object.npy'
     np.save(files['object_npy'], np.array([{'a': 1}], dtype=object), allow_pickle=True)
     files['duplicated'] = root / 'duplicated.csv'
