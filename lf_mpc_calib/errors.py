@@ -43,3 +43,18 @@ def shorten(text, limit=120):
         return text
     keep = max(limit - 30, 10)
     return f'{text[:keep]}... ({len(text) - keep} more characters)'
+
+
+def check_memory(nbytes, what):
+    """
+    Refuse (InvalidInputError) an allocation of ``nbytes`` for ``what`` larger than half of the
+    machine's physical memory (os.sysconf), naming both figures; a no-op where unknown.
+    """
+    import os
+    try:
+        total = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    except (ValueError, OSError, AttributeError):
+        return
+    if nbytes > total / 2:
+        raise InvalidInputError(f'{what} would need {nbytes / 2**30:.3g} GiB, more than half '
+                                f'of this machine\'s {total / 2**30:.3g} GiB of memory')

@@ -55,6 +55,18 @@ def bad_inputs(root):
     rows[5][7] = 1e300
     files['huge_u'] = root / 'huge_u.csv'
     files['huge_u'].write_text(_table(rows))
+    for name, column, value in (('pose_id_2_63', 0, 2 ** 63), ('point_id_negative', 1, -1),
+                                ('pose_id_fraction', 0, 0.5)):
+        rows = _valid_rows()
+        rows[3][column] = value
+        files[name] = root / f'{name}.csv'
+        files[name].write_text(_table(rows))
+    files['lens_type_1e18'] = root / 'lens_type_1e18.csv'
+    typed = [r + [1e18 if k == 2 else 0] for k, r in enumerate(_valid_rows())]
+    files['lens_type_1e18'].write_text(
+        HEADER.strip() + ',lens_type\n' + ''.join(','.join(map(str, r)) + '\n' for r in typed))
+    files['object_npy'] = root / 'object.npy'
+    np.save(files['object_npy'], np.array([{'a': 1}], dtype=object), allow_pickle=True)
     files['duplicated'] = root / 'duplicated.csv'
     files['duplicated'].write_text(_table(_valid_rows() + _valid_rows()[:2]))
     bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
@@ -141,6 +153,17 @@ def cases(root):
                                       '--poses-file', str(files['alias_bomb'])]),
         ('simulate-scale-nan', ['simulate', '-o', str(out.parent / 's'), '--scale', 'nan']),
         ('simulate-poses-negative', ['simulate', '-o', str(out.parent / 's'), '--poses', '-3']),
+        ('simulate-max-tilt-nan', ['simulate', '-o', str(out.parent / 's'), '--random-poses',
+                                   '--max-tilt', 'nan']),
+        ('simulate-seed-negative', ['simulate', '-o', str(out.parent / 's'), '--seed', '-1']),
+        ('depth-truth-csv', ['depth', str(files['missing']), '--calibration',
+                             str(files['missing']), '-o', str(out.parent / 'd.npy'),
+                             '--truth', str(files['huge_u'])]),
+        ('depth-truth-object-npy', ['depth', str(files['missing']), '--calibration',
+                                    str(files['missing']), '-o', str(out.parent / 'd.npy'),
+                                    '--truth', str(files['object_npy'])]),
+        ('calibrate-image-size-zero', ['calibrate', str(files['duplicated']), '--image-size',
+                                       '0', '0']),
         ('demo-scale-nan', ['demo', '--scale', 'nan']),
         ('demo-poses-zero', ['demo', '--poses', '0']),
         ('calibrate-robot-poses-binary', ['calibrate', str(files['duplicated']),
@@ -175,3 +198,304 @@ def test_bad_input_gives_a_message_not_a_traceback(argv):
     assert 'Traceback' not in text and 'internal error' not in text, text
     assert 'error' in text, text
     assert len(text) < 5000, f'{len(text)} characters of error output'
+
+
+# --- issue 26: no output may destroy an input; a failed run changes nothing ---------------
+
+def _run(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = exc.code
+    return rc, err.getvalue()
+
+
+def _input_files(root):
+    """{dest: path} of an existing file (a data-set folder for ``dataset``) for every input."""
+    from lf_mpc_calib.cli.paths import INPUT_DESTS
+    root.mkdir(parents=True, exist_ok=True)
+    made = {}
+    for dest in INPUT_DESTS:
+        if dest == 'dataset':
+            folder = root / 'ds'
+            folder.mkdir(exist_ok=True)
+            (folder / 'manifest.yaml').write_text('format: lf_mpc_calib-raw-dataset\n')
+            (folder / 'frame_000.png').write_bytes(b'frame')
+            made[dest] = folder
+        else:
+            made[dest] = root / f'{dest}.dat'
+            made[dest].write_text(f'the user\'s {dest}\n')
+    return made
+
+
+def _snapshot(root):
+    return {p: p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+def collision_cases():
+    """(id, subcommand, output dest, input dest) for every subcommand x output x input."""
+    from lf_mpc_calib.cli.paths import INPUT_DESTS, OUTPUT_DESTS
+    found = []
+    for name, sub in subcommands().items():
+        dests = {a.dest for a in sub._actions}
+        for out in (d for d in OUTPUT_DESTS if d in dests):
+            for inp in (d for d in INPUT_DESTS if d in dests):
+                found.append((f'{name}-{out}-onto-{inp}', name, out, inp))
+    return found
+
+
+def _collision_argv(sub_name, out_dest, in_dest, files, root, target):
+    """argv of ``sub_name`` with every input given and ``out_dest`` set to ``target``."""
+    sub = subcommands()[sub_name]
+    positional, options = [], []
+    for a in sub._actions:
+        if a.dest == 'help':
+            continue
+        if a.dest == out_dest:
+            value = [str(target)]
+        elif a.dest in files:
+            value = [str(files[a.dest])]
+        elif a.dest in OUTPUT_DESTS and (a.required or not a.option_strings):
+            value = [str(root / 'elsewhere' / 'x.npy')]
+        elif a.required or not a.option_strings:
+            value = [sorted(a.choices)[0]] if a.choices else ['1']
+        else:
+            continue
+        if a.option_strings:
+            options += [a.option_strings[0], *value]
+        else:
+            positional += value
+    return [sub_name, *positional, *options]
+
+
+COLLISIONS = collision_cases()
+
+
+@pytest.mark.parametrize('sub_name,out_dest,in_dest', [c[1:] for c in COLLISIONS],
+                         ids=[c[0] for c in COLLISIONS])
+@pytest.mark.parametrize('spelling', ['same', 'dotdot', 'symlink'])
+def test_an_output_onto_an_input_is_refused_before_any_work(
+        tmp_path, sub_name, out_dest, in_dest, spelling):
+    files = _input_files(tmp_path / 'in')
+    target = files[in_dest]
+    if in_dest == 'dataset' and out_dest not in ('report',) and not (
+            out_dest == 'output' and sub_name in ('decode', 'simulate', 'demo')):
+        target = target / 'manifest.yaml'       # a file of the data set
+    if spelling == 'dotdot':
+        target = target.parent / '..' / target.parent.name / target.name
+    elif spelling == 'symlink':
+        link = tmp_path / 'link'
+        link.symlink_to(target)
+        target = link
+    before = _snapshot(tmp_path / 'in')
+    rc, err = _run(_collision_argv(sub_name, out_dest, in_dest, files, tmp_path, target))
+    assert rc == 2, err
+    assert 'would overwrite the input' in err and str(target) in err, err
+    assert _snapshot(tmp_path / 'in') == before
+
+
+def test_the_issue_cases_are_refused_naming_both_paths(tmp_path):
+    files = _input_files(tmp_path)
+    obs, white, ds = files['observations'], files['white'], files['dataset']
+    cal, raw = files['calibration'], files['raw']
+    before = _snapshot(tmp_path)
+    for argv, named in (
+            (['calibrate', str(obs), '-o', str(obs)], obs),
+            (['grid', str(white), '-o', str(white)], white),
+            (['depth', str(raw), '--calibration', str(cal), '--white', str(white),
+              '-o', str(tmp_path / 'd.npy'), '--png', str(white)], white),
+            (['calibrate-raw', str(ds), '-o', str(ds / 'manifest.yaml')], ds),
+            (['calibrate-raw', str(ds), '-o', str(ds / 'frame_000.png')], ds),
+            (['refocus', str(raw), '--calibration', str(cal), '--distance', '1',
+              '-o', str(raw)], raw),
+            (['depth', str(raw), '--calibration', str(cal), '-o', str(tmp_path / 'd.npy'),
+              '--ply', str(cal)], cal)):
+        rc, err = _run(argv)
+        assert rc == 2 and str(named) in err, (argv, err)
+    assert _snapshot(tmp_path) == before
+
+
+def test_two_outputs_on_one_file_are_refused(tmp_path):
+    files = _input_files(tmp_path)
+    rc, err = _run(['calibrate', str(files['observations']), '-o', str(tmp_path / 'c.yaml'),
+                    '--save-observations', str(tmp_path / 'c.yaml')])
+    assert rc == 2 and 'same file' in err, err
+
+
+@pytest.mark.parametrize('report', ['existing_file', 'under_a_file'])
+def test_an_unusable_report_folder_leaves_the_calibration_untouched(tmp_path, report):
+    files = _input_files(tmp_path)
+    old = tmp_path / 'calibration.yaml'
+    old.write_text('the previous calibration\n')
+    blocker = tmp_path / 'blocker'
+    blocker.write_text('a file')
+    folder = blocker if report == 'existing_file' else blocker / 'report'
+    rc, err = _run(['calibrate', str(files['observations']), '-o', str(old),
+                    '--report', str(folder)])
+    assert rc == 2 and str(blocker) in err, err
+    assert old.read_text() == 'the previous calibration\n'
+
+
+@pytest.mark.parametrize('dest,kind', [('output', 'a folder'), ('plot', 'a folder')])
+def test_a_folder_where_a_file_is_expected_is_refused(tmp_path, dest, kind):
+    files = _input_files(tmp_path)
+    (tmp_path / 'dir').mkdir()
+    argv = ['grid', str(files['white']), '-o', str(tmp_path / 'g.yaml')]
+    argv += ['-o' if dest == 'output' else '--plot', str(tmp_path / 'dir')]
+    rc, err = _run(argv)
+    assert rc == 2 and 'existing folder' in err, err
+
+
+def test_an_unwritable_output_folder_is_refused(tmp_path):
+    import os
+    files = _input_files(tmp_path)
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip('running as a user who may write anywhere')
+        rc, err = _run(['grid', str(files['white']), '-o', str(locked / 'g.yaml')])
+        assert rc == 2 and 'not writable' in err, err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_image_size_out_of_range_is_refused(tmp_path):
+    files = _input_files(tmp_path)
+    for size in (['0', '0'], ['-5', '-5'], ['1000000000000', '1']):
+        rc, err = _run(['calibrate', str(files['observations']), '-o',
+                        str(tmp_path / 'c.yaml'), '--image-size', *size])
+        assert rc in (1, 2) and '--image-size' in err, (size, err)
+        assert not (tmp_path / 'c.yaml').exists()
+
+
+class _DiskFull:
+    """A file object that writes half of what it is given, then fails as a full disk would."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def write(self, data):
+        self.f.write(data[:len(data) // 2])
+        self.f.flush()
+        raise OSError(28, 'No space left on device')
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def _fill_disk_midway(monkeypatch):
+    import builtins
+    from lf_mpc_calib.io import atomic
+    real_open = builtins.open
+    monkeypatch.setattr(atomic, 'open', lambda *a, **k: _DiskFull(real_open(*a, **k)),
+                        raising=False)
+
+
+def test_a_write_error_midway_leaves_the_previous_file_and_no_temporary(tmp_path, monkeypatch):
+    from lf_mpc_calib.io.depth_files import write_ply
+    from lf_mpc_calib.io.atomic import write_text_atomically as write_text
+    old = tmp_path / 'result.yaml'
+    old.write_text('the previous result\n')
+    ply = tmp_path / 'cloud.ply'
+    ply.write_bytes(b'the previous cloud')
+    _fill_disk_midway(monkeypatch)
+    with pytest.raises(OSError, match='No space'):
+        write_text(old, 'x' * 10000)
+    with pytest.raises(OSError, match='No space'):
+        write_ply(ply, np.zeros((100, 3)))
+    assert old.read_text() == 'the previous result\n'
+    assert ply.read_bytes() == b'the previous cloud'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['cloud.ply', 'result.yaml']
+
+
+def test_calibrate_with_a_full_disk_keeps_the_old_calibration(tmp_path, monkeypatch):
+    """End to end: the calibration is computed, its write fails midway, exit 1, old file kept."""
+    from lf_mpc_calib.io.observation_table import write_observations
+    from lf_mpc_calib.simulation.observations import paper_scene
+    table = tmp_path / 'obs.csv'
+    write_observations(table, paper_scene(n_poses=3, n_views=3, noise_px=0.0,
+                                          rng=np.random.default_rng(1))[3])
+    old = tmp_path / 'calibration.yaml'
+    old.write_text('the previous calibration\n')
+    _fill_disk_midway(monkeypatch)
+    rc, err = _run(['calibrate', str(table), '-o', str(old), '--quiet', '--no-distortion'])
+    assert rc == 1 and 'No space left' in err, err
+    assert old.read_text() == 'the previous calibration\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['calibration.yaml', 'obs.csv']
+
+
+def test_image_write_failure_keeps_the_previous_image(tmp_path, monkeypatch):
+    import cv2
+    from lf_mpc_calib.io import images
+    png = tmp_path / 'view.png'
+    png.write_bytes(b'the previous image')
+
+    def half_then_fail(path, img):
+        with open(path, 'wb') as f:
+            f.write(b'\x89PNG half')
+        return False
+    monkeypatch.setattr(images.cv2, 'imwrite', half_then_fail)
+    with pytest.raises(Exception, match='could not write'):
+        images.write_image(png, np.zeros((4, 4), np.uint8))
+    monkeypatch.setattr(images.cv2, 'imwrite', cv2.imwrite)
+    assert png.read_bytes() == b'the previous image'
+    assert [p.name for p in tmp_path.iterdir()] == ['view.png']
+
+
+# --- issue 26 part 2: bounded work -----------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def small_camera():
+    from lf_mpc_calib.lenslet.decode import Decoder
+    from lf_mpc_calib.simulation.optics import preset
+    camera = preset('lytro', scale=0.3)
+    grid = camera.lenslet_grid()
+    return dict(grid=grid, model=camera.ground_truth_model(grid), decoder=Decoder(grid))
+
+
+@pytest.mark.parametrize('views', [(99, 99), (9999, 9999), (99, 1)])
+def test_views_past_the_micro_image_are_refused_with_the_bound(small_camera, views):
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.lenslet.decode import Decoder, max_views
+    grid = small_camera['grid']
+    most = max_views(grid)
+    assert most <= grid.pitch + 2
+    with pytest.raises(InvalidInputError, match=f'at most {most} a side'):
+        Decoder(grid, views=views)
+
+
+def test_depth_planes_past_the_cap_are_refused_with_the_bound(small_camera):
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.measurement.depth import DepthEstimator, MAX_DEPTH_PLANES
+    with pytest.raises(InvalidInputError, match=f'{MAX_DEPTH_PLANES} allowed'):
+        DepthEstimator.for_decoder(small_camera['model'], small_camera['decoder'],
+                                   depth_range=(1e-9, 1e9))
+
+
+def test_memory_past_half_the_machine_is_refused_with_the_figure():
+    import os
+    from lf_mpc_calib.errors import InvalidInputError, check_memory
+    total = os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+    check_memory(total / 4, 'a quarter')
+    with pytest.raises(InvalidInputError, match='more than half'):
+        check_memory(total, 'the whole machine')
+
+
+@pytest.mark.parametrize('bad,column', [('pose_id_2_63', 'pose'), ('point_id_negative', 'point'),
+                                        ('pose_id_fraction', 'pose'),
+                                        ('lens_type_1e18', 'lens_type')])
+def test_ids_out_of_range_are_refused_naming_the_column(tmp_path, bad, column):
+    files = bad_inputs(tmp_path / 'files')
+    rc, err = _run(['calibrate', str(files[bad]), '-o', str(tmp_path / 'c.yaml'), '--quiet'])
+    assert rc == 1 and f'column {column}: expected a whole number' in err, err
+    assert not (tmp_path / 'c.yaml').exists()

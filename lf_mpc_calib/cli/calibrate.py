@@ -96,6 +96,20 @@ class ProgressPrinter:
         print(f'  [{elapsed:7.2f} s] ' + ' '.join(parts), file=self.stream, flush=True)
 
 
+MAX_IMAGE_SIDE = 1 << 16
+"""Largest image side accepted (px): beyond any sensor, far below what overflows."""
+
+
+def check_image_size(size):
+    """(W, H) of --image-size checked to be 1..MAX_IMAGE_SIDE each, or None."""
+    if size is None:
+        return None
+    if not all(1 <= int(s) <= MAX_IMAGE_SIDE for s in size):
+        raise InvalidInputError(f'--image-size W H must be whole pixels from 1 to '
+                                f'{MAX_IMAGE_SIDE}, got {size[0]} {size[1]}')
+    return tuple(int(s) for s in size)
+
+
 def _fmt(v):
     if isinstance(v, float):
         return f'{v:.6g}'
@@ -123,6 +137,7 @@ def run(args):
     from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
     from lf_mpc_calib.report.calibration import summary_text
 
+    image_size = check_image_size(args.image_size)
     obs, extra = load_input(args)
     fix = parse_fix(args.fix)
     camera_type = args.camera_type or extra.get('camera_type') or guess_camera_type(obs)
@@ -130,10 +145,6 @@ def run(args):
           f'camera type {camera_type}; closed form {args.method}; '
           f'distortion {"off" if args.no_distortion else "on"}'
           + (f'; fixed {",".join(fix)}' if fix else ''))
-    if args.save_observations:
-        from lf_mpc_calib.io.observation_table import write_observations
-        write_observations(args.save_observations, obs)
-        print(f'wrote {args.save_observations}')
     progress = None if args.quiet else ProgressPrinter()
     options = dict(method=args.method, distortion=distortion_option(args), fix=fix,
                    loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations,
@@ -174,7 +185,7 @@ def run(args):
                         if lt.view_text(t)))
         print(f'RMS reprojection error in raw pixels with lens-type terms: '
               f'{result.rms_reprojection_px:.6g} px')
-    image_size = tuple(args.image_size) if args.image_size else extra.get('image_size')
+    image_size = image_size or extra.get('image_size')
     he = mapping = None
     if args.robot_poses:
         from lf_mpc_calib.cli.calibrate_raw import solve_hand_eye
@@ -200,7 +211,11 @@ def run(args):
             paths += write_hand_eye_report(he, args.report, board_points=board,
                                            calibration=result)
         print(f'wrote report: {", ".join(str(p) for p in paths)}')
-    save_calibration(args.output, cal)
+    if args.save_observations:
+        from lf_mpc_calib.io.observation_table import write_observations
+        write_observations(args.save_observations, obs)
+        print(f'wrote {args.save_observations}')
+    save_calibration(args.output, cal)      # last: written only when everything else was
     print(f'wrote {args.output}')
     if not result.converged:
         print(f'warning: the refinement did not converge: {result.message}', file=sys.stderr)

@@ -77,6 +77,23 @@ def decode_frame(args):
     return measurer, raw, measurer.measure(raw, points=False, rays=False)
 
 
+def load_truth(path):
+    """A ground-truth depth map (H, W) float from a .npy file, or InvalidInputError."""
+    import numpy as np
+    from lf_mpc_calib.errors import InvalidInputError
+    try:
+        truth = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
+                                f'metres, H x W), cannot read it: {exc}') from None
+    if not isinstance(truth, np.ndarray) or truth.ndim != 2 or truth.dtype.kind != 'f':
+        got = (f'{truth.dtype} array of shape {truth.shape}' if isinstance(truth, np.ndarray)
+               else type(truth).__name__)
+        raise InvalidInputError(f'--truth {path}: expected a float depth map (H x W), got '
+                                f'{got}')
+    return truth
+
+
 def run(args):
     """Estimate and write the depth; returns the exit code."""
     import numpy as np
@@ -86,6 +103,7 @@ def run(args):
     out = Path(args.output)
     if out.suffix != '.npy':
         raise InvalidInputError(f'-o must end in .npy, got {out.name!r}')
+    truth = load_truth(args.truth) if args.truth else None
     measurer, raw, meas = decode_frame(args)
     depth_range = None
     if args.near is not None or args.far is not None:
@@ -100,9 +118,6 @@ def run(args):
     dm = est.estimate(meas.lightfield)
     elapsed = time.perf_counter() - t
     out.parent.mkdir(parents=True, exist_ok=True)
-    from lf_mpc_calib.io.atomic import open_atomically
-    with open_atomically(out, 'wb') as f:
-        np.save(f, dm.depth)
     if args.png:
         png = Path(args.png)
         write_depth_png(png, dm.depth)
@@ -114,14 +129,16 @@ def run(args):
         scale = 255.0 if raw.dtype == np.uint8 else 65535.0 if raw.dtype == np.uint16 else 1.0
         write_ply(args.ply, pts, intensity=center[uv[:, 1], uv[:, 0]] / scale,
                   confidence=dm.confidence[uv[:, 1], uv[:, 0]])
+    from lf_mpc_calib.io.atomic import open_atomically
+    with open_atomically(out, 'wb') as f:     # last: written only when all else was
+        np.save(f, dm.depth)
     known = np.isfinite(dm.depth)
     med = float(np.median(dm.depth[known])) if known.any() else float('nan')
     print(f'depth {dm.depth.shape[1]}x{dm.depth.shape[0]} px from {len(dm.views)} views x '
           f'{len(dm.hypotheses)} depths ({est.near:.3g}-{est.far:.3g} m): '
           f'{dm.valid_fraction:.0%} known, median {med:.3f} m; decode '
           f'{1e3 * meas.timings["decode"]:.0f} ms, depth {1e3 * elapsed:.0f} ms -> {out}')
-    if args.truth:
-        truth = np.load(args.truth)
+    if truth is not None:
         if truth.shape != dm.depth.shape:
             raise InvalidInputError(f'--truth has shape {truth.shape}, the depth '
                                     f'{dm.depth.shape}')

@@ -43,14 +43,14 @@ def run(args):
     if camera_metadata is not None:
         doc['camera_metadata'] = camera_metadata
     from lf_mpc_calib.io.atomic import open_atomically
-    with open_atomically(args.output, 'w') as f:
-        yaml.safe_dump(doc, f, sort_keys=False)
     if args.plot:
         from lf_mpc_calib.report.grid import plot_grid
         plot_grid(white, grid, args.plot, measured=est.centres)
     if args.centres:
         with open_atomically(args.centres, 'w') as f:
             np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='', fmt='%.4f')
+    with open_atomically(args.output, 'w') as f:     # last: written only when all else was
+        yaml.safe_dump(doc, f, sort_keys=False)
     print(f'{grid.lattice} lattice: {grid.shape[0]} x {grid.shape[1]} lenses, pitch '
           f'{grid.pitch:.4f} px, row spacing {grid.row_spacing:.4f} px, rotation '
           f'{np.degrees(grid.rotation):.4f} deg; {len(est.centres)} spots, rms residual '

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from lf_mpc_calib.errors import UsageError
 
+INPUT_DESTS = ('observations', 'dataset', 'white', 'raw', 'grid', 'calibration', 'truth',
+               'robot_poses', 'poses_file')
+"""argparse destinations that name the files and folders a subcommand reads."""
 OUTPUT_DESTS = ('output', 'report', 'plot', 'centres', 'png', 'ply', 'save_observations')
-"""argparse destinations that name what a subcommand writes; every other string argument
-that names an existing file or folder is one of its inputs."""
+"""argparse destinations that name what a subcommand writes."""
 
 FOLDER_OUTPUTS = {('decode', 'output'), ('simulate', 'output'), ('demo', 'output'),
                   ('bench', 'output'), ('plan', 'output')}
@@ -46,11 +48,10 @@ def _outputs(command, args):
 
 
 def _inputs(args):
-    """(label, path) of every other argument naming an existing file or folder."""
+    """(label, path) of every input argument naming an existing file or folder."""
     found = []
-    for dest, value in vars(args).items():
-        if dest in OUTPUT_DESTS or dest in ('command', 'func'):
-            continue
+    for dest in INPUT_DESTS:
+        value = getattr(args, dest, None)
         for v in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(v, (str, os.PathLike)) and str(v) and os.path.exists(v):
                 found.append((dest.replace('_', '-'), Path(v)))
@@ -103,12 +104,14 @@ def check_outputs(command, args):
     for (label_a, a, _), (label_b, b, _) in ((x, y) for i, x in enumerate(outputs)
                                              for y in outputs[i + 1:]):
         if os.path.realpath(a) == os.path.realpath(b):
-            raise UsageError(f'{label_a} and {label_b} both name {a}: give each its own path')
+            raise UsageError(f'{label_a} and {label_b} name the same file {a}: give each its '
+                             'own path')
     for label, out, folder in outputs:
         if folder and out.exists() and not out.is_dir():
             raise UsageError(f'{label} {out} is a file; a folder is expected there')
         if not folder and out.is_dir():
-            raise UsageError(f'{label} {out} is a folder; a file name is expected there')
+            raise UsageError(f'{label} {out} is an existing folder; a file name is expected '
+                             'there')
         base = _first_existing(out if folder else out.parent)
         if not base.is_dir():
             raise UsageError(f'{label} {out}: {base} is a file, so the folder cannot be made')

@@ -98,6 +98,13 @@ def _board(args, camera):
 
 def run(args):
     """Render the dataset; returns the exit code."""
+    import math
+    from lf_mpc_calib.errors import InvalidInputError
+    if not 0 <= args.seed < 2 ** 63:
+        raise InvalidInputError(f'--seed must be a whole number from 0 to 2^63 - 1, got '
+                                f'{args.seed}')
+    if not (math.isfinite(args.max_tilt) and 0 <= args.max_tilt < 90):
+        raise InvalidInputError(f'--max-tilt must be degrees in [0, 90), got {args.max_tilt}')
     from lf_mpc_calib.simulation.dataset import (
         capture_poses, load_poses, random_poses, write_dataset)
     from lf_mpc_calib.simulation.optics import preset

@@ -38,7 +38,9 @@ def write_atomically(path, write):
 
 def write_text_atomically(path, text):
     """Write ``text`` to ``path`` through a temporary name; returns ``path``."""
-    return write_atomically(path, lambda tmp: Path(tmp).write_text(text))
+    with open_atomically(path, 'w') as f:
+        f.write(text)
+    return Path(path)
 
 
 @contextlib.contextmanager

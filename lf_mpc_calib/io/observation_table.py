@@ -68,6 +68,7 @@ def read_observations(path):
     if not len(a):
         raise InvalidInputError(f'{path}: no rows after the header; expected one row per ray '
                                 f'({",".join(names)})')
+    _check_ids(path, a, names)
     _refuse_repeated_rays(path, a)
     return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9], a[:, 9] if typed else None)
 
@@ -114,6 +115,28 @@ def _parse_rows(path, lines, names):
                                         f'got {shorten(cell)!r}') from None
         rows.append(values)
     return np.array(rows, dtype=float).reshape(-1, len(names))
+
+
+MAX_ID = 2 ** 53
+"""Pose and point ids are whole numbers below this (exact in a float, far below 2^63)."""
+MAX_LENS_TYPES = 64
+"""lens_type ids are whole numbers from 0 to this - 1 (a stated cap: arrays have 1-3)."""
+
+
+def _check_ids(path, a, names):
+    """Refuse pose / point ids that are not whole numbers in [0, MAX_ID), lens types past
+    MAX_LENS_TYPES (they would wrap or allocate without bound)."""
+    limits = {'pose': MAX_ID, 'point': MAX_ID, LENS_TYPE_COLUMN: MAX_LENS_TYPES}
+    for col, name in enumerate(names):
+        if name not in limits:
+            continue
+        v = a[:, col]
+        bad = ~(np.isfinite(v) & (v >= 0) & (v < limits[name]) & (v == np.round(v)))
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise InvalidInputError(
+                f'{path}: row {k + 2}: column {name}: expected a whole number from 0 to '
+                f'{limits[name] - 1}, got {float(v[k]):g}')
 
 
 def _refuse_repeated_rays(path, a):

@@ -26,6 +26,8 @@ micro-image a raw pixel belongs to; observations there are (i, j) = micro-image 
 
 from dataclasses import dataclass
 
+import math
+
 import cv2
 import numpy as np
 from scipy.spatial import cKDTree
@@ -112,6 +114,11 @@ def view_indices(views):
     return np.arange(-half, half + 1)
 
 
+def max_views(grid):
+    """Most views a side that fall within one micro-image of ``grid`` (odd)."""
+    return 2 * int(math.ceil(float(grid.pitch) / 2)) + 1
+
+
 def _parse_views(views):
     if np.isscalar(views):
         r = int(views)
@@ -175,6 +182,11 @@ class Decoder:
         self.grid = grid
         self.bayer = demosaic
         self.i_values, self.j_values = _parse_views(views)
+        most = max_views(grid)
+        if max(len(self.i_values), len(self.j_values)) > most:
+            raise InvalidInputError(
+                f'views {len(self.i_values)}x{len(self.j_values)} reach beyond the micro-images '
+                f'(pitch {grid.pitch:.3g} px): at most {most} a side')
         self.exact = bool(exact)
         self._integer_remap = not bool(precise)
         w, h = grid.image_size

@@ -38,7 +38,8 @@ import cv2
 import numpy as np
 
 from lf_mpc_calib.camera.model import MPCModel
-from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
+from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError, \
+    check_memory
 from lf_mpc_calib.measurement.live import central_view_intrinsics
 
 STAGES = ('prepare', 'sweep', 'select')
@@ -190,6 +191,10 @@ class DepthMap:
         return pts, np.column_stack([u, v])
 
 
+MAX_DEPTH_PLANES = 2048
+"""Most inverse-depth hypotheses a sweep may take (a stated cap)."""
+
+
 class DepthEstimator:
     """
     Plane-sweep depth of the central view for one calibrated model and decoded view layout.
@@ -252,6 +257,15 @@ class DepthEstimator:
             else int(hypotheses)
         if n < 3:
             raise InvalidInputError(f'hypotheses must be >= 3, got {n}')
+        if n > MAX_DEPTH_PLANES:
+            raise InvalidInputError(
+                f'depth range {self.near:.3g}-{self.far:.3g} m spans {span:.3g} px of '
+                f'disparity: {n} depth planes at {max_step_px} px steps, more than the '
+                f'{MAX_DEPTH_PLANES} allowed; narrow the range (--near / --far)')
+        pad = float(np.max(np.abs(ends)))
+        padded = (self.rows + 2 * pad + 2) * (self.cols + 2 * pad + 2)
+        check_memory(4.0 * (len(self.views) * padded + n * self.rows * self.cols),
+                     f'the sweep over {n} depth planes (shifts up to {pad:.3g} px)')
         self.inverse_depths = np.linspace(w_lo, w_hi, n)
         self.shifts = view_shifts(model, self.views, self.inverse_depths)   # (K, N, 2)
         self.pad = int(math.ceil(np.max(np.abs(self.shifts)))) + 1
