@@ -132,7 +132,9 @@ class PosePlanner:
     board (M, 3): the board's corners in its frame; constraints: :class:`PoseConstraints`;
     noise_px: the measured corner noise (px, per coordinate); target_k_pct, target_pp_px:
     what is asked; fix: parameters held in the calibration (default: the distortion terms
-    the model has at 0); rng: numpy Generator of the candidates.
+    the model has at 0); rng: numpy Generator of the candidates; pose_filter(rvec, tvec) ->
+    bool: a further test of where the board may go (e.g. the whole board inside the raw
+    image), or None.
     """
 
     model: object
@@ -143,6 +145,7 @@ class PosePlanner:
     target_pp_px: float
     rng: np.random.Generator
     fix: tuple = None
+    pose_filter: object = None
     information: np.ndarray = field(default=None, init=False)
 
     def __post_init__(self):
@@ -163,7 +166,10 @@ class PosePlanner:
         c = self.constraints
         rot = Rotation.from_rotvec(np.asarray(rotation_vector, float))
         cam = rot.apply(self.board) + np.asarray(translation, float)
-        if np.any(cam[:, 2] <= 0):
+        side = np.sign(np.mean(c.depth_range_m))    # focused: Z may count from the MLA image
+        if np.any(cam[:, 2] * side <= 0):
+            return None
+        if self.pose_filter is not None and not self.pose_filter(rotation_vector, translation):
             return None
         views = as_points(c.views, 'views', 2)
         n, v = len(cam), len(views)
