@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     'demo',
     'depth',
     'refocus',
+    'plan',
 )
 
 
