@@ -16,6 +16,9 @@ from lf_mpc_calib.simulation.observations import view_grid
 
 FOCUSED_RADIUS_FRACTION = 0.9
 """Part of a micro-image where a corner is seen (focused_observations' default)."""
+VIEW_RIM_PX = 1.5
+"""Conventional: views within micro_image_radius - VIEW_RIM_PX of the centre are used (the
+bright views the decoder keeps: 37 on the Lytro preset, as calibrate-raw reads)."""
 CONJUGATE_BAND = 0.25
 """Fraction of the conjugate plane's distance kept clear around it (dataset)."""
 
@@ -27,8 +30,10 @@ def planning_constraints(camera, *, max_tilt_deg=CAPTURE_TILT_DEG):
     if camera.camera_type == 'conventional':
         n_i = int(truth.views['i'][1] - truth.views['i'][0]) + 1
         n_j = int(truth.views['j'][1] - truth.views['j'][0]) + 1
+        views = view_grid(n_i, n_j)
+        views = views[np.hypot(*views.T) <= camera.micro_image_radius - VIEW_RIM_PX]
         return truth.model, PoseConstraints(
-            views=view_grid(n_i, n_j), depth_range_m=(near, far),
+            views=views, depth_range_m=(near, far),
             image_size=tuple(truth.image_size), max_tilt_deg=max_tilt_deg)
     z_f = 1.0 / camera.main_lens.inverse_focus
     return truth.model, PoseConstraints(
