@@ -37,7 +37,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from lf_mpc_calib.calibration.closed_form import closed_form, validate_observations
+from lf_mpc_calib.calibration.closed_form import (
+    closed_form, group_by_pose, validate_observations)
 from lf_mpc_calib.calibration.result import CalibrationResult, error_summary
 from lf_mpc_calib.calibration.type_terms import LENS_TYPE_TERMS, TypeParametrisation
 from lf_mpc_calib.errors import ConvergenceError, DegenerateConfigurationError, InvalidInputError
@@ -873,3 +874,34 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
             f'expected (i, j, u, v) in pixels and the board in metres (check the units and '
             f'the columns of the table)')
     return result
+
+
+def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
+    """
+    Fisher information of the free model parameters that each pose of ``obs`` carries.
+
+    obs: Observations (pose ids sorted ascending match the rows of rotation_vectors,
+    translations (P, 3)); model: the MPCModel the Jacobian is evaluated at; fix: names held.
+    The pose's own six parameters are eliminated (Schur complement, as in the covariance of
+    :func:`refine`), so the informations of independent poses add up and
+    inv(sum) * sigma^2 is the covariance of the free parameters for corner noise sigma px.
+    Returns (names of the free parameters, (P, nf, nf) information per pose, unit noise).
+    """
+    grouped = group_by_pose(obs)        # one pose is fine here: its information alone
+    free, _ = _free_mask(fix)
+    pb = RefinementProblem(obs, grouped)
+    poses = np.hstack([np.asarray(rotation_vectors, float), np.asarray(translations, float)])
+    if poses.shape != (pb.n_poses, N_POSE):
+        raise InvalidInputError(f'need {pb.n_poses} poses (P, 3) for the observed pose ids, '
+                                f'got {poses.shape[0]}')
+    _, jac = pb.evaluate(model.to_vector(), poses)
+    sel = jac[_jacobian_rows(free)]                                  # (nf + 6, 2, N)
+    nf = int(free.sum())
+    info = np.empty((pb.n_poses, nf, nf))
+    for p in range(pb.n_poses):
+        a = sel[:, :, pb.bounds[p]:pb.bounds[p + 1]].reshape(nf + N_POSE, -1)
+        h = a @ a.T
+        h_mp, h_pp = h[:nf, nf:], h[nf:, nf:]
+        info[p] = h[:nf, :nf] - h_mp @ np.linalg.pinv(h_pp) @ h_mp.T
+    names = tuple(n for n, f in zip(PARAMETER_NAMES, free) if f)
+    return names, info

@@ -25,6 +25,7 @@ SUBCOMMANDS = (
     'demo',
     'depth',
     'refocus',
+    'plan',
 )
 
 

@@ -1,0 +1,150 @@
+"""
+Benchmark: captures to a target uncertainty, planned (A-optimal) against random poses and the
+default pose list; then the planned captures calibrated against the truth.
+
+Observation-level simulation (fast, no rendering): conventional presets with the true model
+projected into every view (simulation/observations.py), focused ones through their optics
+(simulation/focused_observations.py), Gaussian corner noise of --noise px. Per preset and
+seed:
+
+- planned: :class:`~lf_mpc_calib.calibration.planning.PosePlanner` suggestions until the
+  predicted sigma(k_i..k_v) <= --target-k % and sigma(principal point) <= --target-pp px;
+- random: random poses from the same constraints until the same target is predicted;
+- default: the smallest n for which ``capture_poses(camera, board, n)`` (simulate's list)
+  is predicted to reach the target (capped at --max);
+- the planned captures' observations calibrated (calibrate, distortion auto): the worst
+  |true error| / reported sigma, and the worst ratio predicted sigma / reported sigma.
+
+Targets (issue 28): planned <= 0.6 x random and fewer than default; |error| <= 3 sigma;
+prediction within 25 % of the reported sigma.
+
+    OMP_NUM_THREADS=1 python3 benchmarks/bench_planning.py [--presets lytro focused-keplerian]
+        [--seeds 0 1 2 3 4] [--noise 0.1] [--target-k 0.3] [--target-pp 0.3]
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+
+import numpy as np  # noqa: E402
+
+from lf_mpc_calib.calibration import calibrate  # noqa: E402
+from lf_mpc_calib.calibration.closed_form import aligned_truth  # noqa: E402
+from lf_mpc_calib.camera.rotations import rotation_matrix  # noqa: E402
+from lf_mpc_calib.simulation.dataset import capture_poses  # noqa: E402
+from lf_mpc_calib.simulation.focused_observations import focused_observations  # noqa: E402
+from lf_mpc_calib.simulation.observations import simulate_observations  # noqa: E402
+from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
+from lf_mpc_calib.simulation.planning_scene import simulated_planner  # noqa: E402
+
+SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
+
+
+def plan(planner, mode, limit):
+    """Capture until the target is predicted: (rvecs (n, 3), tvecs (n, 3))."""
+    rv, tv = [], []
+    while not planner.reached() and len(rv) < limit:
+        if mode == 'planned':
+            s = planner.suggest(n_candidates=40)
+            r, t = s.rotation_vector, s.translation
+        else:
+            r, t, _ = planner.random_poses(1)
+            r, t = r[0], t[0]
+        planner.add_capture(r, t)
+        rv.append(r)
+        tv.append(t)
+    return np.array(rv), np.array(tv)
+
+
+def default_count(make_planner, camera, board, seed, limit):
+    """Smallest n whose capture_poses list is predicted to reach the target (or None);
+    doubling then bisection (the list's spread changes with n: nearly monotonic)."""
+    def reaches(n):
+        rv, tv = capture_poses(camera, board, n, rng=np.random.default_rng(seed))
+        p = make_planner()
+        for r, t in zip(rv, tv):
+            if p.rows(r, t) is not None:
+                p.add_capture(r, t)
+        return p.reached()
+    lo, hi = 2, 3
+    while not reaches(hi):
+        if hi >= limit:
+            return None
+        lo, hi = hi, min(2 * hi, limit)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if reaches(mid) else (mid, hi)
+    return hi
+
+
+def observations(camera, board, model, constraints, rv, tv, noise, seed):
+    """Noisy corner observations of the captures (independent of the planner's projection)."""
+    rng = np.random.default_rng(1000 + seed)
+    if camera.camera_type == 'focused':
+        return focused_observations(camera, board, rv, tv, noise_px=noise, rng=rng)
+    return simulate_observations(model, rv, tv, board.points(), constraints.views,
+                                 noise_px=noise, rng=rng)
+
+
+def check(camera, board, planner, rv, tv, noise, seed):
+    """(worst |error| / sigma, worst predicted / reported sigma - 1) of the calibration."""
+    truth = planner.model
+    obs = observations(camera, board, truth, planner.constraints, rv, tv, noise, seed)
+    res = calibrate(obs, camera_type=camera.camera_type)
+    aligned, _, _ = aligned_truth(truth, res.model, rotation_matrix(rv), tv)
+    reported = {n: 100 * res.stddev[n] / abs(getattr(res.model, n)) for n in SCALES}
+    errors = {n: 100 * abs(getattr(res.model, n) / getattr(aligned, n) - 1) for n in SCALES}
+    pp_sigma = res.principal_point_stddev()
+    pp_err = np.abs(np.asarray(res.model.principal_point) - aligned.principal_point)
+    for q, s, e in zip(('principal_point_u', 'principal_point_v'), pp_sigma, pp_err):
+        reported[q], errors[q] = float(s), float(e)
+    predicted = planner.predicted()
+    z = max(errors[q] / reported[q] for q in reported)
+    dev = max(abs(predicted[q] / reported[q] - 1) for q in reported)
+    worst = max(reported, key=lambda q: reported[q] / (planner.target_k_pct if q in SCALES
+                                                       else planner.target_pp_px))
+    return z, dev, worst, reported[worst]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--presets', nargs='+', default=['lytro', 'focused-keplerian'])
+    ap.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2, 3, 4])
+    ap.add_argument('--noise', type=float, default=0.1, help='corner noise, px')
+    ap.add_argument('--target-k', type=float, default=0.3, help='sigma(k) target, %%')
+    ap.add_argument('--target-pp', type=float, default=0.3, help='sigma(pp) target, px')
+    ap.add_argument('--max', type=int, default=80, help='captures tried at most')
+    args = ap.parse_args()
+    print(f'noise {args.noise} px, target sigma(k) <= {args.target_k} %, sigma(pp) <= '
+          f'{args.target_pp} px')
+    print(f'{"preset":18s} seed planned random default  ratio  |err|/sig  pred/rep-1 '
+          f'worst reported      cpu s')
+    for name in args.presets:
+        camera = preset(name)
+        board = default_board(camera)
+        ratios = []
+        for seed in args.seeds:
+            t0 = time.process_time()
+
+            def make(s=seed):
+                return simulated_planner(camera, board, noise_px=args.noise,
+                                         target_k_pct=args.target_k,
+                                         target_pp_px=args.target_pp,
+                                         rng=np.random.default_rng(s))
+            planner = make()
+            rv, tv = plan(planner, 'planned', args.max)
+            n_random = len(plan(make(), 'random', args.max)[0])
+            n_default = default_count(make, camera, board, seed, args.max)
+            z, dev, worst, rep = check(camera, board, planner, rv, tv, args.noise, seed)
+            ratios.append(len(rv) / n_random)
+            print(f'{name:18s} {seed:4d} {len(rv):7d} {n_random:6d} '
+                  f'{n_default if n_default else ">" + str(args.max):>7} '
+                  f'{len(rv) / n_random:6.2f} {z:10.2f} {dev:11.2f} '
+                  f'{worst:17s} {rep:.3f} {time.process_time() - t0:8.1f}', flush=True)
+        print(f'{name:18s} mean planned / random {np.mean(ratios):.2f}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,338 @@
+"""
+Next-best board pose: plan the captures that reach a target uncertainty of the camera.
+
+The counterpart of pose_calib (Rojtberg & Kuijper 2018) and Calibration Wizard (Peng & Sturm
+2019) for the MPC model. Each candidate pose's rows are predicted with the model (every board
+corner in every view or micro-image where the constraints say it is seen); their Jacobian
+(:func:`~lf_mpc_calib.calibration.refine.pose_information`, the refinement's own, the pose's
+six parameters eliminated) gives the Fisher information the pose adds. Information adds over
+poses, so the predicted covariance after a capture is inv(I_so_far + I_pose) sigma^2 for the
+measured corner noise sigma (px).
+
+Criterion: **A-optimal on the normalised sigmas of what is asked**: with q = (k_i, k_j, k_u,
+k_v in % of their value, principal point u, v in px) and their targets t, the pose chosen
+minimises sum_q (sigma_q / t_q)^2 (the trace of the normalised covariance). The target is
+reached when every sigma_q <= t_q. Candidates are drawn at random within the constraints
+(:class:`PoseConstraints`); constraints no candidate satisfies are refused with the count of
+draws each one rejected.
+
+Poses map board to the MPC (optical) frame, X_cam = R X_board + t (DESIGN.md "Frames").
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from lf_mpc_calib.calibration.refine import pose_information
+from lf_mpc_calib.camera.model import DISTORTION_NAMES, as_points
+from lf_mpc_calib.camera.observations import Observations
+from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
+
+SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
+QUANTITIES = SCALES + ('principal_point_u', 'principal_point_v')
+CANDIDATES = 120
+"""Candidate poses drawn per suggestion."""
+MAX_DRAWS = 40
+"""Draws tried per candidate wanted before the constraints are refused."""
+MIN_CAPTURES = 3
+"""Captures a calibration needs (guidance.MIN_POSES)."""
+BATCH = 16
+"""Candidates whose Jacobian is evaluated together (bounds the memory)."""
+
+
+@dataclass(frozen=True)
+class PoseConstraints:
+    """
+    Where the board may go, in the MPC (optical) frame.
+
+    views (V, 2): the views (conventional: view indices) or micro-image centres (focused) the
+    rows are predicted in; image_size (w, h): a view's size in px (conventional; a corner must
+    be inside it, margin_px in, in every view); micro_image_radius: focused cameras, a corner
+    is seen where |(u, v)| < it (and must be in >= min_rays micro-images); depth_range_m
+    (near, far): board-centre Z; excluded_depths_m (lo, hi) or None: a band of Z kept clear
+    (focused: around the plane conjugate to the micro-lenses); max_tilt_deg: board normal
+    against the optical axis about each of x, y; max_roll_deg: about the board normal.
+    """
+
+    views: np.ndarray
+    depth_range_m: tuple
+    image_size: tuple = None
+    micro_image_radius: float = None
+    excluded_depths_m: tuple = None
+    max_tilt_deg: float = 30.0
+    max_roll_deg: float = 15.0
+    margin_px: float = 1.0
+    min_rays: int = 2
+
+    def __post_init__(self):
+        near, far = (float(v) for v in self.depth_range_m)
+        if not near < far:
+            raise InvalidInputError(f'depth_range_m: expected near < far, got {near}, {far}')
+        if (self.image_size is None) == (self.micro_image_radius is None):
+            raise InvalidInputError('give image_size (conventional) or micro_image_radius '
+                                    '(focused), exactly one')
+        if not 0.0 <= self.max_tilt_deg < 90.0:
+            raise InvalidInputError(f'max_tilt_deg: expected 0-90, got {self.max_tilt_deg}')
+        if self.excluded_depths_m is not None:
+            lo, hi = self.excluded_depths_m
+            if lo <= near and hi >= far:
+                raise DegenerateConfigurationError(
+                    f'no pose satisfies the constraints: the excluded band {lo:.3f}-{hi:.3f} m '
+                    f'covers the whole depth range {near:.3f}-{far:.3f} m')
+
+    def depth_allowed(self, z):
+        """Whether board-centre depth z is in range and outside the excluded band."""
+        near, far = self.depth_range_m
+        if not near <= z <= far:
+            return False
+        band = self.excluded_depths_m
+        return band is None or not band[0] < z < band[1]
+
+
+@dataclass(frozen=True, eq=False)
+class Suggestion:
+    """
+    The next pose: rotation_vector (3,), translation (3,) board -> camera; predicted: {q:
+    sigma after the capture} (QUANTITIES; % for the scales, px for the principal point);
+    criterion: sum (sigma_q / target_q)^2; reached: whether every sigma meets its target;
+    why: one line.
+    """
+
+    rotation_vector: np.ndarray
+    translation: np.ndarray
+    predicted: dict
+    criterion: float
+    reached: bool
+    why: str
+
+    def to_dict(self):
+        """Plain types (a Trigger reply's JSON, a YAML file)."""
+        return {'rotation_vector': [float(v) for v in self.rotation_vector],
+                'translation_m': [float(v) for v in self.translation],
+                'predicted_sigma': {k: float(v) for k, v in self.predicted.items()},
+                'criterion': float(self.criterion), 'reached': bool(self.reached),
+                'why': self.why}
+
+
+def pose_geometry(rotation_vector, translation, board):
+    """(board-centre depth, tilt about x, tilt about y in deg, roll in deg) of one pose."""
+    rot = Rotation.from_rotvec(np.asarray(rotation_vector, float))
+    centre = as_points(board, 'board', 3).mean(axis=0)
+    depth = float(rot.apply(centre)[2] + translation[2])
+    roll, ay, ax = rot.as_euler('zyx', degrees=True)
+    return depth, float(ax), float(ay), float(roll)
+
+
+@dataclass(eq=False)
+class PosePlanner:
+    """
+    Plans captures for ``model`` (MPCModel: the current calibration or the nominal camera).
+
+    board (M, 3): the board's corners in its frame; constraints: :class:`PoseConstraints`;
+    noise_px: the measured corner noise (px, per coordinate); target_k_pct, target_pp_px:
+    what is asked; fix: parameters held in the calibration (default: the distortion terms
+    the model has at 0); rng: numpy Generator of the candidates; pose_filter(rvec, tvec) ->
+    bool: a further test of where the board may go (e.g. the whole board inside the raw
+    image), or None.
+    """
+
+    model: object
+    board: np.ndarray
+    constraints: PoseConstraints
+    noise_px: float
+    target_k_pct: float
+    target_pp_px: float
+    rng: np.random.Generator
+    fix: tuple = None
+    pose_filter: object = None
+    information: np.ndarray = field(default=None, init=False)
+
+    def __post_init__(self):
+        self.board = as_points(self.board, 'board', 3)
+        if not self.noise_px > 0:
+            raise InvalidInputError(f'noise_px: expected > 0, got {self.noise_px}')
+        if not (self.target_k_pct > 0 and self.target_pp_px > 0):
+            raise InvalidInputError(f'targets must be > 0, got {self.target_k_pct} %, '
+                                    f'{self.target_pp_px} px')
+        if self.fix is None:
+            self.fix = tuple(n for n in DISTORTION_NAMES if getattr(self.model, n) == 0.0)
+        self.names = None
+        self.captures = 0
+
+    # ---- prediction ------------------------------------------------------------------------
+    def rows(self, rotation_vector, translation):
+        """Predicted noise-free rows of one pose: Observations, or None where not seen."""
+        c = self.constraints
+        rot = Rotation.from_rotvec(np.asarray(rotation_vector, float))
+        cam = rot.apply(self.board) + np.asarray(translation, float)
+        side = np.sign(np.mean(c.depth_range_m))    # focused: Z may count from the MLA image
+        if np.any(cam[:, 2] * side <= 0):
+            return None
+        if self.pose_filter is not None and not self.pose_filter(rotation_vector, translation):
+            return None
+        views = as_points(c.views, 'views', 2)
+        n, v = len(cam), len(views)
+        pts = np.tile(cam, (v, 1))
+        ij = np.repeat(views, n, axis=0)
+        uv = self.model.project(pts, ij)
+        ok = np.all(np.isfinite(uv), axis=1)
+        if c.image_size is not None:
+            w, h = c.image_size
+            m = c.margin_px
+            ok &= ((uv[:, 0] >= m) & (uv[:, 0] <= w - 1 - m)
+                   & (uv[:, 1] >= m) & (uv[:, 1] <= h - 1 - m))
+            if not ok.all():
+                return None   # the whole board in every view
+        else:
+            ok &= np.einsum('nk,nk->n', uv, uv) < c.micro_image_radius ** 2
+            point = np.tile(np.arange(n), v)
+            if np.bincount(point[ok], minlength=n).min() < c.min_rays:
+                return None
+        point = np.tile(np.arange(n), v)[ok]
+        return Observations(np.zeros(len(point), int), point, self.board[point],
+                            np.column_stack([ij[ok], uv[ok]]))
+
+    def pose_informations(self, rvecs, tvecs, rows=None):
+        """(P, nf, nf) unit-noise information of each pose (rows: their Observations)."""
+        rows = [self.rows(r, t) for r, t in zip(rvecs, tvecs)] if rows is None else rows
+        out = []
+        for start in range(0, len(rows), BATCH):
+            part = rows[start:start + BATCH]
+            obs = Observations.concatenate([
+                Observations(np.full(len(o), k), o.point, o.board, o.ijuv)
+                for k, o in enumerate(part)])
+            self.names, info = pose_information(
+                obs, self.model, rvecs[start:start + len(part)],
+                tvecs[start:start + len(part)], fix=self.fix)
+            out.append(info)
+        return np.concatenate(out)
+
+    def _gradient(self):
+        """(6, nf): d (normalised quantity) / d (free parameter)."""
+        m, names = self.model, list(self.names)
+        g = np.zeros((len(QUANTITIES), len(names)))
+        for q, n in enumerate(SCALES):
+            if n in names:
+                g[q, names.index(n)] = 100.0 / abs(getattr(m, n)) / self.target_k_pct
+        for q, (off, scale) in enumerate((('u_0', 'k_u'), ('v_0', 'k_v')), start=4):
+            k, o = getattr(m, scale), getattr(m, off)   # pp = -o / k
+            if off in names:
+                g[q, names.index(off)] = -1.0 / k / self.target_pp_px
+            if scale in names:
+                g[q, names.index(scale)] = o / k ** 2 / self.target_pp_px
+        return g
+
+    def sigmas(self, information):
+        """{quantity: sigma} (% / px) and the A criterion for a total information (nf, nf)."""
+        g = self._gradient()
+        d = np.sqrt(np.maximum(np.diag(information), 1e-300))
+        try:
+            cov = np.linalg.inv(information / np.outer(d, d)) / np.outer(d, d)
+        except np.linalg.LinAlgError:
+            return {q: float('inf') for q in QUANTITIES}, float('inf')
+        var = np.einsum('qa,ab,qb->q', g, cov, g) * self.noise_px ** 2
+        if np.any(var < 0) or not np.all(np.isfinite(var)):
+            return {q: float('inf') for q in QUANTITIES}, float('inf')
+        targets = [self.target_k_pct] * 4 + [self.target_pp_px] * 2
+        sig = {q: float(np.sqrt(v)) * t for q, v, t in zip(QUANTITIES, var, targets)}
+        return sig, float(var.sum())
+
+    def predicted(self):
+        """{quantity: sigma} of the captures so far (inf while undetermined)."""
+        if self.information is None:
+            return {q: float('inf') for q in QUANTITIES}
+        return self.sigmas(self.information)[0]
+
+    def reached(self, sig=None):
+        """Whether every sigma meets its target (and MIN_CAPTURES are in)."""
+        sig = self.predicted() if sig is None else sig
+        return (self.captures + (sig is not None) >= MIN_CAPTURES
+                and all(sig[q] <= self.target_k_pct for q in SCALES)
+                and all(sig[q] <= self.target_pp_px for q in QUANTITIES[4:]))
+
+    # ---- captures and candidates -----------------------------------------------------------
+    def add_capture(self, rotation_vector, translation):
+        """Account for a capture (followed suggestion or not); unseen poses raise."""
+        rows = self.rows(rotation_vector, translation)
+        if rows is None:
+            raise InvalidInputError('the captured pose does not show the board where the '
+                                    'constraints say it is seen')
+        info = self.pose_informations(np.atleast_2d(rotation_vector),
+                                      np.atleast_2d(translation), [rows])[0]
+        self.information = info if self.information is None else self.information + info
+        self.captures += 1
+
+    def random_poses(self, n):
+        """n random poses within the constraints: (rvecs (n, 3), tvecs (n, 3), rows)."""
+        c = self.constraints
+        near, far = c.depth_range_m
+        centre = self.board.mean(axis=0)
+        rv, tv, rows = [], [], []
+        rejected = {'depth in the excluded band': 0, 'board not seen': 0}
+        for _ in range(MAX_DRAWS * n):
+            z = float(np.exp(self.rng.uniform(np.log(near), np.log(far)))) if near > 0 \
+                else float(self.rng.uniform(near, far))
+            if not c.depth_allowed(z):
+                rejected['depth in the excluded band'] += 1
+                continue
+            ax, ay = self.rng.uniform(-c.max_tilt_deg, c.max_tilt_deg, 2)
+            roll = self.rng.uniform(-c.max_roll_deg, c.max_roll_deg)
+            rot = Rotation.from_euler('zyx', [roll, ay, ax], degrees=True)
+            lo, hi = self._lateral_range(z)
+            xy = self.rng.uniform(lo, hi)
+            t = np.array([xy[0], xy[1], z]) - rot.apply(centre)
+            r = self.rows(rot.as_rotvec(), t)
+            if r is None:
+                rejected['board not seen'] += 1
+                continue
+            rv.append(rot.as_rotvec())
+            tv.append(t)
+            rows.append(r)
+            if len(rv) == n:
+                return np.array(rv), np.array(tv), rows
+        raise DegenerateConfigurationError(
+            f'no pose satisfies the constraints: {len(rv)} of {n} found in {MAX_DRAWS * n} '
+            f'draws (depths {near:.3f}-{far:.3f} m, tilt <= {c.max_tilt_deg:g} deg; rejected: '
+            + ', '.join(f'{why} {k}' for why, k in rejected.items())
+            + '); allow more depths or a smaller board')
+
+    def _lateral_range(self, z):
+        """(lo (2,), hi (2,)) board-centre x, y at depth z where the view sees it."""
+        m, c = self.model, self.constraints
+        views = as_points(c.views, 'views', 2)
+        if c.image_size is not None:
+            w, h = c.image_size
+            u = np.array([0.0, w - 1.0])
+            v = np.array([0.0, h - 1.0])
+        else:
+            u = v = np.array([-1.0, 1.0]) * c.micro_image_radius
+        x = m.k_i * views[:, 0, None] + (m.k_u * u + m.u_0)[None] * z        # (V, 2)
+        y = m.k_j * views[:, 1, None] + (m.k_v * v + m.v_0)[None] * z
+        if c.image_size is not None:       # seen in every view: the views' overlap
+            lo = np.array([x.min(axis=1).max(), y.min(axis=1).max()])
+            hi = np.array([x.max(axis=1).min(), y.max(axis=1).min()])
+        else:
+            lo = np.array([x.min(), y.min()])
+            hi = np.array([x.max(), y.max()])
+        mid, half = (lo + hi) / 2, np.abs(hi - lo) / 2
+        return mid - 0.5 * half, mid + 0.5 * half
+
+    def suggest(self, n_candidates=CANDIDATES):
+        """The :class:`Suggestion` among n_candidates random feasible poses (A-optimal)."""
+        rv, tv, rows = self.random_poses(n_candidates)
+        infos = self.pose_informations(rv, tv, rows)
+        base = np.zeros_like(infos[0]) if self.information is None else self.information
+        # before the set determines the camera: a ridge of 1e-9 of the candidates' scale
+        ridge = 1e-9 * np.diag(infos.mean(axis=0)) if self.captures < 3 else 0.0
+        scores = [self.sigmas(base + info + np.diag(ridge) if np.ndim(ridge) else base + info)
+                  for info in infos]
+        best = int(np.argmin([s[1] for s in scores]))
+        sig, crit = scores[best]
+        z, ax, ay, roll = pose_geometry(rv[best], tv[best], self.board)
+        worst = max(QUANTITIES, key=lambda q: sig[q] / (self.target_k_pct if q in SCALES
+                                                        else self.target_pp_px))
+        why = (f'of {n_candidates} poses within the constraints, the one that most reduces '
+               f'sum (sigma / target)^2 (A-optimal): board at {z:.3f} m, tilted {ax:.0f} / '
+               f'{ay:.0f} deg about x / y; worst after it: {worst} {sig[worst]:.3g}')
+        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why)

@@ -1,0 +1,100 @@
+"""
+``lf-mpc-calib plan``: plan the captures that reach a target uncertainty, and render them.
+
+    lf-mpc-calib plan --preset P [--seed S] --target-k-sigma PCT --target-pp-sigma PX
+        [--random] [--corner-noise PX] [--scale F] [--max-captures N] -o DIR
+
+From the preset's nominal model, :class:`~lf_mpc_calib.calibration.planning.PosePlanner`
+suggests board poses one at a time (A-optimal on sigma / target of k_i..k_v and the principal
+point, from the model's Jacobian and the corner noise) until the predicted sigmas meet the
+targets; with --random, random poses from the same constraints are added until the same
+target is predicted. The poses are rendered into DIR laid out as ``simulate`` writes it
+(manifest, white, frames, ground_truth.yaml). The last line printed is ``captures: N``.
+"""
+
+import sys
+
+import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.simulation.names import PRESETS
+
+CORNER_NOISE_PX = 0.15
+"""Default corner noise assumed (px of a view, conventional; raw px, focused)."""
+MAX_CAPTURES = 60
+
+
+def register(subparsers):
+    """Add the ``plan`` subcommand."""
+    p = subparsers.add_parser(
+        'plan', help='plan board poses to a target uncertainty and render them',
+        description='Suggest board poses until the predicted sigmas meet the targets, then '
+                    'render them into a dataset folder as simulate writes it.')
+    p.add_argument('--preset', choices=PRESETS, required=True, help='camera preset')
+    p.add_argument('--seed', type=int, default=0,
+                   help='seed of the candidates and the noise (default: %(default)s)')
+    p.add_argument('--target-k-sigma', type=float, required=True, metavar='PCT',
+                   help='sigma of k_i, k_j, k_u, k_v aimed at, in %% of the value')
+    p.add_argument('--target-pp-sigma', type=float, required=True, metavar='PX',
+                   help='sigma of the principal point aimed at, in px')
+    p.add_argument('--random', action='store_true',
+                   help='random poses from the same constraints instead of planned ones')
+    p.add_argument('--corner-noise', type=float, default=CORNER_NOISE_PX, metavar='PX',
+                   help='corner noise assumed, px (default: %(default)s)')
+    p.add_argument('--scale', type=float, default=1.0,
+                   help='sensor crop factor in (0, 1] (default: %(default)s)')
+    p.add_argument('--samples', type=int, default=4, help='rays per pixel (default: 4)')
+    p.add_argument('--max-captures', type=int, default=MAX_CAPTURES,
+                   help='refuse when the target needs more (default: %(default)s)')
+    p.add_argument('-o', '--output', required=True, metavar='DIR', help='dataset folder')
+    p.set_defaults(func=run)
+
+
+def run(args):
+    """Plan, render; returns the exit code."""
+    from lf_mpc_calib.simulation.dataset import write_dataset
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.planning_scene import simulated_planner
+    for name, value in (('--target-k-sigma', args.target_k_sigma),
+                        ('--target-pp-sigma', args.target_pp_sigma),
+                        ('--corner-noise', args.corner_noise)):
+        if not value > 0:
+            print(f'lf-mpc-calib plan: error: {name} must be > 0, got {value}', file=sys.stderr)
+            return 2
+    if args.max_captures < 3:
+        print(f'lf-mpc-calib plan: error: --max-captures must be >= 3, got '
+              f'{args.max_captures}', file=sys.stderr)
+        return 2
+    camera = preset(args.preset, scale=args.scale)
+    board = default_board(camera)
+    planner = simulated_planner(camera, board, noise_px=args.corner_noise,
+                                target_k_pct=args.target_k_sigma,
+                                target_pp_px=args.target_pp_sigma,
+                                rng=np.random.default_rng(args.seed))
+    rvecs, tvecs = [], []
+    while not planner.reached():
+        if len(rvecs) >= args.max_captures:
+            worst = ', '.join(f'{q} {s:.3g}' for q, s in planner.predicted().items())
+            raise InvalidInputError(
+                f'the target is not predicted within {args.max_captures} captures (sigmas '
+                f'then: {worst}); raise --max-captures or relax the targets')
+        if args.random:
+            r, t, _ = planner.random_poses(1)
+            r, t, why = r[0], t[0], 'random pose within the constraints'
+        else:
+            s = planner.suggest()
+            r, t, why = s.rotation_vector, s.translation, s.why
+        planner.add_capture(r, t)
+        rvecs.append(r)
+        tvecs.append(t)
+        sig = planner.predicted()
+        print(f'capture {len(rvecs)}: {why}; predicted sigma k '
+              f'{max(sig[q] for q in ("k_i", "k_j", "k_u", "k_v")):.3g} %, principal point '
+              f'{max(sig["principal_point_u"], sig["principal_point_v"]):.3g} px',
+              file=sys.stderr)
+    path = write_dataset(args.output, camera, board, np.array(rvecs), np.array(tvecs),
+                         seed=args.seed, samples=args.samples)
+    print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
+          f'{path.parent / "ground_truth.yaml"})')
+    print(f'captures: {len(rvecs)}')
+    return 0

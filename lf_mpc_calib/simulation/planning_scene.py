@@ -1,0 +1,54 @@
+"""
+The pose planner set up for a simulated camera: its true model, views and capture constraints.
+
+The constraints follow :mod:`lf_mpc_calib.simulation.dataset`: board centres over
+:func:`~lf_mpc_calib.simulation.dataset.capture_depth_range` x the scene distance, tilts up to
+CAPTURE_TILT_DEG, for a focused camera 25 % kept clear around the plane conjugate to its
+micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane).
+"""
+
+import numpy as np
+
+from lf_mpc_calib.calibration.planning import PoseConstraints, PosePlanner
+from lf_mpc_calib.simulation.dataset import (
+    CAPTURE_TILT_DEG, board_in_view, capture_depth_range, ground_truth_file)
+from lf_mpc_calib.simulation.observations import view_grid
+
+FOCUSED_RADIUS_FRACTION = 0.9
+"""Part of a micro-image where a corner is seen (focused_observations' default)."""
+VIEW_RIM_PX = 1.5
+"""Conventional: views within micro_image_radius - VIEW_RIM_PX of the centre are used (the
+bright views the decoder keeps: 37 on the Lytro preset, as calibrate-raw reads)."""
+CONJUGATE_BAND = 0.25
+"""Fraction of the conjugate plane's distance kept clear around it (dataset)."""
+
+
+def planning_constraints(camera, *, max_tilt_deg=CAPTURE_TILT_DEG):
+    """(true MPCModel, :class:`PoseConstraints` in the MPC frame) of a simulated ``camera``."""
+    truth = ground_truth_file(camera, np.zeros((1, 3)), np.array([[0.0, 0.0, 1.0]]))
+    near, far = (f * camera.scene_distance for f in capture_depth_range(camera))
+    if camera.camera_type == 'conventional':
+        n_i = int(truth.views['i'][1] - truth.views['i'][0]) + 1
+        n_j = int(truth.views['j'][1] - truth.views['j'][0]) + 1
+        views = view_grid(n_i, n_j)
+        views = views[np.hypot(*views.T) <= camera.micro_image_radius - VIEW_RIM_PX]
+        return truth.model, PoseConstraints(
+            views=views, depth_range_m=(near, far),
+            image_size=tuple(truth.image_size), max_tilt_deg=max_tilt_deg)
+    z_f = 1.0 / camera.main_lens.inverse_focus
+    return truth.model, PoseConstraints(
+        views=camera.lenslet_grid().centres(), depth_range_m=(near - z_f, far - z_f),
+        micro_image_radius=FOCUSED_RADIUS_FRACTION * camera.micro_image_radius,
+        excluded_depths_m=(-CONJUGATE_BAND * z_f, CONJUGATE_BAND * z_f),
+        max_tilt_deg=max_tilt_deg)
+
+
+def simulated_planner(camera, board, *, noise_px, target_k_pct, target_pp_px, rng):
+    """A PosePlanner for ``camera`` (simulation.optics Camera) and ``board`` (Checkerboard)
+    whose candidates also keep the whole board inside the raw image (board_in_view)."""
+    model, constraints = planning_constraints(camera)
+    planner = PosePlanner(model, board.points(), constraints, noise_px=noise_px,
+                          target_k_pct=target_k_pct, target_pp_px=target_pp_px, rng=rng,
+                          fix=('k_1', 'k_2'))
+    planner.pose_filter = lambda rv, tv: board_in_view(camera, board, rv, tv)
+    return planner

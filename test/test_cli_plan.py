@@ -1,0 +1,44 @@
+"""lf-mpc-calib plan: planned captures rendered as simulate lays them out; bad input refused."""
+
+import numpy as np
+
+from lf_mpc_calib.cli import main
+from lf_mpc_calib.calibration.planning import pose_geometry
+from lf_mpc_calib.simulation.dataset import read_dataset
+from lf_mpc_calib.simulation.optics import default_board, preset
+from lf_mpc_calib.simulation.planning_scene import planning_constraints
+
+
+def test_plan_renders_the_planned_captures_and_ends_with_their_count(tmp_path, capsys):
+    out = tmp_path / 'planned'
+    rc = main(['plan', '--preset', 'lytro', '--scale', '0.25', '--samples', '1',
+               '--target-k-sigma', '2', '--target-pp-sigma', '2', '-o', str(out)])
+    assert rc == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    n = int(lines[-1].split('captures:')[1])
+    ds = read_dataset(out)
+    assert len(ds.frames) == n >= 3
+    camera = preset('lytro', scale=0.25)
+    near, far = planning_constraints(camera)[1].depth_range_m
+    board = default_board(camera).points()
+    for rv, tv in zip(ds.ground_truth.rotation_vectors, ds.ground_truth.translations):
+        z, ax, ay, _ = pose_geometry(rv, tv, board)
+        assert near - 1e-9 <= z <= far + 1e-9 and max(abs(ax), abs(ay)) <= 30.0 + 1e-9
+    assert np.ptp(ds.ground_truth.translations[:, 2]) > 0   # not one pose repeated
+
+
+def test_plan_usage_errors_exit_2(tmp_path, capsys):
+    rc = main(['plan', '--preset', 'lytro', '--target-k-sigma', '0', '--target-pp-sigma', '1',
+               '-o', str(tmp_path / 'x')])
+    assert rc == 2
+    assert '--target-k-sigma must be > 0' in capsys.readouterr().err
+    assert not (tmp_path / 'x').exists()
+
+
+def test_plan_refuses_a_target_beyond_max_captures(tmp_path, capsys):
+    rc = main(['plan', '--preset', 'lytro', '--scale', '0.25', '--random', '--max-captures',
+               '3', '--target-k-sigma', '0.001', '--target-pp-sigma', '0.001',
+               '-o', str(tmp_path / 'y')])
+    assert rc == 1
+    assert 'not predicted within 3 captures' in capsys.readouterr().err
+    assert not (tmp_path / 'y').exists()

@@ -1,0 +1,87 @@
+"""The pose planner: beats random poses, predicts the refit's sigmas, keeps its constraints."""
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.calibration.planning import PoseConstraints, PosePlanner, pose_geometry
+from lf_mpc_calib.calibration.refine import calibrate
+from lf_mpc_calib.errors import DegenerateConfigurationError
+from lf_mpc_calib.simulation.observations import (
+    PAPER_IMAGE_SIZE, board_points, paper_camera, simulate_observations, view_grid)
+
+NOISE = 0.3
+VIEWS = view_grid(3)
+BOARD = board_points(5, 5, 7e-3)
+CONSTRAINTS = PoseConstraints(views=VIEWS, depth_range_m=(0.06, 0.12),
+                              image_size=PAPER_IMAGE_SIZE, max_tilt_deg=30.0)
+
+
+def planner(seed, **targets):
+    targets = {'target_k_pct': 0.2, 'target_pp_px': 0.2, **targets}
+    return PosePlanner(paper_camera(), BOARD, CONSTRAINTS, noise_px=NOISE,
+                       rng=np.random.default_rng(seed), **targets)
+
+
+def captures_to_target(p, planned, limit=60):
+    rv, tv = [], []
+    while not p.reached() and len(rv) < limit:
+        if planned:
+            s = p.suggest(n_candidates=40)
+            r, t = s.rotation_vector, s.translation
+        else:
+            r, t, _ = p.random_poses(1)
+            r, t = r[0], t[0]
+        p.add_capture(r, t)
+        rv.append(r)
+        tv.append(t)
+    return np.array(rv), np.array(tv)
+
+
+def test_planned_captures_reach_the_target_in_fewer_captures_than_random():
+    planned = [len(captures_to_target(planner(s), True)[0]) for s in (0, 1)]
+    random = [len(captures_to_target(planner(s), False)[0]) for s in (0, 1)]
+    assert max(planned) < 60
+    assert sum(planned) <= 0.8 * sum(random), (planned, random)
+
+
+def test_predicted_sigmas_match_the_refit_of_simulated_captures():
+    p = planner(3)
+    rv, tv = captures_to_target(p, True)
+    predicted = p.predicted()
+    obs = simulate_observations(paper_camera(), rv, tv, BOARD, VIEWS, noise_px=NOISE,
+                                rng=np.random.default_rng(7))
+    res = calibrate(obs, distortion=False)
+    for n in ('k_i', 'k_j', 'k_u', 'k_v'):
+        got = 100.0 * res.stddev[n] / abs(getattr(res.model, n))
+        assert abs(predicted[n] / got - 1.0) <= 0.25, (n, predicted[n], got)
+    for q, got in zip(('principal_point_u', 'principal_point_v'), res.principal_point_stddev()):
+        assert abs(predicted[q] / got - 1.0) <= 0.25, (q, predicted[q], got)
+    # the truth lies within 3 sigma of what the calibration reports
+    assert abs(res.model.k_i / paper_camera().k_i - 1) * 100 <= 3 * predicted['k_i']
+
+
+def test_suggestions_satisfy_the_constraints():
+    c = PoseConstraints(views=VIEWS, depth_range_m=(0.07, 0.11), image_size=PAPER_IMAGE_SIZE,
+                        excluded_depths_m=(0.085, 0.095), max_tilt_deg=20.0, max_roll_deg=10.0)
+    p = PosePlanner(paper_camera(), BOARD, c, noise_px=NOISE, target_k_pct=0.2,
+                    target_pp_px=0.2, rng=np.random.default_rng(0))
+    for _ in range(4):
+        s = p.suggest(n_candidates=30)
+        z, ax, ay, roll = pose_geometry(s.rotation_vector, s.translation, BOARD)
+        assert c.depth_allowed(z) and 0.07 <= z <= 0.11 and not 0.085 < z < 0.095
+        assert abs(ax) <= 20.0 + 1e-9 and abs(ay) <= 20.0 + 1e-9 and abs(roll) <= 10.0 + 1e-9
+        assert p.rows(s.rotation_vector, s.translation) is not None
+        p.add_capture(s.rotation_vector, s.translation)
+    assert set(s.to_dict()) >= {'rotation_vector', 'translation_m', 'predicted_sigma', 'why'}
+
+
+def test_constraints_no_pose_satisfies_are_refused_with_the_reason():
+    with pytest.raises(DegenerateConfigurationError, match='covers the whole depth range'):
+        PoseConstraints(views=VIEWS, depth_range_m=(0.06, 0.12), image_size=PAPER_IMAGE_SIZE,
+                        excluded_depths_m=(0.05, 0.2))
+    near = PoseConstraints(views=VIEWS, depth_range_m=(0.005, 0.006),
+                           image_size=PAPER_IMAGE_SIZE)
+    p = PosePlanner(paper_camera(), BOARD, near, noise_px=NOISE, target_k_pct=0.2,
+                    target_pp_px=0.2, rng=np.random.default_rng(0))
+    with pytest.raises(DegenerateConfigurationError, match='board not seen'):
+        p.suggest(n_candidates=5)
