@@ -173,7 +173,9 @@ def micro_image_types(grid, lens_types):
 class FocusedMeasurer:
     """
     Frame-by-frame measurement with a focused camera's calibration (what the decode node needs
-    instead of :class:`lf_mpc_calib.measurement.live.LiveMeasurer`).
+    instead of :class:`lf_mpc_calib.measurement.live.LiveMeasurer`). The rendered image comes
+    from :class:`lf_mpc_calib.measurement.focused_live.LiveCenterRenderer` (cached index maps,
+    virtual depth estimated again every 30 frames or when the frame changed).
 
     model, grid: the calibration's MPCModel and LensletGrid; lens_types: the file's
     ``lens_types`` mapping (terms and type_of_class) or None; board: a Checkerboard to measure
@@ -194,7 +196,7 @@ class FocusedMeasurer:
         if self.terms is not None and self.types is None:
             raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
                                     'rule: the lens type of each micro-image is unknown')
-        self.detector = None
+        self.detector = self.live = None
         self.white = None
         if white is not None:
             self.set_white(white)
@@ -214,9 +216,11 @@ class FocusedMeasurer:
         """Use ``white`` ((H, W), the grid's size) from now on."""
         from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
         from lf_mpc_calib.io.images import as_float_image
+        from lf_mpc_calib.measurement.focused_live import LiveCenterRenderer
         w = as_float_image(white, 'white')
         w = w.mean(axis=2) if w.ndim == 3 else w
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
+        self.live = LiveCenterRenderer(self.detector)
         self.white = w
 
     def measure(self, raw, *, points=True, rays=False, all_views=False, depth=False):
@@ -243,10 +247,9 @@ class FocusedMeasurer:
         t0 = time.perf_counter()
         det = self.detector
         try:
-            norm = det.normalise(img)
-            w = det.estimate_w(norm)
-            center, _ = det.render(norm, w)
-            center = np.clip(center, 0.0, 1.0) * np.float32(top)
+            norm = self.live.normalise(img)
+            center, w = self.live.render_normalised(norm)
+            center *= np.float32(top)
         except DetectionError as exc:
             return Measurement(None, None, *none, reason=str(exc))
         try:
