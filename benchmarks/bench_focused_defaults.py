@@ -1,0 +1,100 @@
+"""
+Focused cameras from the defaults: ``lf-mpc-calib simulate --preset P --seed S`` then
+``lf-mpc-calib calibrate-raw`` on its output, both with no other option, against the optics'
+truth. Targets (issue 25 part 3): k's within 0.5 %, principal point within 0.5 px, RMS <= 0.2 px
+and the calibration accepted (no --accept-uncertain) on the three focused presets, seeds 0-2.
+
+The default capture is simulation.dataset.capture_board / capture_poses: boards spread over
+simulation.dataset.capture_depth_range (1.5 x or more in depth, on the side of the plane
+conjugate to the micro-lenses where they focus), tilted 30 degrees about both axes in turn, a
+16 x 11 board filling 0.9 of the view at the nearest pose, 16 rays per pixel; the multi-focus
+data set's manifest names its 3 lens types, which calibrate-raw tells apart from the frames.
+The truth is the optics' model in the calibration file's gauge (per-type ray fractions and
+type-term centres for the multi-focus camera). A row takes 1-3 min on one core.
+
+    OMP_NUM_THREADS=1 nice python3 benchmarks/bench_focused_defaults.py \
+        [--presets focused-galilean] [--seeds 0 1 2] [--keep DIR]
+
+Columns: max |dk|/k (%), principal point error (px), RMS reprojection (px), accepted (what
+calibrate-raw answers without --accept-uncertain: yes, or the refusal), poses kept, seconds.
+"""
+
+import argparse
+import contextlib
+import io
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault('OMP_NUM_THREADS', '1')
+
+import numpy as np  # noqa: E402
+
+from lf_mpc_calib.cli import main  # noqa: E402
+from lf_mpc_calib.io.calibration_file import load_calibration  # noqa: E402
+from lf_mpc_calib.pipeline.offline import load_raw_dataset  # noqa: E402
+
+CAMERAS = ('focused-keplerian', 'focused-galilean', 'focused-multifocus')
+
+
+def truth_of(folder, calibration):
+    """(the optics' model in the gauge of the calibration file: its ray fractions per lens
+    type and its type terms' centres, the file), from the data set's camera."""
+    from lf_mpc_calib.io.observation_table import read_observations
+    from lf_mpc_calib.simulation.focused_raw import lens_types_of
+    cam = load_raw_dataset(folder).camera
+    cal = load_calibration(calibration)
+    w = None
+    if cam.mla.n_types > 1:
+        obs = read_observations(calibration.with_name(calibration.stem + '_observations.csv'))
+        w = np.bincount(lens_types_of(cam, obs.ijuv[:, :2]), minlength=cam.mla.n_types) \
+            / len(obs)
+    terms = (cal.lens_types or {}).get('terms', '')
+    centres = 'lattice' if terms.endswith('-slope') else 'true'
+    return cam.ground_truth_model(weights=w, centres=centres), cal
+
+
+def run_one(name, seed, root):
+    """simulate + calibrate-raw with defaults; returns (k %, pp px, RMS px, accepted, poses)."""
+    data, out = root / f'{name}-{seed}', root / f'{name}-{seed}.yaml'
+    assert main(['simulate', '--preset', name, '--seed', str(seed), '-o', str(data),
+                 '--quiet']) == 0
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(['calibrate-raw', str(data), '-o', str(out)])
+    accepted = 'yes' if rc == 0 else err.getvalue().strip().splitlines()[-1][:120]
+    if rc != 0:   # the figures of the calibration it refused
+        with contextlib.redirect_stderr(io.StringIO()), \
+                contextlib.redirect_stdout(io.StringIO()):
+            if main(['calibrate-raw', str(data), '-o', str(out), '--accept-uncertain']) != 0:
+                return np.nan, np.nan, np.nan, accepted, 0
+    truth, cal = truth_of(data, out)
+    m = cal.model
+    k = 100 * np.abs(m.to_vector()[:4] / truth.to_vector()[:4] - 1.0).max()
+    pp = np.hypot(m.u_0 / m.k_u - truth.u_0 / truth.k_u, m.v_0 / m.k_v - truth.v_0 / truth.k_v)
+    rms = float(cal.errors.get('rms_reprojection_px', np.nan))
+    return k, pp, rms, accepted, len(cal.rotation_vectors)
+
+
+def main_bench():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    ap.add_argument('--presets', nargs='+', default=list(CAMERAS), choices=CAMERAS)
+    ap.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    ap.add_argument('--keep', default=None, help='folder to keep the data sets in')
+    args = ap.parse_args()
+    print(f'{"camera":18s} {"seed":>4s} {"max|dk|/k %":>11s} {"pp px":>6s} {"RMS px":>6s} '
+          f'{"poses":>5s} {"s":>6s}  accepted')
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.keep or tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        for name in args.presets:
+            for seed in args.seeds:
+                t0 = time.perf_counter()
+                k, pp, rms, ok, poses = run_one(name, seed, root)
+                print(f'{name:18s} {seed:4d} {k:11.2f} {pp:6.2f} {rms:6.3f} {poses:5d} '
+                      f'{time.perf_counter() - t0:6.0f}  {ok}', flush=True)
+
+
+if __name__ == '__main__':
+    main_bench()
