@@ -16,7 +16,7 @@ registered), target < 0.3 s wall.
 
     python3 benchmarks/bench_cli.py [--quick] [--baseline-nfev 40] [--repeats 3]
 
-Measured 27 Nov 02:30 UTC on main (2 cores, otherwise idle, --quick, two runs: the machine's
+Measured 27 Nov 02:20 UTC on main (2 cores, otherwise idle, --quick, two runs: the machine's
 noise is the spread):
 
     table       calibrate CPU   baseline CPU   ratio CPU       held
