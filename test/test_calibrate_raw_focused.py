@@ -173,7 +173,7 @@ def test_one_type_camera_is_not_split_into_types(tmp_path, capsys):
 def test_simulated_lens_types_are_given_only_when_asked(multifocus, tmp_path, capsys):
     root, _ = multifocus
     rc = main(['calibrate-raw', str(root), '-o', str(tmp_path / 'one.yaml'), '--fix', 'k_1,k_2',
-               '--accept-uncertain'])
+               '--accept-uncertain', '--lens-types', '1'])
     text = capsys.readouterr()
     assert rc == 0, text.err
     assert 'has 3 micro-lens types, calibrated as one' in text.out

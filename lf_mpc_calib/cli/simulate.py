@@ -9,10 +9,14 @@
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
 --poses-file (a list of {rotation_vector, translation_m}, board -> MPC camera frame, or a
-calibration file), or for conventional presets are a careful user's set (boards at 0.6-1.5 x
-the focus distance alternating near and far, tilted 30 degrees about both axes in turn:
-:func:`~lf_mpc_calib.simulation.dataset.capture_poses`), or with --random-poses (and always for
-focused presets) are drawn at random (tilts up to --max-tilt degrees, board in view).
+calibration file), or are a careful user's set (conventional presets: boards at 0.6-1.5 x the
+focus distance alternating near and far; focused presets: spread 1.4 x or more in depth on the
+side of the plane conjugate to the micro-lenses where they focus; tilted 30 degrees about both
+axes in turn: :func:`~lf_mpc_calib.simulation.dataset.capture_poses`), or with --random-poses
+are drawn at random (tilts up to --max-tilt degrees, board in view). The board is sized as
+the guidance asks (:func:`~lf_mpc_calib.simulation.dataset.capture_board`: for a focused
+camera up to 20 x 14 corners filling 0.95 of the view at the nearest pose), so that
+``simulate`` and ``calibrate-raw`` with their defaults give a calibration the project trusts.
 ``--scene planes`` (conventional presets) renders instead textured planes at 0.55-1.9 x the focus
 distance, one slanted, with the board among them, and writes beside each frame_NNN.png its
 ground-truth depth of the central view depth_NNN.npy (float32 metres, NaN where no surface;
@@ -61,8 +65,9 @@ def register(subparsers):
                         'at 0.6-1.5 x the focus distance tilted about both axes in turn)')
     p.add_argument('--max-tilt', type=float, default=30.0, metavar='DEG',
                    help='largest random tilt of the board (default: %(default)s)')
-    p.add_argument('--samples', type=int, default=4,
-                   help='rays per pixel (anti-aliasing; default: %(default)s)')
+    p.add_argument('--samples', type=int, default=None,
+                   help='rays per pixel (anti-aliasing; default: 4, focused presets 16: the '
+                        'detector reads defocused micro-images near their rims)')
     p.add_argument('--bayer', choices=BAYER_PATTERNS, default=None,
                    help='write a Bayer mosaic (default: monochrome)')
     p.add_argument('--bit-depth', type=int, choices=(8, 16), default=None,
@@ -81,8 +86,9 @@ def register(subparsers):
 
 
 def _board(args, camera):
-    from lf_mpc_calib.simulation.optics import Checkerboard, default_board
-    board = default_board(camera)
+    from lf_mpc_calib.simulation.dataset import capture_board
+    from lf_mpc_calib.simulation.optics import Checkerboard
+    board = capture_board(camera)
     if args.board is None and args.square is None:
         return board
     cols, rows = board.cols, board.rows
@@ -118,6 +124,8 @@ def run(args):
     if args.upright:
         overrides['sensor__upright'] = True
     camera = preset(args.preset, scale=args.scale, **overrides)
+    if args.samples is None:
+        args.samples = 16 if camera.camera_type == 'focused' else 4
     board = _board(args, camera)
     if args.scene == 'planes':
         if args.arm:
@@ -128,7 +136,7 @@ def run(args):
         rvecs, tvecs = load_poses(args.poses_file)
     else:
         rng = np.random.default_rng(args.seed)
-        if args.random_poses or camera.camera_type != 'conventional':
+        if args.random_poses:
             rvecs, tvecs = random_poses(camera, board, args.poses, rng=rng,
                                         max_tilt_deg=args.max_tilt)
         else:

@@ -159,7 +159,49 @@ def capture_depth_range(camera):
     if camera.camera_type != 'focused':
         return CAPTURE_DEPTHS
     zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
-    return (max(0.6, 1.25 * zf), 1.5) if zf < 1.0 else (0.65, min(1.5, 0.65 * zf))
+    # capture_poses jitters depths by +-5 %: keep the nearest Keplerian board 25 % beyond z_f
+    return (max(0.6, 1.25 * zf / 0.95), 1.5) if zf < 1.0 else (0.65, min(1.5, 0.65 * zf))
+
+
+FOCUSED_BOARD_FILL = 0.9
+"""Share of the view (its tighter side) a focused camera's capture board fills at the nearest
+capture depth: its principal point rests on the board's extent and corner count."""
+FOCUSED_OUTLINE_FILL = 0.97
+"""Largest share of the view the board's outline (with its margins) takes at the nearest
+depth: beyond it no tilt keeps the whole board in view."""
+FOCUSED_BOARD_MAX = (16, 11)
+"""Most inner corners of a focused camera's capture board (20 x 14 at 0.95 of the view, the
+benchmark's board for a Galilean's principal point, does not fit in view with its margin once
+tilted)."""
+FOCUSED_SQUARE_PX = 55.0
+"""Fewest raw pixels a square spans at the farthest capture depth (the detector renders the
+board from the micro-images at about a third of the raw resolution)."""
+
+
+def capture_board(camera):
+    """
+    The board a careful user captures ``camera`` with. Conventional: :func:`default_board`.
+    Focused: as many corners as keep squares of FOCUSED_SQUARE_PX raw pixels at the farthest
+    capture depth (at most FOCUSED_BOARD_MAX), its squares filling FOCUSED_BOARD_FILL of the
+    view at the nearest (:func:`capture_depth_range`) and its outline at most
+    FOCUSED_OUTLINE_FILL, as the guidance for focused cameras asks.
+    """
+    from lf_mpc_calib.simulation.optics import default_board
+    if camera.camera_type != 'focused':
+        return default_board(camera)
+    near, far = capture_depth_range(camera)
+    w_px, h_px = camera.sensor.size
+    squares = FOCUSED_BOARD_FILL * w_px * (near / far) / FOCUSED_SQUARE_PX
+    cols = int(np.clip(np.floor(squares) - 1, 3, FOCUSED_BOARD_MAX[0]))
+    rows = int(np.clip(np.floor((cols + 1) * h_px / w_px) - 1, 2, FOCUSED_BOARD_MAX[1]))
+    w, h = camera.field_of_view(near * camera.scene_distance)
+    square = FOCUSED_BOARD_FILL * min(w / (cols + 1), h / (rows + 1))
+    # the board's outline (a one-square margin each side) must stay in view once tilted,
+    # a micro-image pitch inside the image (board_in_view)
+    inner = 1.0 - 2.0 * camera.micro_image_pitch / np.array([w_px, h_px])
+    square = min(square, FOCUSED_OUTLINE_FILL * min(w * inner[0] / (cols + 3),
+                                                    h * inner[1] / (rows + 3)))
+    return Checkerboard(cols, rows, float(square))
 
 
 def capture_poses(camera, board, n, *, rng, depth_range=None,
@@ -311,6 +353,10 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
         'board': board.to_dict(), 'white': WHITE, 'frames': names,
         'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(),
     }
+    if camera.camera_type == 'focused' and camera.mla.n_types > 1:
+        # the count a user knows of a multi-focus camera (calibrate-raw tells the types apart
+        # from the frames), as a calibration session records it
+        manifest['lens_types'] = int(camera.mla.n_types)
     path = root / MANIFEST
     with open_atomically(path, 'w') as f:
         yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
