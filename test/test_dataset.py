@@ -138,7 +138,8 @@ def test_focused_default_capture_follows_the_guidance(name, scale):
         depths = np.array(depths)
         z_f = 1.0 / cam.main_lens.inverse_focus
         assert depths.max() / depths.min() >= 1.4
-        assert np.all(np.abs(depths - z_f) >= 0.25 * z_f)
+        # 25 % from z_f, less capture_poses' +-5 % depth jitter
+        assert np.all(np.abs(depths - z_f) >= (1.25 * 0.95 - 1) * z_f)
         assert np.all(depths > z_f) or np.all(depths < z_f)     # one side of z_f
         tilt_x = np.degrees(np.arcsin(np.abs([n[1] for n in normals])))
         tilt_y = np.degrees(np.arcsin(np.abs([n[0] for n in normals])))

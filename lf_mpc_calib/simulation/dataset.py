@@ -159,8 +159,7 @@ def capture_depth_range(camera):
     if camera.camera_type != 'focused':
         return CAPTURE_DEPTHS
     zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
-    # capture_poses jitters depths by +-5 %: keep the nearest Keplerian board 25 % beyond z_f
-    return (max(0.6, 1.25 * zf / 0.95), 1.5) if zf < 1.0 else (0.65, min(1.5, 0.65 * zf))
+    return (max(0.6, 1.25 * zf), 1.5) if zf < 1.0 else (0.65, min(1.5, 0.65 * zf))
 
 
 FOCUSED_BOARD_FILL = 0.9
