@@ -5,6 +5,7 @@ never publishes is named, and frames large enough for best-effort delivery to lo
 one warning saying what to set.
 """
 
+import contextlib
 import json
 
 import numpy as np
@@ -106,68 +107,67 @@ def test_large_frames_on_best_effort_get_one_warning(reliability, warned):
         assert '12.5 MB' in warnings[0] and 'image_reliability:=reliable' in warnings[0]
 
 
-def test_the_calibration_node_puts_a_stall_on_its_status_over_dds(ros_context, ros_node,
-                                                                   ros_executor):
+@contextlib.contextmanager
+def _feeding(ros_context, ros_node, ros_executor, node, topic, msg_type, qos, frames):
+    """Spin ``node``, publish ``frames`` small frames to it over DDS (reliable), then none
+    until a message on ``topic`` says they stopped. Yields (the collector of ``topic``, a
+    function publishing one more frame); the node spins until the block ends."""
     pytest.importorskip('rclpy')
-    from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import Image
-    from std_msgs.msg import String
 
-    from lf_mpc_calib.ros.calibration_node import CalibrationNode
     from lf_mpc_calib.ros.image_conversion import array_to_image
     from ros.background import spinning
-    from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, wait_for, \
-        wait_for_subscribers
+    from ros.rclpy_helpers import MessageCollector, wait_for, wait_for_subscribers
 
-    node = CalibrationNode(context=ros_context, parameter_overrides=[
-        Parameter('image_reliability', value='reliable')])
-    status = MessageCollector(ros_node, String, '/lf_calibration/status', LATCHED_QOS)
+    collector = MessageCollector(ros_node, msg_type, topic, qos)
     pub = ros_node.create_publisher(Image, '/image_raw',
                                     QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE))
     frame = array_to_image(np.zeros((60, 80), np.uint8), 'mono8')
     with spinning(ros_context, node):
         wait_for_subscribers(ros_executor, pub)
-        for k in range(6):
+        for k in range(frames):
             pub.publish(frame)
             wait_for(ros_executor, lambda: node.input.frames > k, f'frame {k}')
-        wait_for(ros_executor, lambda: any('stopped' in m.data for m in status.messages),
-                 'the stall on ~/status', timeout_sec=20.0)
+        wait_for(ros_executor, lambda: any('stopped' in m.data for m in collector.messages),
+                 f'the stall on {topic}', timeout_sec=20.0)
+        yield collector, lambda: pub.publish(frame)
+
+
+def test_the_calibration_node_puts_a_stall_on_its_status_over_dds(
+        ros_context, ros_node, ros_executor):
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import String
+
+    from lf_mpc_calib.ros.calibration_node import CalibrationNode
+    from ros.rclpy_helpers import LATCHED_QOS, wait_for
+
+    node = CalibrationNode(context=ros_context, parameter_overrides=[
+        Parameter('image_reliability', value='reliable')])
+    with _feeding(ros_context, ros_node, ros_executor, node, '/lf_calibration/status',
+                  String, LATCHED_QOS, frames=6) as (status, publish):
         stalled = json.loads(status.last.data)
         assert 'stopped' in stalled['problems']['input']
         assert stalled['input']['frames'] == 6 and stalled['input']['last_frame_age_s'] >= 3
         assert stalled['summary'] == 'no captures yet'
-        pub.publish(frame)
+        publish()
         wait_for(ros_executor, lambda: 'input' not in node.causes.active, 'the input back')
     assert [c for c, cause in node.causes.history] == ['input', 'input']
 
 
-def test_the_decode_node_puts_a_stall_on_its_stats_over_dds(ros_context, ros_node,
-                                                            ros_executor):
-    pytest.importorskip('rclpy')
+def test_the_decode_node_puts_a_stall_on_its_stats_over_dds(
+        ros_context, ros_node, ros_executor):
     import yaml
     from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile, ReliabilityPolicy
-    from sensor_msgs.msg import Image
     from std_msgs.msg import String
 
     from lf_mpc_calib.ros.decode_node import DecodeNode
-    from lf_mpc_calib.ros.image_conversion import array_to_image
-    from ros.background import spinning
-    from ros.rclpy_helpers import MessageCollector, wait_for, wait_for_subscribers
 
-    reliable = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
     node = DecodeNode(context=ros_context, parameter_overrides=[
         Parameter('image_reliability', value='reliable')])    # no calibration: frames wait
-    stats = MessageCollector(ros_node, String, '/lf_decoder/stats', reliable)
-    pub = ros_node.create_publisher(Image, '/image_raw', reliable)
-    frame = array_to_image(np.zeros((60, 80), np.uint8), 'mono8')
-    with spinning(ros_context, node):
-        wait_for_subscribers(ros_executor, pub)
-        for k in range(4):
-            pub.publish(frame)
-            wait_for(ros_executor, lambda: node.input.frames > k, f'frame {k}')
-        wait_for(ros_executor, lambda: any('stopped' in m.data for m in stats.messages),
-                 'the stall on ~/stats', timeout_sec=20.0)
-    last = yaml.safe_load(stats.last.data)
+    reliable = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    with _feeding(ros_context, ros_node, ros_executor, node, '/lf_decoder/stats', String,
+                  reliable, frames=4) as (stats, _):
+        last = yaml.safe_load(stats.last.data)
     assert 'stopped' in last['problems']['input'] and last['input']['frames'] == 4
