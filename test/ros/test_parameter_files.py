@@ -50,6 +50,20 @@ def _params_file(repo_root, tmp_path, config, node, name, value):
     return path
 
 
+def _get_parameters(executor, client, name, tries=6):
+    """GetParameters of ``name``, asked again when no answer comes in 10 s: a service seen
+    ready can still lose the first response while its reply path is being matched (seen once
+    in a loaded CI run); the request is idempotent."""
+    for attempt in range(tries):
+        try:
+            return call_service(executor, client, GetParameters.Request(names=[name]),
+                                timeout_sec=10.0 if attempt < tries - 1 else 60.0)
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+    return None
+
+
 @pytest.mark.parametrize('config, module, node, name, value', CASES,
                          ids=[c[0] for c in CASES])
 def test_node_in_a_namespace_runs_with_its_parameters_file(
@@ -63,8 +77,7 @@ def test_node_in_a_namespace_runs_with_its_parameters_file(
     try:
         client = ros_node.create_client(GetParameters, f'{NAMESPACE}/{node}/get_parameters')
         try:
-            answer = call_service(ros_executor, client, GetParameters.Request(names=[name]),
-                                  timeout_sec=60.0)
+            answer = _get_parameters(ros_executor, client, name)
         finally:
             ros_node.destroy_client(client)
         got = parameter_value_to_python(answer.values[0])
