@@ -74,7 +74,7 @@ def run(scale, n, samples):
     print(f'{wd}x{h}  ~/center  today {1e3 * c_old:8.1f} ms CPU ({1e3 * w_old:7.1f} wall)  '
           f'new {1e3 * c_new:6.1f} ms CPU ({1e3 * w_new:6.1f} wall)  '
           f'{1 / c_new:6.1f} fps  ratio {c_old / c_new:5.1f}x  '
-          f'w searches {fast.w_estimates}/{n + 1}')
+          f'w searches {fast.w_estimates}, walks {fast.w_refines} in {n + 1} frames')
     if diffs:
         print(f'   accuracy vs today ({same}/{len(ref)} frames at the same w): '
               f'max |d| {max(d.max() for d in diffs):.4f}, '
@@ -83,7 +83,8 @@ def run(scale, n, samples):
     mx, my = fast.maps(fast.w)
     stages = {'normalise': lambda: fast.normalise(raws32[-1]),
               'remap': lambda: cv2.remap(norm, mx, my, cv2.INTER_LINEAR),
-              'w search (when due)': lambda: det.estimate_w(norm)}
+              'w search (first frame)': lambda: det.estimate_w(norm),
+              'w walk (when due)': lambda: det.refine_w(norm, fast.w)}
     print('   new stages, ms CPU: ' + ', '.join(
         f'{k} {1e3 * timed(lambda _: f(), [None] * 3)[0]:.1f}' for k, f in stages.items()))
     return wd, h, 1 / c_new

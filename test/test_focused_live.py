@@ -46,7 +46,8 @@ def test_w_estimated_again_when_the_frame_changes(scene):
     fast = LiveCenterRenderer(det, w_every=3)
     for _ in range(4):
         fast.render(raws[0])
-    assert fast.w_estimates == 2                 # the first frame and the 4th (w_every)
+    # the first frame searched, the 4th (w_every) walked from the cached w
+    assert (fast.w_estimates, fast.w_refines) == (1, 1)
     # a uniform frame changed the thumbnail: w searched again, and refused (no texture)
     with pytest.raises(DetectionError, match='no texture'):
         fast.render(np.full_like(raws[0], raws[0].mean()))

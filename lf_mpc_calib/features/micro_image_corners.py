@@ -65,6 +65,9 @@ from lf_mpc_calib.features.sampling import bilinear_samples, disk_offsets
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice
 
+W_FINE_STEP = 0.005
+"""Resolution of the inverse virtual depth search (:meth:`MicroImageCornerDetector.estimate_w`)."""
+
 RIM_WINDOW = 0.5
 """Corners are refined up to RIM_WINDOW half windows inside the usable disk (the window shrinks,
 symmetric about the corner, towards the rim)."""
@@ -279,6 +282,46 @@ class MicroImageCornerDetector:
 
     def estimate_w(self, norm):
         """Global inverse virtual depth w of a normalised raw frame (disparity search)."""
+        pairs, offs, r_in = self.w_pairs(norm)
+        lo, hi = self.options.w_range
+        mags = np.arange(lo, hi + 1e-9, 0.025)
+        coarse = np.concatenate([-mags[::-1], mags])
+        cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in coarse]
+        best = float(coarse[int(np.argmin(cost))])
+        fine = best + np.arange(-0.025, 0.0251, W_FINE_STEP)
+        cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in fine]
+        return float(fine[int(np.argmin(cost))])
+
+    def refine_w(self, norm, w0, *, max_steps=8):
+        """
+        The local minimum of the disparity cost nearest ``w0``, walking downhill in steps of
+        W_FINE_STEP (the resolution of :meth:`estimate_w`), or None when the walk does not end
+        within ``max_steps`` steps or leaves ``options.w_range`` (then search the whole range).
+        """
+        pairs, offs, r_in = self.w_pairs(norm)
+        lo, hi = self.options.w_range
+        cache = {}
+
+        def cost(k):
+            if k not in cache:
+                cache[k] = self._pair_cost(norm, pairs, offs, r_in, w0 + k * W_FINE_STEP)
+            return cache[k]
+
+        k = 0
+        for _ in range(max_steps + 1):
+            here, left, right = cost(k), cost(k - 1), cost(k + 1)
+            if here <= left and here <= right:
+                w = w0 + k * W_FINE_STEP
+                return float(w) if np.isfinite(here) and lo <= abs(w) <= hi else None
+            k += -1 if left < right else 1
+        return None
+
+    def w_pairs(self, norm):
+        """
+        The pairs of neighbouring textured micro-images that the disparity cost compares:
+        ([(a (P, 2), b (P, 2)) centres per lattice step], disk offsets (K, 2), r_in px).
+        Raises DetectionError when the frame shows too little texture.
+        """
         cen = self.centres
         r_in, inside = self.inner_disks_inside(norm.shape)
         idx = np.nonzero(inside)[0]
@@ -298,20 +341,12 @@ class MicroImageCornerDetector:
         steps = [grid.row_vector, 0.5 * grid.row_vector + grid.column_vector,
                  -0.5 * grid.row_vector + grid.column_vector] if grid.lattice == 'hex' else \
             [grid.row_vector, grid.column_vector]
-        lo, hi = self.options.w_range
-        mags = np.arange(lo, hi + 1e-9, 0.025)
-        coarse = np.concatenate([-mags[::-1], mags])
         base = cen[order]
         pairs = []
         for e in steps:
             nb = self.lattice.nearest(base + e)
             pairs.append((base[nb >= 0], self.centres[nb[nb >= 0]]))
-        offs = disk_offsets(r_in, 1.5)
-        cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in coarse]
-        best = float(coarse[int(np.argmin(cost))])
-        fine = best + np.arange(-0.025, 0.0251, 0.005)
-        cost = [self._pair_cost(norm, pairs, offs, r_in, wc) for wc in fine]
-        return float(fine[int(np.argmin(cost))])
+        return pairs, disk_offsets(r_in, 1.5), r_in
 
     @staticmethod
     def _pair_cost(norm, pairs, offs, r_in, wc):

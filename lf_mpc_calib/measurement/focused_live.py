@@ -7,9 +7,12 @@ of its time) and builds the render's index maps from the lattice every frame. He
 
 - the index maps (one ``cv2.remap`` per frame, vectorised over micro-images) are built once per
   w, on the grid of w that the search itself resolves (0.005), and cached;
-- w is estimated again only every ``w_every`` frames, or when the frame changed (the mean
-  absolute difference of a 64 x 48 thumbnail of the normalised frame against the one at the
-  last estimate above ``change``), and on the first frame;
+- w is checked only every ``w_every`` frames, or when the frame changed (the mean absolute
+  difference of a 64 x 48 thumbnail of the normalised frame against the one at the last check
+  above ``change``): by walking the disparity cost downhill from the cached w
+  (:meth:`MicroImageCornerDetector.refine_w`, 3-5 evaluations of the cost instead of the 70 of
+  the whole search). The whole range is searched on the first frame, when the thumbnail moved
+  by more than ``jump`` (a new scene) or when the walk does not end nearby;
 - the normalising scale (99th percentile of the lit pixels) is taken over every ``stride``-th
   lit pixel.
 
@@ -18,15 +21,14 @@ With the same w the image is today's up to the scale's subsampling (measured by
 
     renderer = LiveCenterRenderer(detector)             # a MicroImageCornerDetector
     center, w = renderer.render(img (H, W) float)       # (h, w) f32 in [0, 1]
-    renderer.w_estimates                                # how many searches so far
+    renderer.w_estimates, renderer.w_refines            # whole-range searches, local walks
 """
 
 import cv2
 import numpy as np
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
-
-W_STEP = 0.005          # the resolution of MicroImageCornerDetector.estimate_w's fine search
+from lf_mpc_calib.features.micro_image_corners import W_FINE_STEP as W_STEP
 THUMB = (64, 48)
 
 
@@ -36,12 +38,14 @@ class LiveCenterRenderer:
 
     detector: the MicroImageCornerDetector of the calibration's grid and white; w_every: frames
     between two estimates of w at most; change: thumbnail change (normalised units) that forces
-    a new estimate; stride: subsampling of the lit pixels for the normalising scale.
+    a check of w (a local walk); jump: thumbnail change that forces the whole search; stride:
+    subsampling of the lit pixels for the normalising scale.
     """
 
-    def __init__(self, detector, *, w_every=30, change=0.03, stride=7, max_maps=8):
+    def __init__(self, detector, *, w_every=30, change=0.03, jump=0.15, stride=61, max_maps=8):
         self.det = detector
         self.w_every, self.change, self.max_maps = int(w_every), float(change), int(max_maps)
+        self.jump = float(jump)
         self.shape = detector._white32.shape
         self._inv_white = detector._inv_white
         self._lit_sample = np.flatnonzero(detector._lit.ravel())[::int(stride)]
@@ -51,30 +55,36 @@ class LiveCenterRenderer:
         self.w = None
         self._since = 0
         self._thumb = None
-        self.w_estimates = 0
+        self.w_estimates = self.w_refines = 0
 
     def normalise(self, img):
         """(H, W) raw frame -> normalised f32 frame (as MicroImageCornerDetector.normalise)."""
         if img.shape != self.shape:
             raise InvalidInputError(f'the frame is {img.shape[1]} x {img.shape[0]}, the white '
                                     f'and calibration are {self.shape[1]} x {self.shape[0]}')
-        norm = cv2.multiply(img.astype(np.float32, copy=False), self._inv_white)
-        sample = norm.ravel()[self._lit_sample]
+        img = img.astype(np.float32, copy=False)
+        sample = img.ravel()[self._lit_sample] * self._inv_white.ravel()[self._lit_sample]
         k = int(0.99 * (sample.size - 1))
         top = float(np.partition(sample, k)[k])
         if not top > 0:
             raise DetectionError('the raw frame is black inside the micro-images')
-        norm *= np.float32(1.0 / top)
+        norm = cv2.multiply(img, self._inv_white, scale=1.0 / top)
         return norm
 
     def update_w(self, norm):
-        """The cached w, estimated again when due (see the module docstring)."""
+        """The cached w, checked or estimated again when due (see the module docstring)."""
         thumb = cv2.resize(norm, THUMB, interpolation=cv2.INTER_AREA)
-        moved = self._thumb is None or float(np.mean(np.abs(thumb - self._thumb))) > self.change
-        if self.w is None or moved or self._since >= self.w_every:
-            self.w = round(self.det.estimate_w(norm) / W_STEP) * W_STEP
+        moved = np.inf if self._thumb is None else float(np.mean(np.abs(thumb - self._thumb)))
+        if self.w is None or moved > self.change or self._since >= self.w_every:
+            w = None
+            if self.w is not None and moved <= self.jump:
+                w = self.det.refine_w(norm, self.w)
+                self.w_refines += 1
+            if w is None:
+                w = self.det.estimate_w(norm)
+                self.w_estimates += 1
+            self.w = round(w / W_STEP) * W_STEP
             self._thumb, self._since = thumb, 0
-            self.w_estimates += 1
         self._since += 1
         return self.w
 
