@@ -1,19 +1,21 @@
 """
-Live focused decode: today's code against the cached fast path, per stage, on the same frames.
+Live focused decode: the code before the fast path against it, per stage, on the same frames.
 
 Renders a white and a short sequence of frames of the focused-keplerian preset (a board moving
 slowly in depth and sideways, as on an arm), then times per frame, one core, CPU time
 (time.process_time; wall time beside it):
-- today:  the detector's normalise, estimate_w and render every frame (what
-  FocusedMeasurer.measure did before focused_live);
-- new:    measurement.focused_live.LiveCenterRenderer (cached maps, w re-estimated when due);
-and prints per-stage times, frames/s, the ratio and the accuracy of the new image against
-today's (max / mean |difference| in normalised units, w difference).
-Not yet: the 4080 x 3068 (R12) size.
+- ~/center: before, the detector's normalise, estimate_w and render every frame; now,
+  measurement.focused_live.LiveCenterRenderer (cached maps, w walked from the cached value);
+- ~/points: before, the measurer's render (as ~/center before), a full detection
+  (MicroImageCornerDetector.detect) and triangulation every frame; now, FocusedMeasurer with
+  its MicroImageCornerTracker (the first frame detects in full, timed apart); accuracy:
+  median 3-D error of the corners against the board's true pose (the
+  optics' exact model), tracked and detected in full on the same frames.
+--r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset at scale 1.99).
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_focused_live.py --quick
 
-Only ~/center is on the fast path so far; ~/points and ~/depth are today's (timed with --full).
+~/depth is not on a fast path yet (timed as it is).
 """
 
 import argparse
@@ -21,6 +23,7 @@ import time
 
 import cv2
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.measurement.focused_live import LiveCenterRenderer
@@ -31,12 +34,14 @@ from lf_mpc_calib.simulation.render import render_raw, render_white
 
 def frames(cam, n, samples):
     """A white and n raw frames of a board drifting in depth and sideways."""
-    board = Checkerboard(12, 8, 0.7 * cam.field_of_view(cam.scene_distance)[1] / 9)
+    # 12 x 9 inner corners: no 180 degree ambiguity of the labels (the 3-D errors need them)
+    board = Checkerboard(12, 9, 0.7 * cam.field_of_view(cam.scene_distance)[1] / 10)
     white = render_white(cam, samples=samples)
     raws = []
     for k in range(n):
         d = (1.25 + 0.002 * k) * cam.scene_distance
         rv, tv = board_pose(cam, board, d, (10.0, -8.0, 3.0), offset=(0.0005 * k, 0.0))
+        POSES.append((rv, tv))
         raws.append(render_raw(cam, board, rv, tv, samples=samples, noise=0.0))
     return white, raws, board
 
@@ -56,9 +61,37 @@ def timed(fn, raws):
     return (time.process_time() - c0) / n, (time.perf_counter() - t0) / n, out
 
 
+def points_stage(cam, det, white, raws, board, truth, n_old):
+    """Per-frame CPU s of ~/points before and now, and the median 3-D errors (m) of both."""
+    from lf_mpc_calib.measurement.focused import FocusedMeasurer, triangulate_rows
+    model = cam.ground_truth_model()
+
+    def err(ids, pts, k):
+        return np.median(np.linalg.norm(pts - truth[k][ids], axis=1))
+
+    def before(k):          # the measurer rendered ~/center, then detected in full
+        todays_center(det, raws[k])
+        obs = det.detect(raws[k], board).observations
+        pts, keys = triangulate_rows(model, obs)
+        return err(keys[:, 1], pts, k)
+    c_old, w_old, e_old = timed(before, list(range(n_old)))
+    meas = FocusedMeasurer(model, det.grid, board=board, white=white)
+    first = meas.measure(raws[0])                   # the full detection the tracker starts from
+    searches = []
+
+    def now(k):
+        m = meas.measure(raws[k])
+        searches.append(m.corner_search)
+        return err(m.point_ids, m.points, k) if len(m.points) else np.nan
+    c_new, w_new, e_new = timed(now, list(range(1, len(raws))))
+    tracked = sum(s == 'tracked' for s in searches)
+    return (c_old, w_old, float(np.median(e_old)), c_new, w_new, float(np.nanmedian(e_new)),
+            tracked, first.corner_search)
+
+
 def run(scale, n, samples):
     cam = preset('focused-keplerian', scale=scale)
-    white, raws, _ = frames(cam, n, samples)
+    white, raws, board = frames(cam, n, samples)
     det = MicroImageCornerDetector(white)
     raws32 = [r.astype(np.float32) for r in raws]
     c_old, w_old, ref = timed(lambda r: todays_center(det, r), raws32[:max(3, n // 2)])
@@ -71,12 +104,12 @@ def run(scale, n, samples):
             same += 1
             diffs.append(np.abs(old - img))
     h, wd = raws[0].shape
-    print(f'{wd}x{h}  ~/center  today {1e3 * c_old:8.1f} ms CPU ({1e3 * w_old:7.1f} wall)  '
-          f'new {1e3 * c_new:6.1f} ms CPU ({1e3 * w_new:6.1f} wall)  '
+    print(f'{wd}x{h}  ~/center  before {1e3 * c_old:8.1f} ms CPU ({1e3 * w_old:7.1f} wall)  '
+          f'now {1e3 * c_new:6.1f} ms CPU ({1e3 * w_new:6.1f} wall)  '
           f'{1 / c_new:6.1f} fps  ratio {c_old / c_new:5.1f}x  '
           f'w searches {fast.w_estimates}, walks {fast.w_refines} in {n + 1} frames')
     if diffs:
-        print(f'   accuracy vs today ({same}/{len(ref)} frames at the same w): '
+        print(f'   accuracy vs before ({same}/{len(ref)} frames at the same w): '
               f'max |d| {max(d.max() for d in diffs):.4f}, '
               f'mean |d| {np.mean([d.mean() for d in diffs]):.5f} (normalised units)')
     norm = fast.normalise(raws32[-1])
@@ -85,21 +118,41 @@ def run(scale, n, samples):
               'remap': lambda: cv2.remap(norm, mx, my, cv2.INTER_LINEAR),
               'w search (first frame)': lambda: det.estimate_w(norm),
               'w walk (when due)': lambda: det.refine_w(norm, fast.w)}
-    print('   new stages, ms CPU: ' + ', '.join(
+    print('   stages now, ms CPU: ' + ', '.join(
         f'{k} {1e3 * timed(lambda _: f(), [None] * 3)[0]:.1f}' for k, f in stages.items()))
-    return wd, h, 1 / c_new
+    truth = [board.points() @ Rotation.from_rotvec(rv).as_matrix().T + tv
+             for rv, tv in POSES[:len(raws)]]
+    (p_old, pw_old, e_old, p_new, pw_new, e_new, tracked,
+     first) = points_stage(cam, det, white, raws32, board, truth, min(3, n))
+    depth = float(np.median([t[:, 2].mean() for t in truth]))
+    print(f'{wd}x{h}  ~/points  before {1e3 * p_old:8.1f} ms CPU ({1e3 * pw_old:7.1f} wall)  '
+          f'now {1e3 * p_new:6.1f} ms CPU ({1e3 * pw_new:6.1f} wall)  '
+          f'{1 / p_new:6.1f} fps  ratio {p_old / p_new:5.1f}x  tracked {tracked}/{n - 1}')
+    print(f'   3-D corner error, median: full detection {1e3 * e_old:.2f} mm, tracked '
+          f'{1e3 * e_new:.2f} mm ({100 * e_old / depth:.2f} / {100 * e_new / depth:.2f} % of '
+          f'the distance); first frame: {first}')
+    return wd, h, 1 / c_new, 1 / p_new
+
+
+POSES = []
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     ap.add_argument('--quick', action='store_true', help='preset size only, few frames')
+    ap.add_argument('--r12', action='store_true', help='also 4080 x 3068 frames')
     ap.add_argument('--frames', type=int, default=None)
     ap.add_argument('--samples', type=int, default=4, help='rays per pixel of the renders')
     args = ap.parse_args()
     n = args.frames or (12 if args.quick else 30)
-    wd, h, fps = run(1.0, n, args.samples)
-    print(f'focused live {wd}x{h}: center {fps:.1f} fps, points n/a fps, depth n/a fps '
-          f'(one core, CPU time; points and depth not on the fast path yet)')
+    sizes = [1.0] + ([1.99] if args.r12 and not args.quick else [])
+    lines = []
+    for scale in sizes:
+        POSES.clear()
+        wd, h, fps_c, fps_p = run(scale, n, args.samples)
+        lines.append(f'focused live {wd}x{h}: center {fps_c:.1f} fps, points {fps_p:.1f} fps, '
+                     f'depth n/a fps (one core, CPU time; depth not on a fast path yet)')
+    print('\n'.join(lines[1:] + lines[:1]))
 
 
 if __name__ == '__main__':

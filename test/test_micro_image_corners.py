@@ -145,13 +145,13 @@ def test_corners_on_one_line_are_refused():
     one_row = found.point[found.point < board.cols]
     assert len(np.unique(one_row)) >= 3
     keep = np.isin(np.arange(board.n_points), np.unique(one_row))
-    det_kept = det._homography_check
+    det_kept = det.homography_check
 
     def only_first_row(x_fit, b, spacing):
         return det_kept(x_fit, b, spacing) & keep
-    det._homography_check = only_first_row
+    det.homography_check = only_first_row
     try:
         with pytest.raises(DetectionError, match='on one line'):
             det.detect(raw, board)
     finally:
-        del det._homography_check
+        del det.homography_check

@@ -211,16 +211,18 @@ class MicroImageCornerDetector:
                 continue
             rows.append((c_idx, m_idx, q, fit_res, disk[m_idx]))
             x_fit[c_idx], w_fit[c_idx], counts[c_idx] = xc, wc, len(m_idx)
-        kept = self._homography_check(x_fit, board, spacing)
+        kept = self.homography_check(x_fit, board, spacing)
         rows = [r for r in rows if kept[r[0]]]
+        moves = [np.zeros((len(r[1]), 2)) for r in rows]
         if opt.aperture_correction and rows:
-            moves = self._aperture_moves(rows, x_fit, w_fit, kept, board, half)
-            if moves is not None:   # rows the cut moves too far to correct are dropped
-                fixed = []
-                for r, mv in zip(rows, moves):
+            measured = self._aperture_moves(rows, x_fit, w_fit, kept, board, half)
+            if measured is not None:   # rows the cut moves too far to correct are dropped
+                fixed, moves = [], []
+                for r, mv in zip(rows, measured):
                     ok = np.all(np.isfinite(mv), axis=1)
                     if ok.sum() >= opt.min_views:
                         fixed.append((r[0], r[1][ok], r[2][ok] - mv[ok], r[3], r[4][ok]))
+                        moves.append(mv[ok])
                 rows = fixed
         if len(rows) < opt.min_corners:
             reach = np.median(r_valid - RIM_WINDOW * half) / abs(w)
@@ -258,8 +260,14 @@ class MicroImageCornerDetector:
                     [r[3] for r in rows]) ** 2))),
                 'median_views': float(np.median(counts[counts > 0])),
                 'w_per_corner': w_fit,
-                'row_saddle': np.concatenate([_saddle(smooth, q, contrast)
-                                              for _, _, q, *_ in rows])}
+                'row_saddle': np.concatenate([saddle_strength(smooth, q, contrast)
+                                              for _, _, q, *_ in rows]),
+                # per row, for a tracker (features.micro_image_tracking): the micro-image,
+                # the aperture move subtracted, the refinement's disk; and the board contrast
+                'row_micro_image': np.concatenate([r[1] for r in rows]),
+                'row_move': np.concatenate(moves),
+                'row_disk': np.concatenate([r[4] for r in rows]),
+                'board_contrast': float(contrast), 'corner_spacing_px': float(spacing)}
         return Detection(obs, central, rendered, diag)
 
     # ---- stages ------------------------------------------------------------------------------
@@ -446,7 +454,7 @@ class MicroImageCornerDetector:
             good = np.all(np.isfinite(ref), axis=1)
             good &= np.hypot(*(ref - pred).T) <= opt.max_step * (2.0 if n_pass == 0 else 1.0)
             good &= np.hypot(*(ref - cen).T) <= r_use
-            good &= _saddle(smooth, ref, contrast) >= opt.min_saddle
+            good &= saddle_strength(smooth, ref, contrast) >= opt.min_saddle
             if good.sum() < 2:
                 return None
             fit = _fit_xw(cen[good], ref[good], opt.fit_threshold)
@@ -494,7 +502,7 @@ class MicroImageCornerDetector:
                             r_ap[m_idx], half[m_idx], disk)
         return np.split(moves, np.cumsum([len(r[1]) for r in rows])[:-1])
 
-    def _homography_check(self, x_fit, board, spacing):
+    def homography_check(self, x_fit, board, spacing):
         """(C,) bool: corners whose fitted x lies on the board's homography (robust)."""
         found = np.all(np.isfinite(x_fit), axis=1)
         kept = found.copy()
@@ -659,7 +667,7 @@ def _clip_radius(r_ap, rho, blur, tolerance):
 _RING = np.linspace(0.0, 2.0 * np.pi, 16, endpoint=False)
 
 
-def _saddle(img, q, contrast, radius=2.0):
+def saddle_strength(img, q, contrast, radius=2.0):
     """
     (N,) saddle strength at q (N, 2): the 2nd angular harmonic amplitude of a ring of
     ``radius`` px around each point, minus its 1st (an edge), over the board contrast.

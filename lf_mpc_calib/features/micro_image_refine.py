@@ -23,7 +23,6 @@ sampled bilinearly.
 import cv2
 import numpy as np
 
-from lf_mpc_calib.features.sampling import bilinear_samples
 
 MAX_ITER = 20
 EPS_PX = 1e-3
@@ -37,12 +36,14 @@ def image_gradients(image):
             cv2.Sobel(img, cv2.CV_32F, 0, 1, ksize=1, scale=0.5))
 
 
-def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gradients=None):
+def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gradients=None,
+                    max_iter=MAX_ITER):
     """
     Refine corners ``points`` (N, 2) of ``image`` (H, W) float32, each inside the micro-image
     disk of centre ``centres`` (N, 2) and ``radius`` (px; scalar or (N,)), with half window
     ``half`` (px; scalar or (N,)); gradients: :func:`image_gradients` of image (computed here
-    when None). Returns (N, 2) refined points, NaN where the symmetric
+    when None); max_iter: iterations at most (each moves the points still moving by more
+    than EPS_PX). Returns (N, 2) refined points, NaN where the symmetric
     window kept less than ``min_weight`` of its full weight or the gradients were degenerate,
     the start where the point left its window (as cornerSubPix does).
     """
@@ -55,34 +56,37 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gr
     radius = np.broadcast_to(np.asarray(radius, np.float64), (n,))
     half = np.broadcast_to(np.asarray(half, np.float64), (n,))
     gx, gy = image_gradients(image) if gradients is None else gradients
+    grad = cv2.merge([np.asarray(gx, np.float32), np.asarray(gy, np.float32)])  # one remap
     h_max = int(np.ceil(half.max()))
     g = np.arange(-h_max, h_max + 1, dtype=np.float64)
     ox, oy = np.meshgrid(g, g)
     off = np.column_stack([ox.ravel(), oy.ravel()])                       # (K, 2)
+    off_sq = (off ** 2).sum(1)
     sig = SIGMA_FRACTION * half[:, None]
-    full = np.exp(-0.5 * (off ** 2).sum(1)[None] / sig ** 2)             # (N, K)
+    full = np.exp(-0.5 * off_sq[None] / sig ** 2)                         # (N, K)
     full = np.where(np.abs(off).max(1)[None] <= half[:, None], full, 0.0)
     full_sum = full.sum(1)
     p = pts.copy()
     alive = np.all(np.isfinite(p), axis=1)
-    for _ in range(MAX_ITER):
+    for _ in range(int(max_iter)):
         idx = np.nonzero(alive)[0]
         if idx.size == 0:
             break
-        pi, ci = p[idx], cen[idx]
-        x = pi[:, None, :] + off[None]                                  # (n, K, 2)
-        rr = radius[idx, None] ** 2
-        inside = (((x - ci[:, None]) ** 2).sum(-1) <= rr) & \
-            (((pi[:, None, :] - off[None] - ci[:, None]) ** 2).sum(-1) <= rr)
-        wgt = full[idx] * inside
+        pi = p[idx]
+        # p + o and p - o within the radius: |d +- o|^2 = |d|^2 +- 2 d.o + |o|^2, d = p - c
+        d = pi - cen[idx]
+        cross = 2.0 * (d @ off.T)                                         # (n, K)
+        base = (d ** 2).sum(1)[:, None] + off_sq[None] - radius[idx, None] ** 2
+        wgt = np.where((base + cross <= 0) & (base - cross <= 0), full[idx], 0.0)
         enough = wgt.sum(1) >= min_weight * full_sum[idx]
-        gxs = bilinear_samples(gx, x).astype(np.float64)
-        gys = bilinear_samples(gy, x).astype(np.float64)
-        a = (wgt * gxs * gxs).sum(1)
-        b = (wgt * gxs * gys).sum(1)
-        c = (wgt * gys * gys).sum(1)
-        bx = (wgt * (gxs * gxs * x[..., 0] + gxs * gys * x[..., 1])).sum(1)
-        by = (wgt * (gxs * gys * x[..., 0] + gys * gys * x[..., 1])).sum(1)
+        gs = _samples2(grad, pi[:, None, :] + off[None])                  # (n, K, 2)
+        gxs, gys = gs[..., 0], gs[..., 1]
+        wgx = wgt * gxs
+        gxx, gxy, gyy = wgx * gxs, wgx * gys, wgt * gys * gys
+        a, b, c = gxx.sum(1), gxy.sum(1), gyy.sum(1)
+        # sum w g g^T (p + o): the p part from a, b, c, the o part by matrix products
+        bx = a * pi[:, 0] + b * pi[:, 1] + gxx @ off[:, 0] + gxy @ off[:, 1]
+        by = b * pi[:, 0] + c * pi[:, 1] + gxy @ off[:, 0] + gyy @ off[:, 1]
         det = a * c - b * b
         ok = enough & (det > 1e-12 * np.maximum(a + c, 1e-30) ** 2)
         new = np.full_like(pi, np.nan)
@@ -99,3 +103,20 @@ def refine_in_disks(image, points, centres, radius, half, *, min_weight=0.25, gr
     left = np.all(np.isfinite(p), axis=1) & np.any(np.abs(p - pts) > half[:, None], axis=1)
     p[left] = pts[left]
     return p
+
+
+def _samples2(img2, pts):
+    """Bilinear samples (..., 2) float64 of a 2-channel image (H, W, 2) at pts (..., 2)."""
+    shape = pts.shape[:-1]
+    m = np.ascontiguousarray(pts.reshape(1, -1, 2), np.float32)
+    if m.shape[1] > 30000:                      # cv2.remap maps stay under 32767 px a side
+        width = 4096
+        rows = -(-m.shape[1] // width)
+        pad = np.zeros((1, rows * width, 2), np.float32)
+        pad[:, :m.shape[1]] = m
+        out = cv2.remap(img2, pad.reshape(rows, width, 2), None, cv2.INTER_LINEAR,
+                        borderMode=cv2.BORDER_REPLICATE).reshape(-1, 2)[:m.shape[1]]
+    else:
+        out = cv2.remap(img2, m, None, cv2.INTER_LINEAR,
+                        borderMode=cv2.BORDER_REPLICATE).reshape(-1, 2)
+    return out.astype(np.float64).reshape(shape + (2,))

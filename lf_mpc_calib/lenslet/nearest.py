@@ -5,6 +5,7 @@ lattice (no search tree), and the micro-images within a radius of a point.
     lattice = MicroImageLattice(grid)
     lattice.nearest(xy (N, 2)) -> (N,) index into grid.centres(), -1 outside the grid
     lattice.within(x (2,), radius) -> indices of the centres within radius px of x
+    lattice.within_many(xy (N, 2), radius (N,)) -> (point (K,), centre index (K,)) pairs
 """
 
 import numpy as np
@@ -61,3 +62,28 @@ class MicroImageLattice:
         idx = (ll * self.cols + kk).ravel()
         d = np.hypot(*(self.centres[idx] - x).T)
         return idx[d <= radius]
+
+    def within_many(self, xy, radius):
+        """
+        Every (point, micro-image) pair with the centre within ``radius`` (px, scalar or (N,))
+        of the point: (point index (K,), centre index (K,)), ordered by point. Points that are
+        not finite have none.
+        """
+        xy = np.asarray(xy, float).reshape(-1, 2)
+        radius = np.broadcast_to(np.asarray(radius, float), (len(xy),))
+        ok = np.all(np.isfinite(xy), axis=1) & np.isfinite(radius)
+        if not np.any(ok):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        a = (np.where(ok[:, None], xy, 0.0) - self.reg.origin) @ self.inv.T
+        top = float(radius[ok].max())
+        span_k = int(np.ceil(top / self.grid.pitch)) + 2
+        span_l = int(np.ceil(top / self.grid.row_spacing)) + 2
+        dl, dk = np.meshgrid(np.arange(-span_l, span_l + 1), np.arange(-span_k, span_k + 1),
+                             indexing='ij')
+        kk = np.round(a[:, 0]).astype(np.int64)[:, None] + dk.ravel()[None]     # (N, S)
+        ll = np.round(a[:, 1]).astype(np.int64)[:, None] + dl.ravel()[None]
+        inside = ok[:, None] & (kk >= 0) & (kk < self.cols) & (ll >= 0) & (ll < self.rows)
+        pt, slot = np.nonzero(inside)
+        idx = ll[pt, slot] * self.cols + kk[pt, slot]
+        near = np.hypot(*(self.centres[idx] - xy[pt]).T) <= radius[pt]
+        return pt[near], idx[near]

@@ -180,15 +180,20 @@ class FocusedMeasurer:
     model, grid: the calibration's MPCModel and LensletGrid; lens_types: the file's
     ``lens_types`` mapping (terms and type_of_class) or None; board: a Checkerboard to measure
     (None: the rendered image only); white: the white image, needed to measure (set later with
-    :meth:`set_white`). :meth:`measure` returns a
+    :meth:`set_white`); track_corners: follow the corners from frame to frame in the
+    micro-images (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`;
+    a full detection on the first frame and whenever tracking loses the board, the reason in
+    ``corner_search``). :meth:`measure` returns a
     :class:`lf_mpc_calib.measurement.live.Measurement` whose ``center`` is the image rendered
     from the micro-images at the frame's inverse virtual depth, ``pinhole`` its
     :func:`rendered_pinhole` (None when the model has none) and ``lightfield`` None.
     """
 
-    def __init__(self, model, grid, *, lens_types=None, board=None, white=None):
+    def __init__(self, model, grid, *, lens_types=None, board=None, white=None,
+                 track_corners=True):
         from lf_mpc_calib.calibration.type_terms import LensTypeTerms
         self.model, self.grid, self.board = model, grid, board
+        self.track_corners = bool(track_corners)
         self.lens_types = lens_types
         self.terms = None if lens_types is None else LensTypeTerms.from_dict(lens_types)
         self.types = None if lens_types is None or 'type_of_class' not in lens_types \
@@ -196,7 +201,7 @@ class FocusedMeasurer:
         if self.terms is not None and self.types is None:
             raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
                                     'rule: the lens type of each micro-image is unknown')
-        self.detector = self.live = None
+        self.detector = self.live = self.tracker = None
         self.white = None
         if white is not None:
             self.set_white(white)
@@ -221,6 +226,10 @@ class FocusedMeasurer:
         w = w.mean(axis=2) if w.ndim == 3 else w
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
         self.live = LiveCenterRenderer(self.detector)
+        self.tracker = None
+        if self.board is not None and self.track_corners:
+            from lf_mpc_calib.features.micro_image_tracking import MicroImageCornerTracker
+            self.tracker = MicroImageCornerTracker(self.detector, self.board)
         self.white = w
 
     def measure(self, raw, *, points=True, rays=False, all_views=False, depth=False):
@@ -268,11 +277,18 @@ class FocusedMeasurer:
             return Measurement(None, center, *none, reason='no board to measure',
                                timings=timings, pinhole=pinhole, depth=depth_map)
         t0 = time.perf_counter()
-        try:
-            obs = det.detect(img, self.board).observations
-        except DetectionError as exc:
-            return Measurement(None, center, *none, reason=str(exc), timings=timings,
-                               pinhole=pinhole, depth=depth_map)
+        obs, why = (None, 'tracking off') if self.tracker is None else self.tracker.track(norm)
+        search = 'tracked'
+        if obs is None:
+            search = f'full search: {why}'
+            try:
+                found = det.detect(img, self.board)
+            except DetectionError as exc:
+                return Measurement(None, center, *none, reason=str(exc), timings=timings,
+                                   corner_search=search, pinhole=pinhole, depth=depth_map)
+            obs = found.observations
+            if self.tracker is not None:
+                self.tracker.start(found)
         timings['detect'] = time.perf_counter() - t0
         t0 = time.perf_counter()
         pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
@@ -287,5 +303,5 @@ class FocusedMeasurer:
         resid = np.sqrt(np.bincount(pos[ok], weights=d * d, minlength=len(ids))
                         / np.maximum(n, 1))
         timings['triangulate'] = time.perf_counter() - t0
-        return Measurement(None, center, ids, pts, n, resid, timings=timings, pinhole=pinhole,
-                           depth=depth_map)
+        return Measurement(None, center, ids, pts, n, resid, timings=timings,
+                           corner_search=search, pinhole=pinhole, depth=depth_map)
