@@ -197,3 +197,24 @@ def test_captures_of_another_board_are_moved_aside_not_resumed(scene, recorded, 
     assert session.num_poses == 0 and recorder.status()['captures_found'] == 0
     backups = list(tmp_path.glob('session_before_reset_*'))
     assert len(backups) == 1 and len(CaptureStore(backups[0]).capture_folders()) == POSES
+
+
+def test_a_session_folder_that_cannot_be_read_is_reported_and_not_written(
+        scene, tmp_path, monkeypatch):
+    from lf_mpc_calib.pipeline import session_recorder
+    board, white, frames, _ = scene
+
+    def unreadable(folder):
+        raise PermissionError(errno.EACCES, 'Permission denied', str(folder))
+    monkeypatch.setattr(session_recorder, 'remove_partials', unreadable)
+    session = CalibrationSession(board, white=white)
+    recorder = SessionRecorder(session, tmp_path / 'session')
+    line, = recorder.start()
+    assert 'cannot be used' in line and 'Permission denied' in line
+    assert session.capture(frames[0]).accepted
+    note = recorder.captured()
+    assert note.startswith('NOT on disk') and '1 captures in memory only' in note
+    assert not (tmp_path / 'session').exists() and recorder.status()['unstored'] == 1
+    assert recorder.reset() == 'no stored captures to move'       # starts afresh
+    assert session.capture(frames[1]).accepted and recorder.captured() == ''
+    assert [p.name for p in recorder.store.capture_folders()] == ['capture_000']

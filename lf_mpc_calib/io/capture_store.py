@@ -94,10 +94,13 @@ class CaptureStore:
             raise InvalidInputError(f'{self.folder / SESSION_FILE}: white must be white.png or '
                                     f'white.npy, got {shorten(repr(name))}')
         path = self.folder / name
-        if not path.is_file() or sha256_of(path) != setup.get('white_sha256'):
-            raise InvalidInputError(f'{path}: missing or changed since it was written '
-                                    '(SHA-256 differs from session.yaml)')
-        return _read_array(path)
+        try:
+            if not path.is_file() or sha256_of(path) != setup.get('white_sha256'):
+                raise InvalidInputError(f'{path}: missing or changed since it was written '
+                                        '(SHA-256 differs from session.yaml)')
+            return _read_array(path)
+        except OSError as exc:
+            raise InvalidInputError(f'{path}: cannot be read: {exc}') from None
 
     # ---- captures -----------------------------------------------------------------------
     def capture_folders(self):

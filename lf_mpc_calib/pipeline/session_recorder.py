@@ -43,10 +43,20 @@ class SessionRecorder:
         self.write_error = None   # the last write that failed, while captures are unwritten
         self._pending = []        # capture folders waiting for a white image
         self._white_stored = None  # the white image session.yaml holds
+        self._blocked = None      # why the folder is not written (start failed), or None
 
     # ---- start --------------------------------------------------------------------------
     def start(self):
-        """Clean leftovers and resume the stored captures; returns log lines (str)."""
+        """Clean leftovers and resume the stored captures; returns log lines (str). A session
+        folder that cannot be read or cleaned (OSError) is reported and written no more."""
+        try:
+            return self._start()
+        except OSError as exc:
+            self._blocked = f'the session folder {self.store.folder} cannot be used: {exc}'
+            self.write_error = self._blocked + '; captures are kept in memory only'
+            return [self.write_error]
+
+    def _start(self):
         lines = [f'removed {p.name} in {self.store.folder}: a capture cut off when the node '
                  'stopped' for p in remove_partials(self.store.folder)]
         folders = self.store.capture_folders()
@@ -119,6 +129,10 @@ class SessionRecorder:
     def _write_pending(self, images=None):
         """Write the white (when new) and every unwritten pose; '' or the error's note."""
         s = self.session
+        if self._blocked:
+            self.write_error = (f'{self._blocked}; {self.stored.count(None)} captures in memory '
+                                'only (~/reset moves the folder aside and starts afresh)')
+            return 'NOT on disk: ' + self.write_error
         try:
             if s.white is not None and self._white_stored is not s.white:
                 self.store.write_setup(self._setup(), s.white)
@@ -146,7 +160,7 @@ class SessionRecorder:
         self.stored, self._pending, self.skipped = [], [], {}
         self.found = self.resumed = 0
         self._white_stored = None
-        self.write_error = None
+        self.write_error = self._blocked = None
         if self.moved_aside is None:
             return 'no stored captures to move'
         return f'stored captures moved to {self.moved_aside}'
