@@ -5,11 +5,15 @@ full disk or an error midway leaves the previous file as it was and no temporary
     write_atomically(path, write) -> path: write(temporary_path), then move it onto path
     open_atomically(path, mode='w', **open_kwargs): the same as a ``with`` block
     write_text_atomically(path, text) -> path
+    remove_partials(folder, prefix='.') -> removed paths: the hidden temporaries a killed
+        process left (files and folders whose name starts with ``prefix`` and holds
+        ``.partial``)
 """
 
 import contextlib
 import os
 import secrets
+import shutil
 from pathlib import Path
 
 
@@ -59,4 +63,25 @@ def open_atomically(path, mode='w', **open_kwargs):
         raise
 
 
-__all__ = ['open_atomically', 'temporary_name', 'write_atomically', 'write_text_atomically']
+def remove_partials(folder, prefix='.'):
+    """Remove what a killed writer left in ``folder``: every entry whose name starts with
+    ``prefix`` (hidden by default) and holds ``.partial`` (:func:`temporary_name`, the hidden
+    folders of a save or a capture being written). Returns the removed paths (sorted); a
+    missing folder removes nothing. Raises OSError when one cannot be removed."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    removed = []
+    for entry in sorted(folder.iterdir()):
+        if not (entry.name.startswith(prefix) and '.partial' in entry.name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+        removed.append(entry)
+    return removed
+
+
+__all__ = ['open_atomically', 'remove_partials', 'temporary_name', 'write_atomically',
+           'write_text_atomically']

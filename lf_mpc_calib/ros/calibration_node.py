@@ -21,7 +21,16 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   ``output_dir/latest``) with ``<camera_name>.yaml``, the observation table, the captured
   frames, the white image and a manifest with their checksums, atomically
   (``lf-mpc-calib calibrate-raw output_dir`` re-calibrates the latest offline).
-- ``~/reset``: forgets the captures and the calibration.
+- ``~/reset``: forgets the captures and the calibration, and moves the stored captures to
+  ``<session folder>_before_reset_<date-time>`` (never deletes them).
+
+Each accepted capture is written to the session folder (``session_dir``, default
+``output_dir/<camera_name>_session``) as it is taken (frame, rays, robot pose;
+:mod:`lf_mpc_calib.pipeline.session_recorder`); a node started again on that folder detects the
+stored captures again and goes on with them (``session`` on ``~/status``: ``captures found: N
+(resumed)``, skipped captures named); hidden ``.partial`` leftovers of captures and saves cut
+off are removed at start, one log line each. A write that fails keeps the capture in memory and
+says so in the answer and on ``~/status`` (``write_error``).
 
 ``~/status`` (std_msgs/String, latched): after each accepted capture and each calibration,
 JSON of :meth:`lf_mpc_calib.calibration.guidance.CaptureGuidance.to_dict` plus ``summary``
@@ -101,6 +110,8 @@ class CalibrationNode(Node):
             ('min_poses', D.MIN_POSES, 'captured poses needed to calibrate', D.at_least(2)),
             ('output_dir', D.default_output_dir(), "where ~/save writes; '': "
              '$ROS_HOME/lf_mpc_calib (~/.ros/lf_mpc_calib)', None),
+            ('session_dir', '', 'where each capture is written as it is taken, and resumed '
+             "from at start; '': <output_dir>/<camera_name>_session", None),
             ('camera_name', D.CAMERA_NAME, 'camera name: file name and frame ids',
              lambda v: None if v and '/' not in v else 'expected a non-empty name without /'),
             ('optical_frame', '', 'optical frame id; empty: <camera_name>_optical_frame',
@@ -189,8 +200,30 @@ class CalibrationNode(Node):
             f'board {board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, views '
             f'{self.session.views}, white from '
             f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
-        if self.parameter_problems:     # on ~/status before the first capture too
+        self._start_recorder()
+        if self.parameter_problems or self.recorder.found:  # on ~/status before a capture
             self._publish_status(self._status)
+
+    def _start_recorder(self):
+        """Resume the captures stored in the session folder (and clean what killed saves and
+        captures left); each capture is written there from now on."""
+        from pathlib import Path
+
+        from lf_mpc_calib.io.atomic import remove_partials
+        from lf_mpc_calib.pipeline.session_recorder import SessionRecorder
+        out = Path(self.params['output_dir'])
+        folder = self.params['session_dir'] or out / f'{self.camera_name}_session'
+        log = self.get_logger()
+        try:
+            for leftover in remove_partials(out, prefix=f'.{self.camera_name}_'):
+                log.info(f'removed {leftover}: a ~/save cut off when the node stopped')
+        except OSError as exc:
+            log.warning(f'could not remove what a ~/save cut off left in {out}: {exc}')
+        self.recorder = SessionRecorder(self.session, folder)
+        for line in self.recorder.start():
+            (log.warning if 'skipped' in line or 'not resumed' in line else log.info)(line)
+        if self.recorder.found:
+            self._status = {'summary': self.recorder.summary()}
 
     @staticmethod
     def _load_grid(path):
@@ -230,6 +263,7 @@ class CalibrationNode(Node):
             status['problems'] = dict(self.causes.active)
         if self.parameter_problems:
             status['parameter_problems'] = list(self.parameter_problems)
+        status['session'] = self.recorder.status()
         self._status = status
         self.status_pub.publish(self._String(data=json.dumps(status)))
 
@@ -259,6 +293,8 @@ class CalibrationNode(Node):
             except LFCalibError as exc:
                 self.get_logger().error(f'white image rejected: {exc}')
                 return
+            for line in self.recorder.white_set():
+                self.get_logger().info(line)
         self.get_logger().info(f'white image {pixels.shape[1]}x{pixels.shape[0]}: lenslet '
                                f'grid {grid.shape[0]}x{grid.shape[1]} lenses')
 
@@ -308,9 +344,10 @@ class CalibrationNode(Node):
             except LFCalibError as exc:
                 response.message = f'frame rejected: {exc}'
                 return response
+            stored = self.recorder.captured() if report.accepted else ''
         response.success = bool(report.accepted)
-        response.message = report.summary()
-        self.get_logger().info(response.message)
+        response.message = report.summary() + (f'; {stored}' if stored else '')
+        (self.get_logger().warning if stored else self.get_logger().info)(response.message)
         if report.accepted:
             per = np.asarray(report.corners_per_view)
             response.message += '; corners per view (rows j, columns i): ' + \
@@ -462,10 +499,17 @@ class CalibrationNode(Node):
     def _on_reset(self, request, response):
         with self._lock:
             poses = self.session.num_poses
-            self.session.reset()
+            try:
+                moved = self.recorder.reset()
+            except OSError as exc:
+                response.success = False
+                response.message = f'nothing reset: the stored captures cannot be moved: {exc}'
+                return response
         self.tf_pub.publish(self._TFMessage(transforms=[]))
+        self._publish_status({'summary': 'reset: no captures yet'})
         response.success = True
-        response.message = f'reset: {poses} captured poses and the calibration dropped'
+        response.message = (f'reset: {poses} captured poses and the calibration dropped; '
+                            f'{moved}')
         self.get_logger().info(response.message)
         return response
 

@@ -236,7 +236,10 @@ def run(args, out=None):
         camera = preset(name, scale=SIM_SCALE if args.scale is None else args.scale)
         sim_params = [Parameter('num_poses', value=args.poses + 1),
                       Parameter('seed', value=args.seed)]
+        output_dir.mkdir(parents=True, exist_ok=True)
+        session_dir = tempfile.mkdtemp(prefix='session_', dir=output_dir)   # a new session
         calib_params = [Parameter('output_dir', value=str(output_dir)),
+                        Parameter('session_dir', value=session_dir),
                         Parameter('camera_type', value=camera.camera_type)]
         n_types = getattr(args, 'lens_types', None)
         n_types = camera.mla.n_types if n_types is None else n_types

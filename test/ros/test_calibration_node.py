@@ -141,12 +141,15 @@ def session_run(ros_context, ros_executor, tmp_path_factory):
         status.wait(ros_executor)
         wait_for(ros_executor, lambda: 'flags' in json.loads(status.last.data),
                  'the status after the calibration')
+        statuses = [json.loads(m.data) for m in status.messages]
         reset = call_service(ros_executor, c['reset'])
+        wait_for(ros_executor, lambda: json.loads(status.last.data)['summary'].startswith(
+            'reset'), 'the status after the reset')
         recalibrate = call_service(ros_executor, c['calibrate'])
         yield dict(sim=sim, node=node, answers=answers, calibrated=calibrated, saved=saved,
                    info=info.last, cal=loads(cal.last.data), tf=tf.messages, result=result,
-                   reset=reset, recalibrate=recalibrate, out=out,
-                   status=[json.loads(m.data) for m in status.messages])
+                   reset=reset, recalibrate=recalibrate, out=out, status=statuses,
+                   status_after_reset=json.loads(status.last.data))
     ros_executor.remove_node(helper)
     helper.destroy_node()
 
@@ -230,6 +233,12 @@ def test_calibration_node_save_and_reset(session_run):
     assert len(list(out.glob('frame_*.png'))) == POSES
     assert session_run['reset'].success and f'{POSES} captured poses' in \
         session_run['reset'].message
+    # the stored captures are moved aside, never deleted
+    backup, = session_run['out'].glob('lf_camera_session_before_reset_*')
+    assert f'stored captures moved to {backup}' in session_run['reset'].message
+    assert len(list(backup.glob('capture_*/frame.png'))) == POSES
+    assert not (session_run['out'] / 'lf_camera_session').exists()
+    assert session_run['status_after_reset']['session']['moved_aside'] == str(backup)
     assert not session_run['recalibrate'].success  # nothing left after the reset
 
 

@@ -152,8 +152,11 @@ def test_calibration_node_exits_cleanly_while_capturing_calibrating_and_saving(
         _stop(calib, signal.SIGTERM, f'calibration node in ~/{state}')
         _stop(sim, signal.SIGTERM, 'simulated camera')
         out = tmp_path / state
-        saved = [p for p in out.iterdir() if not p.name.startswith('.')] if out.is_dir() else []
+        session = out / 'lf_camera_session'     # the captures, written as they were taken
+        saved = [p for p in out.iterdir() if not p.name.startswith('.') and p != session]
         for folder in saved:            # any save under a final name is complete
             if folder.is_dir() and not folder.is_symlink():
                 assert (folder / 'manifest.yaml').is_file(), f'{folder} is half-written'
+        captures = list(session.glob('capture_*'))
+        assert len(captures) == 4 and all((c / 'capture.yaml').is_file() for c in captures)
         del pending
