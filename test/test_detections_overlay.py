@@ -189,3 +189,39 @@ def test_session_saves_the_capture_pictures_with_their_checksums(small_session, 
     assert not list(folder.glob('.*'))           # written through temporary names
     dataset = load_raw_folder(tmp_path)          # the checksums hold; frames only as frames
     assert len(dataset.frames) == session.num_poses
+
+
+def test_pictures_of_a_focused_session():
+    """A focused camera: the image rendered from the micro-images, the capture's corners on it
+    and its outline scaled into a frame rendered at another inverse virtual depth."""
+    from lf_mpc_calib.pipeline.live_view import capture_picture, live_picture, reference_image
+    from lf_mpc_calib.pipeline.session import CalibrationSession
+    from lf_mpc_calib.simulation.focused_raw import board_pose
+    from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, preset
+    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+    cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
+    board = SimBoard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
+    white = quantize(render_white(cam, samples=4), 8)
+    frames = [quantize(render_raw(cam, board, *board_pose(cam, board, z * cam.scene_distance,
+                                                          ang), samples=8, noise=0.0), 8)
+              for z, ang in ((1.0, (15, -10, 3)), (1.4, (20, 8, 2)))]
+    session = CalibrationSession(board, camera_type='focused', white=white)
+    assert session.capture(frames[0]).accepted
+    det = session.detections[0]
+    picture = capture_picture(session, 0)
+    f = picture_scale(det.reference_image.shape)
+    assert picture.shape == picture_shape(det.reference_image.shape)
+    green = _is(picture, GREEN)
+    assert all(green[y, x] for x, y in _to_picture(det.central_uv, f))
+    image, step = reference_image(session, frames[1])
+    step0 = det.diagnostics['render_step_px']
+    assert step != step0                        # another depth: another render scale
+    live = live_picture(session, frames[1])
+    assert live.shape == picture_shape(image.shape)
+    f1 = picture_scale(image.shape)
+    outline = _is(live, OUTLINE)
+    # pose 0's outer corners, in raw pixels, land on its outline in the new render
+    uv = det.central_uv * step0 / step
+    corners = uv[[0, board.cols - 1, board.n_points - 1, board.n_points - board.cols]]
+    for x, y in _to_picture(corners, f1):
+        assert outline[y - 3:y + 4, x - 3:x + 4].any()
