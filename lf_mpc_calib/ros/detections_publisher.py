@@ -21,8 +21,7 @@ import functools
 import threading
 import time
 
-from lf_mpc_calib.errors import LFCalibError
-from lf_mpc_calib.ros.guard import guarded_callback
+from lf_mpc_calib.ros.guard import describe, guarded_callback
 
 HOLD_S = 1.0
 """Seconds a capture's picture stays on ~/detections before the live picture replaces it."""
@@ -82,7 +81,13 @@ class DetectionsPublisher:
 
     def captured(self, session, pose):
         """After an accepted capture: draw pose ``pose`` into ``session.pictures``, publish it
-        when subscribed."""
+        when subscribed. A failure is logged, never raised: the capture is kept either way."""
+        try:
+            self._captured(session, pose)
+        except Exception as exc:  # noqa: B902 - a picture must not fail a kept capture
+            self.causes.error('detections', f'no picture of pose {pose}: {describe(exc)}')
+
+    def _captured(self, session, pose):
         from lf_mpc_calib.pipeline.live_view import capture_picture
         with self.lock:
             if pose >= session.num_poses:       # reset meanwhile
@@ -121,8 +126,8 @@ class DetectionsPublisher:
             start = time.process_time()
             try:
                 picture = live_picture(session, frame, self.lines())
-            except LFCalibError as exc:
-                self.causes.error('detections', f'no live picture: {exc}')
+            except Exception as exc:  # noqa: B902 - logged once per cause, not per frame
+                self.causes.error('detections', f'no live picture: {describe(exc)}')
                 return
             finally:
                 self._last_frame = frame
