@@ -12,10 +12,14 @@ in a CalibrationSession. Then, in one process, CPU time (process_time, median of
    the quick look, the overlay with every captured pose's outline and the guidance): ms, the
    rate one core sustains (target >= 2 Hz) and the ratio to the capture baseline;
 3. capture_picture (each capture's picture, drawn from its own detection);
-4. the rgb8 message fill (when rclpy is importable).
+4. the rgb8 message fill (when rclpy is importable);
+5. with ``--node``: lf_calibration over DDS, the frame published at ``--rate`` Hz for
+   ``--seconds`` s to ~/image_raw: ~/detections pictures received per second (default
+   detections_rate 3 Hz), then ~/capture answered with the subscriber on and off (wall
+   seconds, noisy on a shared machine).
 
 Usage: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_detections.py [--poses 3]
-       [--repeat 5]
+       [--repeat 5] [--node [--rate 5] [--seconds 10]]
 """
 
 import argparse
@@ -56,6 +60,9 @@ def main():
     ap.add_argument('--scale', type=float, default=1.0, help='sensor crop (1: Lytro size)')
     ap.add_argument('--poses', type=int, default=3, help='frames with the board')
     ap.add_argument('--repeat', type=int, default=5)
+    ap.add_argument('--node', action='store_true', help='also the node over DDS')
+    ap.add_argument('--rate', type=float, default=5.0, help='input frames per second (--node)')
+    ap.add_argument('--seconds', type=float, default=10.0, help='node run time (--node)')
     args = ap.parse_args()
     cv2.setNumThreads(1)
 
@@ -107,6 +114,80 @@ def main():
     print(f'live picture + message: {total:.1f} ms CPU per frame = {1e3 / total:.1f} Hz on one '
           f'core (node default detections_rate 3 Hz: {3 * total / 10:.0f} % of a core while '
           f'subscribed)')
+    if args.node:
+        bench_node(white, frames[-1], args)
+
+
+def bench_node(white, frame, args):
+    """Section 5 of the module docstring."""
+    import tempfile
+    import threading
+
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image
+    from std_srvs.srv import Trigger
+
+    from lf_mpc_calib.io.images import write_image
+    from lf_mpc_calib.ros.calibration_node import CalibrationNode
+    from lf_mpc_calib.ros.image_conversion import array_to_image
+
+    folder = tempfile.mkdtemp(prefix='bench_detections_')
+    white_path = str(write_image(os.path.join(folder, 'white.png'), white))
+    rclpy.init()
+    node = CalibrationNode(parameter_overrides=[
+        Parameter('white_image_file', value=white_path), Parameter('output_dir', value=folder),
+        Parameter('image_reliability', value='reliable')])
+    user = rclpy.create_node('bench_user')
+    pub = user.create_publisher(Image, 'image_raw', QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE))
+    msg = array_to_image(frame, 'mono8')
+    user.create_timer(1.0 / args.rate, lambda: pub.publish(msg))
+    capture = user.create_client(Trigger, '/lf_calibration/capture')
+    executor = MultiThreadedExecutor(num_threads=4)
+    executor.add_node(node)
+    executor.add_node(user)
+    thread = threading.Thread(target=executor.spin, daemon=True)
+    thread.start()
+
+    def timed_capture():
+        t = time.perf_counter()
+        future = capture.call_async(Trigger.Request())
+        while not future.done():
+            time.sleep(0.01)
+        node.session.reset()
+        return time.perf_counter() - t, future.result()
+
+    try:
+        deadline = time.monotonic() + 30.0
+        while node.frames_received < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alone = [timed_capture()[0] for _ in range(2)]
+        pictures = []
+        sub = user.create_subscription(Image, '/lf_calibration/detections', pictures.append,
+                                       QoSProfile(depth=1))
+        while not pictures and time.monotonic() < deadline + 10.0:
+            time.sleep(0.05)
+        start, count = time.monotonic(), len(pictures)
+        time.sleep(args.seconds)
+        elapsed = time.monotonic() - start
+        hz = (len(pictures) - count) / elapsed
+        watched = [timed_capture() for _ in range(2)]
+        user.destroy_subscription(sub)
+        print(f'\nlf_calibration over DDS, frames {args.rate:g} Hz: ~/detections {hz:.2f} '
+              f'pictures/s over {elapsed:.1f} s ({"meets" if hz >= 2.0 else "MISSES"} >= 2 Hz; '
+              f'live picture {1e3 * node.detections_topic.live_cost_s:.0f} ms CPU)')
+        print(f'  ~/capture answered in {np.median(alone):.2f} s without a subscriber, '
+              f'{np.median([w for w, _ in watched]):.2f} s with one (wall, median of 2; '
+              f'{sum(r.success for _, r in watched)}/2 accepted)')
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        thread.join(timeout=5.0)
+        node.destroy_node()
+        user.destroy_node()
+        rclpy.try_shutdown()
 
 
 if __name__ == '__main__':
