@@ -44,7 +44,7 @@ class DetectionsPublisher:
         self.lines = lines
         self.causes = causes
         self.published = 0                      # pictures published (live and captures)
-        self.live_cost_s = 0.0                  # CPU time of the last live picture
+        self.live_cost_s = 0.0                  # CPU s (this thread) of the last live picture
         self._capturing = 0
         self._count_lock = threading.Lock()
         self._hold_until = 0.0
@@ -123,7 +123,7 @@ class DetectionsPublisher:
             session = self.node.session
             if not session.ready:
                 return
-            start = time.process_time()
+            start = time.thread_time()
             try:
                 picture = live_picture(session, frame, self.lines())
             except Exception as exc:  # noqa: B902 - logged once per cause, not per frame
@@ -132,7 +132,7 @@ class DetectionsPublisher:
             finally:
                 self._last_frame = frame
             self.causes.clear('detections')
-            self.live_cost_s = time.process_time() - start
+            self.live_cost_s = time.thread_time() - start
         finally:
             self.lock.release()
         self._next = now + 2.0 * self.live_cost_s
