@@ -143,6 +143,7 @@ class CalibrationSession:
         self.frames = []          # raw frames as given, one per kept pose
         self.detections = []      # Detection per kept pose
         self.robot_poses = []     # (w (3,), t (3,)) base -> tool per kept pose, or None
+        self.pictures = {}        # {pose: (H, W, 3) uint8 RGB} saved as detections_NNN.png
         self.arm = None           # {'setup', 'base_frame', 'tool_frame'} on a robot arm
         self.hand_eye = None      # HandEyeResult of the last solve_hand_eye
         self.rejected = 0
@@ -261,6 +262,7 @@ class CalibrationSession:
     def reset(self):
         """Forget every capture and the calibration; keep the white image and grid."""
         self.frames, self.detections, self.robot_poses = [], [], []
+        self.pictures = {}
         self.rejected = 0
         self.result = None
         self.jackknife = None
@@ -479,7 +481,8 @@ class CalibrationSession:
 
         ``<camera_name>.yaml`` (when calibrated) and ``<camera_name>_observations.csv``
         beside it; ``white.png``, ``frame_NNN.png`` (the captured raw frames, 16-bit PNG for
-        float input) and ``manifest.yaml`` (board, white, frames, bayer, lens_types when > 1
+        float input), ``detections_NNN.png`` (the :attr:`pictures` of the captures, RGB) and
+        ``manifest.yaml`` (board, white, frames, bayer, lens_types when > 1
         and the SHA-256 of every file), a data set for ``lf-mpc-calib calibrate-raw
         OUTPUT_DIR``. Atomic: the files go to a hidden temporary folder renamed into place
         once complete, so a save cut off leaves earlier saves as they were and no folder that
@@ -540,6 +543,9 @@ class CalibrationSession:
         for k, raw in enumerate(self.frames):
             frame = _as_uint(raw)
             put(f'frame_{k:03d}.png', lambda p, frame=frame: write_image(p, frame))
+        for k, picture in sorted(self.pictures.items()):
+            if k < self.num_poses:
+                put(f'detections_{k:03d}.png', lambda p, rgb=picture: write_image(p, rgb))
         return names
 
 

@@ -19,8 +19,9 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   sigmas, the calibration file the terms and the type rule the decode node applies.
 - ``~/save``: writes a new folder ``output_dir/<camera_name>_<date-time>`` (linked as
   ``output_dir/latest``) with ``<camera_name>.yaml``, the observation table, the captured
-  frames, the white image and a manifest with their checksums, atomically
-  (``lf-mpc-calib calibrate-raw output_dir`` re-calibrates the latest offline).
+  frames and their pictures (``detections_NNN.png``), the white image and a manifest with
+  their checksums, atomically (``lf-mpc-calib calibrate-raw output_dir`` re-calibrates the
+  latest offline).
 - ``~/reset``: forgets the captures and the calibration, and moves the stored captures to
   ``<session folder>_before_reset_<date-time>`` (never deletes them).
 
@@ -31,6 +32,11 @@ stored captures again and goes on with them (``session`` on ``~/status``: ``capt
 (resumed)``, skipped captures named); hidden ``.partial`` leftovers of captures and saves cut
 off are removed at start, one log line each. A write that fails keeps the capture in memory and
 says so in the answer and on ``~/status`` (``write_error``).
+
+``~/detections`` (sensor_msgs/Image rgb8, only while subscribed, ``detections_rate`` Hz): the
+central view (focused: the rendered image) with the board's corners coloured by quality, the
+captured poses' outlines and the guidance in words; each capture's picture is kept and saved
+(:mod:`lf_mpc_calib.ros.detections_publisher`).
 
 ``~/status`` (std_msgs/String, latched): after each accepted capture and each calibration,
 JSON of :meth:`lf_mpc_calib.calibration.guidance.CaptureGuidance.to_dict` plus ``summary``
@@ -128,6 +134,8 @@ class CalibrationNode(Node):
              D.at_least(0.0)),
             ('tf_timeout', 0.5, 'seconds ~/capture waits for the transform at the frame',
              D.at_least(0.0)),
+            ('detections_rate', 3.0, 'Hz of the live picture on ~/detections while subscribed',
+             D.positive),
         ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
@@ -172,6 +180,11 @@ class CalibrationNode(Node):
         self.input = InputMonitor(self, D.IMAGE_TOPIC, self.causes, p['image_reliability'])
         check_input = guarded_callback(self, 'input check', self._check_input)
         self.create_timer(1.0, lambda: check_input(None))
+        from lf_mpc_calib.report.detections_overlay import guidance_lines
+        from lf_mpc_calib.ros.detections_publisher import DetectionsPublisher
+        self.detections_topic = DetectionsPublisher(
+            self, self._lock, lambda: self._latest, lambda: guidance_lines(self._status),
+            p['detections_rate'], self.causes)
 
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
@@ -186,7 +199,9 @@ class CalibrationNode(Node):
                                  D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/capture',
-                            guarded_service(self, 'capture', self._on_capture),
+                            guarded_service(self, 'capture',
+                                            self.detections_topic.while_capturing(
+                                                self._on_capture)),
                             callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/calibrate',
                             guarded_service(self, 'calibration', self._on_calibrate),
@@ -353,6 +368,7 @@ class CalibrationNode(Node):
             response.message += '; corners per view (rows j, columns i): ' + \
                 ' / '.join(' '.join(str(int(c)) for c in row) for row in per)
             response.message += '; pose set: ' + self._guide()
+            self.detections_topic.captured(self.session, report.pose)
         return response
 
     def _hand_eye_status(self):

@@ -1,0 +1,89 @@
+"""
+Pictures of what a calibration session sees (:mod:`lf_mpc_calib.report.detections_overlay`):
+live, from any raw frame, and of each capture, from the capture's own detection.
+
+- :func:`live_picture`: the reference image of a raw frame (the central view of a conventional
+  camera, decoded alone; the image rendered from the micro-images of a focused one at the
+  frame's inverse virtual depth) with the board found by the quick look
+  (:func:`lf_mpc_calib.features.quick_corners.quick_corners`), every captured pose's outline
+  and the guidance. Tens of ms at Lytro size (``benchmarks/bench_detections.py``).
+- :func:`capture_picture`: a kept pose's reference image and the corners the capture found
+  (``Detection.central_uv``: no second detection), with the same outlines and guidance.
+
+Both read the session without changing it; the caller serialises them with captures.
+"""
+
+import numpy as np
+
+from lf_mpc_calib.errors import DetectionError
+from lf_mpc_calib.features.quick_corners import quick_corners
+from lf_mpc_calib.io.images import as_float_image
+from lf_mpc_calib.report.detections_overlay import draw_detections
+
+
+def _step_of(detection):
+    """Raw pixels per reference pixel of a Detection (focused: its render step; else 1)."""
+    return float(detection.diagnostics.get('render_step_px', 1.0))
+
+
+def reference_image(session, raw):
+    """
+    (image (rows, cols) float32, step): the central view of ``raw`` (conventional) or the image
+    rendered from its micro-images (focused; step: raw px per rendered px, at the frame's
+    inverse virtual depth, else at the last capture's). Raises InvalidInputError for a frame
+    that does not match the white image.
+    """
+    img = as_float_image(raw, 'raw')
+    if session.camera_type != 'focused':
+        view = np.asarray(session.decoder.central_view(img), dtype=np.float32)
+        return (view.mean(axis=-1) if view.ndim == 3 else view), 1.0
+    md = session.decoder.detector
+    norm = md.normalise(img.mean(axis=2) if img.ndim == 3 else img)
+    try:
+        w = md.estimate_w(norm)
+    except DetectionError:          # no texture: render at the last capture's depth
+        done = [d.diagnostics['inverse_virtual_depth'] for d in session.detections]
+        w = done[-1] if done else float(np.mean(md.options.w_range))
+    image, step = md.render(norm, w)
+    return image, float(step)
+
+
+def captured_outlines(session, step=1.0):
+    """The corners (C, 2) of every kept pose in reference pixels of step ``step``, NaN where
+    not found (:func:`~lf_mpc_calib.report.detections_overlay.draw_detections` outlines)."""
+    return [np.asarray(d.central_uv, float) * (_step_of(d) / step)
+            for d in list(session.detections)]
+
+
+def live_picture(session, raw, lines=()):
+    """The (H, W, 3) uint8 RGB picture of one raw frame (module docstring); ``lines``: the
+    guidance (:func:`~lf_mpc_calib.report.detections_overlay.guidance_lines`)."""
+    image, step = reference_image(session, raw)
+    look = quick_corners(image, session.board)
+    n = session.board.n_points
+    status = (f'live: board found, {n}/{n} corners' if not look.reason else
+              f'live: {look.reason}')
+    return draw_detections(image, look.corners, board_size=(session.board.cols,
+                                                            session.board.rows),
+                           outlines=captured_outlines(session, step), status=status,
+                           lines=lines)
+
+
+def capture_picture(session, pose, lines=()):
+    """The picture of kept pose ``pose`` from its detection (module docstring), or None when
+    the detection has no reference image."""
+    det = session.detections[pose]
+    if det.reference_image is None:
+        return None
+    d = det.diagnostics
+    status = (f'pose {pose} captured: {d.get("corners_found", "?")}/'
+              f'{d.get("corners_total", "?")} corners')
+    if 'views_used' in d:
+        status += f' in {d["views_used"]} views'
+    return draw_detections(det.reference_image, det.central_uv,
+                           board_size=(session.board.cols, session.board.rows),
+                           outlines=captured_outlines(session, _step_of(det)), status=status,
+                           lines=lines)
+
+
+__all__ = ['capture_picture', 'captured_outlines', 'live_picture', 'reference_image']
