@@ -82,6 +82,15 @@ def load_truth(path):
     import numpy as np
     from lf_mpc_calib.errors import InvalidInputError
     try:
+        with open(path, 'rb') as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise InvalidInputError(f'--truth {path}: cannot read it: {exc.strerror}') from None
+    if magic != b'\x93NUMPY':
+        raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
+                                f'metres, H x W), got a file that is not .npy (it starts with '
+                                f'{magic!r})')
+    try:
         truth = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
