@@ -721,6 +721,54 @@ def test_a_hostile_value_is_refused_in_one_line_naming_it(hostile_files, templat
     assert len(lines) == 1 and names in lines[0], text
 
 
+WARNED = [   # (id, argv template, evidence the warning names): the run goes on (exit 0)
+    (f'{cmd[0]}-{frame}', [cmd[0], f'{{{frame}}}', *cmd[2:]], evidence)
+    for cmd in (DEPTH + ['{cal}'], REFOCUS + ['{cal}'], DECODE + ['{grid}'])
+    for frame, evidence in (('white', 'nearly) the white image: it correlates 1.000'),
+                            ('frame_transposed', 'with the white image transposed'),
+                            ('frame_turned', 'with the white image turned by 90 degrees'))]
+
+
+@pytest.fixture(scope='module')
+def warned_files(hostile_files):
+    import cv2
+    files = dict(hostile_files)
+    frame = cv2.imread(str(files['frame']), cv2.IMREAD_UNCHANGED)
+    for name, turned in (('frame_transposed', frame.T), ('frame_turned', np.rot90(frame))):
+        files[name] = files['frame'].parent / f'{name}.png'
+        cv2.imwrite(str(files[name]), np.ascontiguousarray(turned))
+    files['grid'] = files['frame'].parent / 'grid.yaml'
+    return files
+
+
+@pytest.mark.parametrize('template,evidence', [c[1:] for c in WARNED],
+                         ids=[c[0] for c in WARNED])
+def test_a_frame_that_is_the_white_or_turned_gets_a_warning_naming_the_evidence(
+        warned_files, template, evidence):
+    rc, err = _run([_fill(a, warned_files) for a in template])
+    assert rc == 0, err
+    assert f'warning: {warned_files[template[1][1:-1]]}: ' in err and evidence in err, err
+
+
+def test_a_real_frame_gets_no_warning(warned_files):
+    from lf_mpc_calib.io.images import read_image
+    from lf_mpc_calib.lenslet.frame_check import frame_warnings
+    frame, white = read_image(warned_files['frame']), read_image(warned_files['white'])
+    assert frame_warnings(frame, white) == []
+    assert 'width and height swapped' in frame_warnings(frame[:, :-9].T, white[:, :-9])[0]
+
+
+def test_calibrate_raw_names_a_white_given_as_frame_in_its_refusal(warned_files, tmp_path):
+    import shutil
+    folder = tmp_path / 'ds'
+    folder.mkdir()
+    shutil.copy(warned_files['white'], folder / 'white.png')
+    shutil.copy(warned_files['white'], folder / 'frame_000.png')
+    rc, err = _run(['calibrate-raw', str(folder), '--board', '6x5', '--square', '0.01',
+                    '-o', str(tmp_path / 'c.yaml'), '--quiet'])
+    assert rc == 1 and 'frame_000.png' in err and 'the white image: it correlates' in err, err
+
+
 @pytest.mark.parametrize('name', ['lytro', 'illum', 'focused-keplerian', 'focused-galilean',
                                   'focused-multifocus'])
 @pytest.mark.parametrize('scale', [1.0, 0.12])

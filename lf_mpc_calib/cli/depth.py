@@ -16,6 +16,7 @@ frame with intensity and confidence; --truth: print the error against a ground-t
 
 from pathlib import Path
 import re
+import sys
 import time
 
 
@@ -69,6 +70,9 @@ def decode_frame(args):
                                 'white image is needed to decode the frame')
     raw = read_image(args.raw)
     white = read_image(white_path)
+    from lf_mpc_calib.lenslet.frame_check import frame_warnings
+    for warning in frame_warnings(raw, white):
+        print(f'warning: {args.raw}: {warning}', file=sys.stderr)
     measurer = LiveMeasurer.from_calibration(
         cal, white=white if white.ndim == 2 else white.mean(axis=2),
         views=(int(m.group(1)), int(m.group(2))))
