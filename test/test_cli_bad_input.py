@@ -479,7 +479,26 @@ def test_depth_planes_past_the_cap_are_refused_with_the_bound(small_camera):
     from lf_mpc_calib.measurement.depth import DepthEstimator, MAX_DEPTH_PLANES
     with pytest.raises(InvalidInputError, match=f'{MAX_DEPTH_PLANES} allowed'):
         DepthEstimator.for_decoder(small_camera['model'], small_camera['decoder'],
-                                   depth_range=(1e-9, 1e9))
+                                   hypotheses=MAX_DEPTH_PLANES + 1)
+
+
+@pytest.mark.parametrize('depth_range', [(1e-9, 1e9), (1e-6, 1.0)])
+def test_depths_past_the_views_overlap_are_refused_with_the_camera_bound(small_camera,
+                                                                         depth_range):
+    """The nearest depth is where the outermost view moves by its whole width (from k_i, k_u,
+    k_3 and the view size): the message gives it, and it is where the shift is that width."""
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.measurement.depth import (DepthEstimator, inverse_depth_limits,
+                                                view_shifts)
+    model, decoder = small_camera['model'], small_camera['decoder']
+    jj, ii = np.nonzero(decoder.valid)                  # the views the sweep uses
+    ij = np.column_stack([np.asarray(decoder.i_values)[ii], np.asarray(decoder.j_values)[jj]])
+    rows, cols = decoder.view_shape
+    lo, hi = inverse_depth_limits(model, ij, decoder.view_shape)
+    edge = np.abs(view_shifts(model, ij, [hi])[0])
+    assert max(edge[:, 0].max() / cols, edge[:, 1].max() / rows) == pytest.approx(1.0)
+    with pytest.raises(InvalidInputError, match=f'overlap only from {1 / hi:.3g} m'):
+        DepthEstimator.for_decoder(model, decoder, depth_range=depth_range)
 
 
 def test_memory_past_half_the_machine_is_refused_with_the_figure():
@@ -499,3 +518,294 @@ def test_ids_out_of_range_are_refused_naming_the_column(tmp_path, bad, column):
     rc, err = _run(['calibrate', str(files[bad]), '-o', str(tmp_path / 'c.yaml'), '--quiet'])
     assert rc == 1 and f'column {column}: expected a whole number' in err, err
     assert not (tmp_path / 'c.yaml').exists()
+
+
+# --- issue 26 parts 3 and 4: every loader checks types and ranges; no silent nonsense ---------
+# Each case: (id, argv with {names} of the files below, what the one-line message must name).
+# The files are a tiny simulated camera (frame, white image, grid, calibration) with one key
+# of one file set to a hostile value; every other input is valid, so the refusal is the
+# value's own and not a missing file's.
+
+INF, NAN = float('inf'), float('nan')
+DECODE = ['decode', '{frame}', '--white', '{white}', '-o', '{out}/views', '--grid']
+DEPTH = ['depth', '{frame}', '--white', '{white}', '-o', '{out}/d.npy', '--calibration']
+REFOCUS = ['refocus', '{frame}', '--white', '{white}', '-o', '{out}/r.png', '--distance', '0.3',
+           '--calibration']
+
+GRID_VALUES = {           # lenslet_grid key: hostile values ('deformation.KEY': of a deformation)
+    'pitch': [5e-324, -3.0, 1e308, 'abc', None], 'row_spacing': [5e-324, INF],
+    'hex_parity': [INF, NAN, 'one', 2], 'image_size': [INF, [INF, 5], 'big', [0, 0]],
+    'rotation': [NAN, 1e300], 'origin': ['x', [1e300, 0.0]], 'shape': [[NAN, 1]],
+    'lattice': [5], 'deformation.degree': [INF, NAN, 'two', 1e9],
+    'deformation.scale': [[INF, 1.0]], 'deformation.centre': [[NAN, 1.0]],
+    'deformation.coef': [[[1e300, 0.0], [0.0, 0.0], [0.0, 0.0]]]}
+CALIBRATION_VALUES = {    # section.key of the calibration file: hostile values
+    'intrinsics.k_i': [1e-300, True, 5.0], 'intrinsics.k_j': [5.0],
+    'intrinsics.k_u': [-1e300, 1e-300], 'intrinsics.k_v': [INF], 'intrinsics.u_0': [1e6],
+    'intrinsics.v_0': ['0.3'], 'distortion.k_1': [1e300], 'distortion.k_2': [NAN],
+    'distortion.k_3': [-1e10], 'image_size': [[0, 0], [-5, -5], [10 ** 12, 1], 'x'],
+    'poses': [[{'rotation_vector': [NAN, 0, 0], 'translation_m': [0, 0, 1]}]],
+    'intrinsics': [[1, 2]]}
+LYTRO_VALUES = {          # metadata path of a Lytro white image's sidecar: hostile values
+    'image': [[1, 2], 'big'], 'image.mosaic.tile': [',:,', [1]], 'image.width': [NAN, 1e300, 'x'],
+    'camera': [[1]], 'devices': ['s'], 'devices.lens.zoomStep': [INF],
+    'image.pixelFormat.black.gr': ['x'], 'image.pixelFormat': [[1]],
+    'image.pixelPacking': ['p'], 'devices.shutter.frameExposureDuration': [NAN]}
+MESSAGE_NAMES = {'deformation.coef': 'deformation moves', 'intrinsics.k_i': 'k_i',
+                 'intrinsics.k_u': 'k_u', 'distortion.k_3': 'k_3 = -1e+10',
+                 'distortion.k_1': 'k_1 = 1e+300', 'intrinsics.u_0': 'u_0 = 1e+06',
+                 'poses': 'poses', 'image.width': 'image', 'image': 'metadata image',
+                 'image.mosaic.tile': 'tile', 'image.pixelFormat.black.gr': 'black.gr',
+                 'devices.shutter.frameExposureDuration': 'exposure'}
+
+
+def _name(key, value):
+    import re
+    return re.sub(r'[^\w.=+,\[\]-]', '', f'{key}={value!r}')[:40]
+
+
+def _fill(arg, files):
+    """``arg`` with a leading ``{name}`` replaced by the path of ``files[name]``."""
+    if not arg.startswith('{'):
+        return arg
+    key, rest = arg[1:].split('}', 1)
+    return str(files[key]) + rest
+
+
+def value_cases():
+    """(id, argv template, the text the message must hold) of every hostile value."""
+    found = []
+    for key, values in GRID_VALUES.items():
+        for v in values:
+            name = _name(key, v)
+            found.append((f'decode-grid-{name}', DECODE + [f'{{grid {name}}}'],
+                          MESSAGE_NAMES.get(key, key.split('.')[-1])))
+    for key, values in CALIBRATION_VALUES.items():
+        for v in values:
+            name = _name(key, v)
+            for cmd in (DEPTH, REFOCUS):
+                found.append((f'{cmd[0]}-calibration-{name}', cmd + [f'{{cal {name}}}'],
+                              MESSAGE_NAMES.get(key, key.split('.')[-1])))
+    for key, values in LYTRO_VALUES.items():
+        for v in values:
+            name = _name(key, v)
+            found.append((f'grid-lytro-{name}', ['grid', f'{{lytro {name}}}', '-o',
+                                                 '{out}/g.yaml'],
+                          MESSAGE_NAMES.get(key, key.split('.')[-1])))
+    cal = '{cal}'
+    found += [
+        ('refocus-distance-1e-9', REFOCUS[:-3] + ['--distance', '1e-9', '--calibration', cal],
+         'overlap only from'),
+        ('depth-near-1e-6', DEPTH + [cal, '--near', '1e-6', '--far', '1'], 'overlap only from'),
+        ('depth-near-nan', DEPTH + [cal, '--near', 'nan', '--far', '1'], 'near end'),
+        ('refocus-distance-nan', REFOCUS[:-3] + ['--distance', 'nan', '--calibration', cal],
+         'refocus distance'),
+        ('depth-truth-csv', DEPTH + [cal, '--truth', '{table}'], '--truth'),
+        ('depth-truth-object-npy', DEPTH + [cal, '--truth', '{object_npy}'], '--truth'),
+        ('depth-truth-int-3d-npy', DEPTH + [cal, '--truth', '{int_npy}'], '--truth'),
+        ('simulate-max-tilt-nan', ['simulate', '-o', '{out}/s', '--random-poses',
+                                   '--max-tilt', 'nan'], '--max-tilt'),
+        ('simulate-seed-negative', ['simulate', '-o', '{out}/s', '--seed', '-1'], '--seed'),
+        ('calibrate-every-u-v-equal', ['calibrate', '{flat_uv}', '-o', '{out}/c.yaml'],
+         'every ray has u'),
+        ('calibrate-every-v-equal', ['calibrate', '{flat_v}', '-o', '{out}/c.yaml'],
+         'every ray has v'),
+        ('calibrate-lens-type-1e18', ['calibrate', '{lens_type_1e18}', '-o', '{out}/c.yaml'],
+         'column lens_type'),
+        ('calibrate-point-id-2-63', ['calibrate', '{point_id_2_63}', '-o', '{out}/c.yaml'],
+         'column point'),
+        ('calibrate-pose-id-1e300', ['calibrate', '{pose_id_1e300}', '-o', '{out}/c.yaml'],
+         'column pose'),
+        ('calibrate-image-size-negative', ['calibrate', '{table}', '-o', '{out}/c.yaml',
+                                           '--image-size', '-5', '-5'], '--image-size'),
+        ('calibrate-image-size-1e12', ['calibrate', '{table}', '-o', '{out}/c.yaml',
+                                       '--image-size', '1000000000000', '1'], '--image-size'),
+        ('decode-grid-empty', DECODE + ['{empty}'], 'grid file'),
+        ('decode-grid-list', DECODE + ['{grid_list}'], 'lenslet_grid must be a mapping'),
+    ]
+    return found
+
+
+VALUE_CASES = value_cases()
+
+
+def _set(doc, dotted, value):
+    *path, last = dotted.split('.')
+    for key in path:
+        doc = doc.setdefault(key, {})
+    doc[last] = value
+
+
+@pytest.fixture(scope='module')
+def hostile_files(tmp_path_factory):
+    """{name: path} of the tiny camera's files and of each hostile variant (VALUE_CASES)."""
+    import copy
+    import yaml
+    from lytro_files import illum_metadata, private, write_raw
+    root = tmp_path_factory.mktemp('hostile')
+    cam = root / 'camera'
+    assert main(['simulate', '--scene', 'planes', '--scale', '0.12', '--poses', '1', '--quiet',
+                 '-o', str(cam)]) == 0
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(['grid', str(cam / 'white.png'), '-o', str(cam / 'grid.yaml')]) == 0
+    files = {'frame': cam / 'frame_000.png', 'white': cam / 'white.png',
+             'cal': cam / 'ground_truth.yaml', 'out': root / 'out'}
+    files.update(bad_inputs(root / 'tables'))
+    grid_doc = yaml.safe_load((cam / 'grid.yaml').read_text())
+    for key, values in GRID_VALUES.items():
+        for v in values:
+            doc = copy.deepcopy(grid_doc)
+            if key.startswith('deformation.'):
+                doc['lenslet_grid']['deformation'] = {
+                    'degree': 1, 'centre': [1.0, 1.0], 'scale': [100.0, 100.0],
+                    'coef': [[0.0, 0.0]] * 3}
+            _set(doc['lenslet_grid'], key, v)
+            files[f'grid {_name(key, v)}'] = path = root / f'grid_{len(files)}.yaml'
+            path.write_text(yaml.safe_dump(doc))
+    cal_doc = yaml.safe_load(files['cal'].read_text())
+    for key, values in CALIBRATION_VALUES.items():
+        for v in values:
+            doc = copy.deepcopy(cal_doc)
+            _set(doc, key, v)
+            files[f'cal {_name(key, v)}'] = path = root / f'cal_{len(files)}.yaml'
+            path.write_text(yaml.safe_dump(doc))
+    codes = np.full((20, 40), 500, np.uint16)
+    for key, values in LYTRO_VALUES.items():
+        for v in values:
+            meta = illum_metadata(40, 20)
+            _set(meta, key, v)
+            folder = root / f'lytro_{len(files)}'
+            folder.mkdir()
+            files[f'lytro {_name(key, v)}'] = write_raw(folder / 'white.raw', codes, 10, meta,
+                                                        private('SN1'))
+    rows = _valid_rows()
+    files['table'] = root / 'table.csv'
+    files['table'].write_text(_table(rows))
+    for name, columns in (('flat_uv', (7, 8)), ('flat_v', (8,))):
+        flat = [list(r) for r in rows]
+        for r in flat:
+            for c in columns:
+                r[c] = 12.5
+        files[name] = root / f'{name}.csv'
+        files[name].write_text(_table(flat))
+    for name, column, value in (('point_id_2_63', 1, 2 ** 63), ('pose_id_1e300', 0, 1e300)):
+        bad = [list(r) for r in rows]
+        bad[4][column] = value
+        files[name] = root / f'{name}.csv'
+        files[name].write_text(_table(bad))
+    files['int_npy'] = root / 'int.npy'
+    np.save(files['int_npy'], np.zeros((2, 3, 4), np.int32))
+    files['empty'] = root / 'empty.yaml'
+    files['empty'].write_text('')
+    files['grid_list'] = root / 'grid_list.yaml'
+    files['grid_list'].write_text('lenslet_grid: [1, 2]\n')
+    return files
+
+
+@pytest.mark.parametrize('template,names', [c[1:] for c in VALUE_CASES],
+                         ids=[c[0] for c in VALUE_CASES])
+def test_a_hostile_value_is_refused_in_one_line_naming_it(hostile_files, template, names):
+    argv = [_fill(a, hostile_files) for a in template]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter('error')
+        try:
+            rc = main(argv)
+        except SystemExit as exc:
+            rc = exc.code
+    text = err.getvalue()
+    assert rc in (1, 2), (rc, text)
+    assert 'internal error' not in text and 'Traceback' not in text, text
+    lines = [t for t in text.splitlines() if 'error' in t]
+    assert len(lines) == 1 and names in lines[0], text
+
+
+WARNED = [   # (id, argv template, evidence the warning names): the run goes on (exit 0)
+    (f'{cmd[0]}-{frame}', [cmd[0], f'{{{frame}}}', *cmd[2:]], evidence)
+    for cmd in (DEPTH + ['{cal}'], REFOCUS + ['{cal}'], DECODE + ['{grid}'])
+    for frame, evidence in (('white', 'nearly) the white image: it correlates 1.000'),
+                            ('frame_transposed', 'with the white image transposed'),
+                            ('frame_turned', 'with the white image turned by 90 degrees'))]
+
+
+@pytest.fixture(scope='module')
+def warned_files(hostile_files):
+    import cv2
+    files = dict(hostile_files)
+    frame = cv2.imread(str(files['frame']), cv2.IMREAD_UNCHANGED)
+    for name, turned in (('frame_transposed', frame.T), ('frame_turned', np.rot90(frame))):
+        files[name] = files['frame'].parent / f'{name}.png'
+        cv2.imwrite(str(files[name]), np.ascontiguousarray(turned))
+    files['grid'] = files['frame'].parent / 'grid.yaml'
+    return files
+
+
+@pytest.mark.parametrize('template,evidence', [c[1:] for c in WARNED],
+                         ids=[c[0] for c in WARNED])
+def test_a_frame_that_is_the_white_or_turned_gets_a_warning_naming_the_evidence(
+        warned_files, template, evidence):
+    rc, err = _run([_fill(a, warned_files) for a in template])
+    assert rc == 0, err
+    assert f'warning: {warned_files[template[1][1:-1]]}: ' in err and evidence in err, err
+
+
+def test_a_real_frame_gets_no_warning(warned_files):
+    from lf_mpc_calib.io.images import read_image
+    from lf_mpc_calib.lenslet.frame_check import frame_warnings
+    frame, white = read_image(warned_files['frame']), read_image(warned_files['white'])
+    assert frame_warnings(frame, white) == []
+    assert 'width and height swapped' in frame_warnings(frame[:, :-9].T, white[:, :-9])[0]
+
+
+def test_calibrate_raw_names_a_white_given_as_frame_in_its_refusal(warned_files, tmp_path):
+    import shutil
+    folder = tmp_path / 'ds'
+    folder.mkdir()
+    shutil.copy(warned_files['white'], folder / 'white.png')
+    shutil.copy(warned_files['white'], folder / 'frame_000.png')
+    rc, err = _run(['calibrate-raw', str(folder), '--board', '6x5', '--square', '0.01',
+                    '-o', str(tmp_path / 'c.yaml'), '--quiet'])
+    assert rc == 1 and 'frame_000.png' in err and 'the white image: it correlates' in err, err
+
+
+@pytest.mark.parametrize('name', ['lytro', 'illum', 'focused-keplerian', 'focused-galilean',
+                                  'focused-multifocus'])
+@pytest.mark.parametrize('scale', [1.0, 0.12])
+def test_every_preset_s_true_calibration_loads(name, scale):
+    """The load-time plausibility check passes the simulator's true cameras (file round trip)."""
+    from lf_mpc_calib.io.calibration_file import CalibrationFile, dumps, loads
+    from lf_mpc_calib.simulation.optics import preset
+    camera = preset(name, scale=scale)
+    grid = camera.lenslet_grid()
+    focused = name.startswith('focused')
+    size = tuple(grid.image_size) if focused else tuple(grid.shape)
+    cal = CalibrationFile(
+        camera_type='focused' if focused else 'conventional',
+        model=camera.ground_truth_model(grid), stddev={},
+        errors={'rms_reprojection_px': 0.1, 'rms_ray_reprojection_mm': 0.1},
+        rotation_vectors=np.zeros((1, 3)), translations=[[0, 0, 0.5]], image_size=size,
+        lenslet_grid=grid)
+    back = loads(dumps(cal))
+    assert back.model.to_vector() == pytest.approx(cal.model.to_vector())
+
+
+@pytest.mark.parametrize('change,bound', [({'k_i': 1e-300}, 'baseline from 1e-06'),
+                                          ({'k_u': -1e300}, 'under 170 degrees'),
+                                          ({'k_u': 1e-300}, 'at least 0.01 degrees')])
+def test_an_absurd_calibration_is_refused_naming_the_value_and_the_bound(change, bound):
+    import re
+    from lf_mpc_calib.errors import CalibrationFileError
+    from lf_mpc_calib.io.calibration_file import CalibrationFile, dumps, loads
+    from lf_mpc_calib.simulation.optics import preset
+    camera = preset('lytro', scale=0.12)
+    grid = camera.lenslet_grid()
+    cal = CalibrationFile(
+        camera_type='conventional', model=camera.ground_truth_model(grid).replace(**change),
+        stddev={}, errors={'rms_reprojection_px': 0.1, 'rms_ray_reprojection_mm': 0.1},
+        rotation_vectors=np.zeros((0, 3)), translations=np.zeros((0, 3)),
+        image_size=tuple(grid.shape), lenslet_grid=grid)
+    (key, value), = change.items()
+    with pytest.raises(CalibrationFileError, match=re.escape(f'{key} = {value:g}')) as info:
+        loads(dumps(cal))
+    assert bound in str(info.value)

@@ -125,6 +125,12 @@ def validate_observations(obs, *, planar=False):
             f'calibration needs >= 2 board poses, got {len(grouped.pose_ids)} '
             f'(pose ids {shorten(grouped.pose_ids.tolist())})')
     _refuse_absurd_values(obs)
+    for col, name in ((2, 'u'), (3, 'v')):
+        if np.ptp(obs.ijuv[:, col]) == 0:
+            raise InvalidInputError(
+                f'every ray has {name} = {obs.ijuv[0, col]:g} px: expected the pixels to vary '
+                f'across the image (one pixel for every ray measures nothing; the closed '
+                f'form\'s system would be singular)')
     scale = max(float(np.abs(obs.board).max()), 1e-300)
     if planar and np.abs(obs.board[:, 2]).max() > 1e-9 * scale:
         raise InvalidInputError(

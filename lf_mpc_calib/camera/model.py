@@ -75,6 +75,8 @@ class MPCModel:
     def __post_init__(self):
         for name in PARAMETER_NAMES:
             value = getattr(self, name)
+            if isinstance(value, (bool, np.bool_, str, bytes)):     # YAML true, '1.5'
+                raise InvalidInputError(f'{name} must be a real number, got {value!r}')
             try:
                 value = float(value)
             except (TypeError, ValueError):

@@ -314,6 +314,8 @@ def run(args):
                                    progress=progress, accept_uncertain=accept)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
+    for path, warning in result_run.frame_warnings:
+        print(f'warning: {path}: {warning}', file=sys.stderr)
     he = mapping = None
     determined = result_run.determination
     if robot is not None:

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 import re
+import sys
 
 from lf_mpc_calib.errors import InvalidInputError
 
@@ -51,6 +52,9 @@ def run(args):
         white_file, bayer, camera_metadata = lytro_dataset([args.raw], args.white)
         args.bayer = args.bayer or bayer
     white = read_image(white_file)
+    from lf_mpc_calib.lenslet.frame_check import frame_warnings
+    for warning in frame_warnings(raw, white):
+        print(f'warning: {args.raw}: {warning}', file=sys.stderr)
     if args.grid:
         from lf_mpc_calib.io.raw_dataset import load_grid
         grid = load_grid(args.grid)

@@ -16,6 +16,7 @@ frame with intensity and confidence; --truth: print the error against a ground-t
 
 from pathlib import Path
 import re
+import sys
 import time
 
 
@@ -69,6 +70,9 @@ def decode_frame(args):
                                 'white image is needed to decode the frame')
     raw = read_image(args.raw)
     white = read_image(white_path)
+    from lf_mpc_calib.lenslet.frame_check import frame_warnings
+    for warning in frame_warnings(raw, white):
+        print(f'warning: {args.raw}: {warning}', file=sys.stderr)
     measurer = LiveMeasurer.from_calibration(
         cal, white=white if white.ndim == 2 else white.mean(axis=2),
         views=(int(m.group(1)), int(m.group(2))))
@@ -81,6 +85,15 @@ def load_truth(path):
     """A ground-truth depth map (H, W) float from a .npy file, or InvalidInputError."""
     import numpy as np
     from lf_mpc_calib.errors import InvalidInputError
+    try:
+        with open(path, 'rb') as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise InvalidInputError(f'--truth {path}: cannot read it: {exc.strerror}') from None
+    if magic != b'\x93NUMPY':
+        raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
+                                f'metres, H x W), got a file that is not .npy (it starts with '
+                                f'{magic!r})')
     try:
         truth = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:

@@ -51,8 +51,9 @@ import yaml
 
 from lf_mpc_calib import __version__
 from lf_mpc_calib.errors import CalibrationFileError, LFCalibError, shorten
-from lf_mpc_calib.lenslet.grid import LensletGrid
+from lf_mpc_calib.lenslet.grid import LensletGrid, MAX_IMAGE_SIDE
 from lf_mpc_calib.camera.model import DISTORTION_NAMES, INTRINSIC_NAMES, MPCModel, PARAMETER_NAMES
+from lf_mpc_calib.camera.plausibility import check_plausible
 
 FORMAT_VERSION = 1
 DEFORMED_GRID_VERSION = 2
@@ -121,6 +122,9 @@ class CalibrationFile:
         if rv.shape != tr.shape:
             raise CalibrationFileError(
                 f'rotation_vectors {rv.shape} and translations {tr.shape} must both be (P, 3)')
+        if not (np.all(np.isfinite(rv)) and np.all(np.isfinite(tr))):
+            raise CalibrationFileError('poses: rotation_vector and translation_m must be finite '
+                                       'numbers')
         object.__setattr__(self, 'rotation_vectors', rv)
         object.__setattr__(self, 'translations', tr)
         stddev = {n: float(self.stddev.get(n, 0.0)) for n in PARAMETER_NAMES}
@@ -130,11 +134,7 @@ class CalibrationFile:
             raise CalibrationFileError(f'errors lack {missing}; expected {ERROR_KEYS}')
         object.__setattr__(self, 'errors', {k: float(self.errors[k]) for k in ERROR_KEYS})
         if self.image_size is not None:
-            size = tuple(int(x) for x in self.image_size)
-            if len(size) != 2:
-                raise CalibrationFileError(
-                    f'image_size must be (width, height), got {self.image_size!r}')
-            object.__setattr__(self, 'image_size', size)
+            object.__setattr__(self, 'image_size', _image_size(self.image_size))
         if self.views is not None:
             object.__setattr__(self, 'views', _check_views(self.views))
         if self.held is not None and not isinstance(self.held, dict):
@@ -231,17 +231,38 @@ class CalibrationFile:
             rv = np.array([p['rotation_vector'] for p in poses], dtype=float).reshape(-1, 3)
             tr = np.array([p['translation_m'] for p in poses], dtype=float).reshape(-1, 3)
             grid = None if d['lenslet_grid'] is None else LensletGrid.from_dict(d['lenslet_grid'])
-            return cls(camera_type=d['camera_type'], model=model, stddev=d['stddev'],
-                       errors=d['errors'], rotation_vectors=rv, translations=tr,
-                       views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
-                       frames=dict(d['frames']), software=dict(d['software']),
-                       format_version=d['format_version'], lens_types=d.get('lens_types'),
-                       camera_metadata=d.get('camera_metadata'),
-                       hand_eye=d.get('hand_eye'), held=d.get('held'))
+            cal = cls(camera_type=d['camera_type'], model=model, stddev=d['stddev'],
+                      errors=d['errors'], rotation_vectors=rv, translations=tr,
+                      views=d['views'], image_size=d['image_size'], lenslet_grid=grid,
+                      frames=dict(d['frames']), software=dict(d['software']),
+                      format_version=d['format_version'], lens_types=d.get('lens_types'),
+                      camera_metadata=d.get('camera_metadata'),
+                      hand_eye=d.get('hand_eye'), held=d.get('held'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:
             raise CalibrationFileError(f'malformed calibration file: {exc}') from exc
+        try:
+            check_plausible(cal.model, cal.camera_type, image_size=cal.image_size,
+                            views=cal.views, grid=cal.lenslet_grid)
+        except LFCalibError as exc:
+            raise CalibrationFileError(f'implausible calibration: {exc}') from None
+        return cal
+
+
+def _image_size(value):
+    """(width, height) whole pixels from 1 to MAX_IMAGE_SIDE, else CalibrationFileError."""
+    try:
+        size = tuple(value)
+        ok = len(size) == 2 and all(
+            not isinstance(x, (bool, str)) and float(x) == int(x) and 1 <= x <= MAX_IMAGE_SIDE
+            for x in size)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise CalibrationFileError(f'image_size must be (width, height) whole pixels from 1 to '
+                                   f'{MAX_IMAGE_SIDE}, got {shorten(repr(value))}')
+    return tuple(int(x) for x in size)
 
 
 def _require(d, key, names):

@@ -37,7 +37,7 @@ import struct
 
 import numpy as np
 
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, shorten
 
 LYTRO_SUFFIXES = ('.lfr', '.lfp', '.raw')
 CONTAINER_SUFFIXES = ('.lfr', '.lfp')
@@ -382,12 +382,37 @@ def _number(value, what, path):
         return None
     try:
         out = float(value)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f'{path}: metadata {what} must be a number, got {value!r}') \
-            from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError(f'{path}: metadata {what} must be a number, got '
+                                f'{shorten(repr(value))}') from None
     if not np.isfinite(out):
         raise InvalidInputError(f'{path}: metadata {what} must be finite, got {value!r}')
     return out
+
+
+def _check_mappings(meta, path):
+    """Refuse a metadata section that is there but not a mapping (a JSON object): a list or a
+    string where ``image``, ``camera``, ``devices`` ... belong would otherwise be ignored."""
+    sections = (('camera',), ('image',), ('image', 'rawDetails'), ('image', 'pixelPacking'),
+                ('image', 'pixelFormat'), ('image', 'mosaic'), ('image', 'pixelFormat', 'black'),
+                ('image', 'pixelFormat', 'white'), ('image', 'rawDetails', 'pixelPacking'),
+                ('image', 'rawDetails', 'pixelFormat'), ('image', 'rawDetails', 'mosaic'),
+                ('devices',), ('devices', 'lens'), ('devices', 'shutter'), ('devices', 'sensor'),
+                ('devices', 'sensor', 'mosaic'))
+    for keys in sections:
+        value = _get(meta, *keys)
+        if value is not None and not isinstance(value, dict):
+            raise InvalidInputError(
+                f'{path}: metadata {".".join(keys)} must be a mapping (a JSON object), got '
+                f'{type(value).__name__} {shorten(repr(value), 60)}')
+    for keys in (('image', 'mosaic'), ('image', 'rawDetails', 'mosaic'),
+                 ('devices', 'sensor', 'mosaic')):
+        for key in ('tile', 'upperLeftPixel'):
+            value = _get(meta, *keys, key)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInputError(
+                    f'{path}: metadata {".".join(keys)}.{key} must be a string such as '
+                    f'\'r,gr:gb,b\', got {shorten(repr(value), 60)}')
 
 
 def _plain(x):
@@ -416,6 +441,10 @@ def _bayer_from_mosaic(mosaic, path):
 
 def _metadata(meta, private, path, *, payload_bytes):
     """LytroMetadata from the metadata mappings; checks the pixel byte count."""
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidInputError(f'{path}: metadata must be a mapping (a JSON object), got '
+                                f'{type(meta).__name__}')
+    _check_mappings(meta, path)
     model_name = _get(meta, 'camera', 'model')
     model = MODEL_ALIASES.get(str(model_name).upper()) if model_name is not None else None
     image = _get(meta, 'image') or {}
@@ -450,6 +479,10 @@ def _metadata(meta, private, path, *, payload_bytes):
         raise InvalidInputError(
             f'{path}: metadata gives no camera.model (F01/ILLUM/B01) and no image width, '
             'height and pixelPacking.bitsPerPixel; cannot unpack the pixels')
+    if not (0 < width <= MAX_PIXELS and 0 < height <= MAX_PIXELS and 0 < bits <= 64):
+        raise InvalidInputError(
+            f'{path}: metadata image size {width:g}x{height:g} at {bits:g} bit is not a packed '
+            f'raw image (positive, at most {MAX_PIXELS} pixels)')
     bits, width, height = int(bits), int(width), int(height)
     endianness = str(endianness).lower() if endianness is not None else None
     if (bits, endianness) not in ((10, 'little'), (12, 'big')):

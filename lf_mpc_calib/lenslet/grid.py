@@ -47,17 +47,16 @@ class LatticeDeformation:
     coef: np.ndarray
 
     def __post_init__(self):
-        degree = int(self.degree)
-        if degree < 0 or degree != self.degree:
-            raise InvalidInputError(f'deformation degree must be an integer >= 0, got '
-                                    f'{self.degree!r}')
+        degree = _whole('deformation degree', self.degree, 0, MAX_DEFORMATION_DEGREE)
         n_terms = (degree + 1) * (degree + 2) // 2
-        centre = np.asarray(self.centre, dtype=float)
-        scale = np.asarray(self.scale, dtype=float)
-        coef = np.asarray(self.coef, dtype=float)
-        if centre.shape != (2,) or scale.shape != (2,) or not np.all(scale > 0):
-            raise InvalidInputError(f'deformation centre and scale must be 2 numbers each '
-                                    f'(scale > 0), got {self.centre!r}, {self.scale!r}')
+        centre = _floats('deformation centre', self.centre)
+        scale = _floats('deformation scale', self.scale)
+        coef = _floats('deformation coef', self.coef)
+        if centre.shape != (2,) or scale.shape != (2,) or not np.all(scale > 0) or \
+                not np.all(np.isfinite(centre)) or not np.all(np.isfinite(scale)):
+            raise InvalidInputError(f'deformation centre and scale must be 2 finite numbers each '
+                                    f'(scale > 0), got {shorten(repr(self.centre))}, '
+                                    f'{shorten(repr(self.scale))}')
         if coef.shape != (n_terms, 2) or not np.all(np.isfinite(coef)):
             raise InvalidInputError(f'deformation coef must be ({n_terms}, 2) finite numbers for '
                                     f'degree {degree}, got shape {coef.shape}')
@@ -98,6 +97,39 @@ class LatticeDeformation:
 
 
 MAX_IMAGE_SIDE = 1 << 16     # pixels (or lenses) along one side of a raw image, at most
+MIN_PITCH = 2.0              # px: a micro-image narrower than 2 pixels holds no views
+MAX_ROTATION = 2 * np.pi     # rad: a lattice angle is within one turn either way
+MAX_DEFORMATION_DEGREE = 8   # the estimator fits degree <= 3; a stated cap
+
+
+def _floats(name, value):
+    """``value`` as a float array, else InvalidInputError naming ``name`` and what arrived."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f'{name} must be numbers, got {shorten(repr(value))}') from None
+
+
+def _whole(name, value, lo, hi):
+    """``value`` as an int in [lo, hi] (a whole float is fine), else InvalidInputError."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, str)
+    ok = ok and bool(np.isfinite(value)) and float(value) == int(value) and lo <= value <= hi
+    if not ok:
+        raise InvalidInputError(f'{name} must be a whole number from {lo} to {hi}, got '
+                                f'{shorten(repr(value))}')
+    return int(value)
+
+
+def _length(name, value, lo, hi):
+    """``value`` as a float in [lo, hi] pixels, else InvalidInputError naming the bounds."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        x = float('nan')
+    if not lo <= x <= hi:           # NaN fails too
+        raise InvalidInputError(f'{name} must be a number of pixels from {lo:g} to {hi:g} (the '
+                                f'image diagonal), got {shorten(repr(value))}')
+    return x
 
 
 def _count_pair(name, value, most):
@@ -138,17 +170,21 @@ class LensletGrid:
     def __post_init__(self):
         if self.lattice not in LATTICES:
             raise InvalidInputError(f'lattice must be one of {LATTICES}, got {self.lattice!r}')
-        if not (np.isfinite(self.pitch) and self.pitch > 0):
-            raise InvalidInputError(f'pitch must be a positive number of pixels, got {self.pitch}')
-        if not (np.isfinite(self.row_spacing) and self.row_spacing > 0):
-            raise InvalidInputError(f'row_spacing must be positive, got {self.row_spacing}')
-        origin = np.asarray(self.origin, dtype=float)
+        origin = _floats('origin', self.origin)
         if origin.shape != (2,) or not np.all(np.isfinite(origin)):
             raise InvalidInputError(f'origin must be 2 finite numbers, got {self.origin!r}')
         object.__setattr__(self, 'origin', origin)
         image_size = _count_pair('image_size', self.image_size, MAX_IMAGE_SIDE)
         shape = _count_pair('shape', self.shape, MAX_IMAGE_SIDE)
         diagonal = float(np.hypot(*image_size))
+        pitch = _length('pitch', self.pitch, MIN_PITCH, diagonal)
+        row_spacing = _length('row_spacing', self.row_spacing, MIN_PITCH, diagonal)
+        rotation = _floats('rotation', self.rotation)
+        if rotation.shape != () or not abs(float(rotation)) <= MAX_ROTATION:
+            raise InvalidInputError(f'rotation must be radians within +-2 pi, got '
+                                    f'{shorten(repr(self.rotation))}')
+        object.__setattr__(self, 'pitch', pitch)
+        object.__setattr__(self, 'row_spacing', row_spacing)
         most = (int(diagonal / self.pitch) + 2, int(diagonal / self.row_spacing) + 2)
         if shape[0] > most[0] or shape[1] > most[1]:
             raise InvalidInputError(
@@ -157,14 +193,25 @@ class LensletGrid:
                 f'{self.row_spacing:g} px (at most {most[0]}x{most[1]})')
         object.__setattr__(self, 'shape', shape)
         object.__setattr__(self, 'image_size', image_size)
-        object.__setattr__(self, 'rotation', float(self.rotation))
-        object.__setattr__(self, 'pitch', float(self.pitch))
-        object.__setattr__(self, 'row_spacing', float(self.row_spacing))
-        object.__setattr__(self, 'hex_parity', int(self.hex_parity) % 2)
+        object.__setattr__(self, 'rotation', float(rotation))
+        object.__setattr__(self, 'hex_parity', _whole('hex_parity', self.hex_parity, 0, 1))
         if self.deformation is not None and not isinstance(self.deformation,
                                                            LatticeDeformation):
             raise InvalidInputError(f'deformation must be None or a LatticeDeformation, got '
                                     f'{type(self.deformation).__name__}')
+        w, h = image_size
+        if not np.all(np.abs(origin - [w / 2, h / 2]) <= diagonal):
+            raise InvalidInputError(f'origin must lie within the image diagonal ({diagonal:.0f} '
+                                    f'px) of the {w}x{h} image\'s centre, got {origin.tolist()}')
+        if self.deformation is not None:
+            corners = np.array([[0, 0], [w, 0], [0, h], [w, h], [w / 2, h / 2]], float)
+            with np.errstate(all='ignore'):
+                moved = np.abs(self.deformation.displacement(corners))
+            if not np.all(moved <= diagonal):       # NaN and inf fail too
+                raise InvalidInputError(
+                    f'deformation moves micro-images by up to '
+                    f'{np.max(np.where(np.isfinite(moved), moved, np.inf)):.3g} px at the '
+                    f'image corners, more than the image diagonal ({diagonal:.0f} px)')
 
     @property
     def row_vector(self):

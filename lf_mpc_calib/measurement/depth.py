@@ -90,6 +90,41 @@ def view_shifts(model, ij, inverse_depth):
     return np.stack([du, dv], axis=-1)
 
 
+def inverse_depth_limits(model, ij, view_shape):
+    """
+    (w_min, w_max) 1/m: the inverse depths at which no view of ij (N, 2) moves by more than the
+    view itself (view_shape (rows, cols) px; :func:`view_shifts`). Past them a view shares no
+    pixel with the central one: a bound derived from the camera, not a stated cap.
+    """
+    ij = np.abs(np.asarray(ij, dtype=float).reshape(-1, 2))
+    rows, cols = view_shape
+    lo, hi = -math.inf, math.inf
+    for rate, shear, size in ((abs(model.k_i / model.k_u) * ij[:, 0].max(), model.k_3, cols),
+                              (abs(model.k_j / model.k_v) * ij[:, 1].max(), model.k_4, rows)):
+        if rate > 0:
+            lo, hi = max(lo, -shear - size / rate), min(hi, -shear + size / rate)
+    return lo, hi
+
+
+def _distance_text(w):
+    return 'infinity' if w <= 0 else f'{1.0 / w:.3g} m'
+
+
+def check_inverse_depths(model, ij, view_shape, w_near, w_far, what):
+    """Refuse (InvalidInputError) inverse depths [w_far, w_near] 1/m outside
+    :func:`inverse_depth_limits`, naming the distances this camera can resolve."""
+    lo, hi = inverse_depth_limits(model, ij, view_shape)
+    if lo <= w_far and w_near <= hi:
+        return
+    worst = view_shifts(model, ij, [w_near, w_far])
+    moved = float(np.max(np.abs(worst)))
+    rows, cols = view_shape
+    raise InvalidInputError(
+        f'{what}: the outer views would move by {moved:.3g} px, more than the {cols}x{rows} px '
+        f'view; this camera\'s views overlap only from {_distance_text(hi)} to '
+        f'{_distance_text(max(lo, 0.0))}')
+
+
 def _rectify_padded(model, rows, cols, pad):
     """cv2.remap maps (float32 x2) from the padded rectified grid to decoded pixels, or None."""
     if model.k_1 == 0.0 and model.k_2 == 0.0:
@@ -246,6 +281,8 @@ class DepthEstimator:
                 'at least 2: lower view_step or decode more views')
         w_lo = 1.0 / self.far
         w_hi = 1.0 / self.near
+        check_inverse_depths(model, self.views, (self.rows, self.cols), w_hi, w_lo,
+                             f'depth range {self.near:.3g}-{self.far:.3g} m')
         ends = view_shifts(model, self.views, [w_lo, w_hi])
         span = float(np.max(np.abs(ends[1] - ends[0])))
         if span < 1.0:
@@ -402,8 +439,10 @@ def refocus(lightfield, model, distance, *, views=None):
     if len(ii) == 0:
         raise DegenerateConfigurationError('no usable view to refocus')
     ij = np.column_stack([i_values[ii], j_values[jj]])
-    shifts = view_shifts(model, ij, [1.0 / z])[0]
     rows, cols = lightfield.view_shape
+    check_inverse_depths(model, ij, (rows, cols), 1.0 / z, 1.0 / z,
+                         f'refocus distance {z:.3g} m')
+    shifts = view_shifts(model, ij, [1.0 / z])[0]
     pad = int(math.ceil(np.max(np.abs(shifts)))) + 1
     maps = _rectify_padded(model, rows, cols, pad)
     extra = lightfield.views.shape[4:]
@@ -415,5 +454,5 @@ def refocus(lightfield, model, distance, *, views=None):
     return total / np.float32(len(ii))
 
 
-__all__ = ['DepthEstimator', 'DepthMap', 'STAGES', 'check_depth_range', 'default_depth_range',
-           'refocus', 'view_shifts']
+__all__ = ['DepthEstimator', 'DepthMap', 'STAGES', 'check_depth_range', 'check_inverse_depths',
+           'default_depth_range', 'inverse_depth_limits', 'refocus', 'view_shifts']

@@ -31,6 +31,7 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
     InvalidInputError, LFCalibError
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
+from lf_mpc_calib.lenslet.frame_check import frame_warnings
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
 from lf_mpc_calib.pipeline.offline import check_enough_poses, refusing_options
@@ -124,19 +125,24 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
         progress(0, len(dataset.frames), None, 'lens types: the simulator\'s true ones (given, '
                  'not told from the frames)')
     timings['grid'] = time.perf_counter() - t0
-    parts, detections, skipped, pose_frames = [], [], [], []
+    parts, detections, skipped, pose_frames, warned = [], [], [], [], []
     total = len(dataset.frames)
     for k, path in enumerate(dataset.frames):
         t0 = time.perf_counter()
+        suspicions = []
         try:
-            found = det.detect(read_float_image(path), dataset.board, pose=len(pose_frames))
+            raw = read_float_image(path)
+            suspicions = frame_warnings(raw, white)
+            found = det.detect(raw, dataset.board, pose=len(pose_frames))
         except LFCalibError as exc:
-            skipped.append((Path(path), str(exc)))
+            reason = '; '.join([str(exc)] + suspicions)
+            skipped.append((Path(path), reason))
             if progress:
-                progress(k, total, Path(path), f'skipped: {exc}')
+                progress(k, total, Path(path), f'skipped: {reason}')
             continue
         finally:
             timings['detect'] += time.perf_counter() - t0
+        warned += [(Path(path), w) for w in suspicions]
         pose_frames.append(Path(path))
         parts.append(found.observations)
         detections.append((Path(path), found))
@@ -189,7 +195,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           getattr(dataset, 'camera_metadata', None), dataset.white,
                           det_figures, camera_type='focused',
                           lens_type_rule=_type_rule(det, result),
-                          lens_type_source=source if result.lens_types is not None else None)
+                          lens_type_source=source if result.lens_types is not None else None,
+                          frame_warnings=warned)
 
 
 def _type_rule(det, result):

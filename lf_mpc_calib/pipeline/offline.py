@@ -29,6 +29,7 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LF
 from lf_mpc_calib.features.corners import detect_corners
 from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
 from lf_mpc_calib.io.images import read_float_image
+from lf_mpc_calib.lenslet.frame_check import frame_warnings
 from lf_mpc_calib.io.observation_table import observations_path, write_observations
 from lf_mpc_calib.io.raw_dataset import load_raw_folder
 from lf_mpc_calib.io.rosbag import is_bag, load_bag_dataset
@@ -58,7 +59,10 @@ class RawCalibration:
     usable_views None); lens_type_rule: which micro-image has which lens type
     (:func:`lf_mpc_calib.measurement.focused.type_class_map`), written into ``lens_types``;
     lens_type_source: where the lens types came from ('inferred' from the frames, 'given',
-    'simulated': the simulator's truth) or None (one type).
+    'simulated': the simulator's truth) or None (one type); frame_warnings: (Path, message)
+    of kept frames that look like the white image or transposed against it
+    (:func:`~lf_mpc_calib.lenslet.frame_check.frame_warnings`; a skipped frame's reason says
+    it).
     """
 
     result: object
@@ -81,6 +85,7 @@ class RawCalibration:
     camera_type: str = 'conventional'
     lens_type_rule: dict = None
     lens_type_source: str = None
+    frame_warnings: list = field(default_factory=list)
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -150,13 +155,15 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
         raise DetectionError(f'white image {dataset.white}: {exc}') from exc
     use = decoder.valid if strict_views else decoder.bright
     timings['grid'] = time.perf_counter() - t0
-    parts, detections, skipped, pose_frames = [], [], [], []
+    parts, detections, skipped, pose_frames, warned = [], [], [], [], []
     view_size = None
     total = len(dataset.frames)
     for k, path in enumerate(dataset.frames):
+        suspicions = []
         try:
             t0 = time.perf_counter()
             raw = read_float_image(path)
+            suspicions = frame_warnings(raw, white)
             lf = dataclasses.replace(decoder.decode(raw), valid=use.copy())
             t1 = time.perf_counter()
             timings['decode'] += t1 - t0
@@ -164,10 +171,12 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
                                  options=corner_options)
             timings['detect'] += time.perf_counter() - t1
         except LFCalibError as exc:
-            skipped.append((Path(path), str(exc)))
+            reason = '; '.join([str(exc)] + suspicions)
+            skipped.append((Path(path), reason))
             if progress:
-                progress(k, total, Path(path), f'skipped: {exc}')
+                progress(k, total, Path(path), f'skipped: {reason}')
             continue
+        warned += [(Path(path), w) for w in suspicions]
         view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
         pose_frames.append(Path(path))
         parts.append(det.observations)
@@ -200,7 +209,7 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
                           use, noise, ratio, getattr(dataset, 'camera_metadata', None),
-                          dataset.white, det)
+                          dataset.white, det, frame_warnings=warned)
 
 
 # ---- outputs --------------------------------------------------------------------------------
