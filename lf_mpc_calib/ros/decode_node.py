@@ -30,8 +30,13 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   ``~/depth`` (while subscribed) in the same pixels and frame, from the disparities between
   neighbouring micro-images (:mod:`lf_mpc_calib.measurement.focused_depth`: NaN where a
   micro-image has no texture near its centre; edges spread by up to two micro-image tiles;
-  about 1.2 s CPU per 1024 x 768 frame), with ``~/depth/camera_info`` = the
-  rendered image's; no views, rays, cloud or refocus outputs;
+  not yet at camera rate: seconds of CPU per frame), with ``~/depth/camera_info`` = the
+  rendered image's; no views, rays, cloud or refocus outputs. The rendered image takes about
+  9 ms CPU per 2048 x 1536 frame (cached index maps, w walked from the last frame's) and the
+  corners about 35 ms more, tracked from frame to frame in the micro-images
+  (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`; a full
+  search, seconds, on the first frame and whenever tracking loses the board:
+  ``benchmarks/bench_focused_live.py``);
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
 - ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
   direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
