@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.cli import main
 
@@ -17,3 +19,13 @@ def test_demo_small_session_writes_calibration_and_recovers_focus(tmp_path, caps
     mean_mm = float(re.search(r'3-D error: mean ([0-9.]+) mm', out).group(1))
     assert mean_mm < 20.0, 'corners at ~0.4 m measured to a few mm (Lytro-like baseline)'
     assert (tmp_path / 'report' / 'summary.txt').is_file()
+
+
+@pytest.mark.parametrize('argv, expected', [
+    (['demo', '--live'], '--live needs --ros'),
+    (['demo', '--ros', '--live', '0'], '--live expects seconds > 0'),
+    (['demo', '--ros', '--live', 'nan'], '--live expects seconds > 0'),
+])
+def test_demo_live_refuses_without_ros_or_seconds(argv, expected, capsys):
+    assert main(argv) == 2
+    assert expected in capsys.readouterr().err

@@ -48,6 +48,11 @@ def register(subparsers):
     p.add_argument('--timeout', type=float, default=60.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
+    p.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
+                   metavar='SECONDS',
+                   help='with --ros: after the calibration, the board drifting at camera rate '
+                        "(15 Hz) for SECONDS (10 with the flag): the decode node's rates and "
+                        '3-D error against the truth of every frame')
     p.add_argument('-o', '--output', '--output-dir', default=None, metavar='DIR',
                    help='where the data set, calibration file and report go '
                         '(default: a temporary folder)')
@@ -56,6 +61,14 @@ def register(subparsers):
 
 def run(args):
     """Run the session; returns the exit code."""
+    if getattr(args, 'live', None) is not None and not getattr(args, 'ros', False):
+        print('lf-mpc-calib demo: --live needs --ros (the decode node measures the stream)',
+              file=sys.stderr)
+        return 2
+    if getattr(args, 'live', None) is not None and not args.live > 0:
+        print(f'lf-mpc-calib demo: --live expects seconds > 0, got {args.live}',
+              file=sys.stderr)
+        return 2
     if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
         print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',
               file=sys.stderr)

@@ -30,6 +30,12 @@ the board in its gripper): the calibration node takes base -> tool from /tf at e
 and solves the mount; the demo prints it against the arm's truth, then takes the decode node's
 corners into the base frame through TF (/tf from the arm, the mount on /tf_static) and prints
 their error against the true corners in the base frame and the optical-frame floor.
+
+With ``--live [SECONDS]`` the simulated camera streams at 15 Hz and, after the single-frame
+measurement, plays the new pose as a loop of frames of the board drifting 2 mm sideways and
+1 % in depth (:meth:`SimCameraNode.start_motion`); the demo prints the decode node's rate,
+latency and stages, how its corners were found (tracked or full search), and the 3-D error of
+every measured frame against that frame's true board pose.
 """
 
 import argparse
@@ -71,6 +77,11 @@ def add_arguments(parser):
                              "preset's, 3 for focused-multifocus; 1: one type)")
     parser.add_argument('--timeout', type=float, default=60.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
+    parser.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
+                        metavar='SECONDS',
+                        help='after the calibration, play the board drifting at camera rate '
+                             '(15 Hz) for SECONDS (10 with the flag) and print the decode '
+                             "node's rates and its 3-D error against the truth of every frame")
 
 
 class _Caller:
@@ -156,10 +167,7 @@ def _type_lines(session, cam, result):
 
 def _true_corners(sim, model, index):
     """True board corners (C, 3) of sim pose ``index`` in the calibrated camera frame."""
-    truth = sim.camera.ground_truth_model(sim.camera.lenslet_grid())
-    _, rot, trans = aligned_truth(truth, model, rotation_matrix(sim.rvecs[index:index + 1]),
-                                  sim.tvecs[index:index + 1])
-    return sim.board.points() @ rot[0].T + trans[0]
+    return _true_corners_of(sim, model, sim.rvecs[index], sim.tvecs[index])
 
 
 def _floor(session, sim, model, index):
@@ -236,6 +244,12 @@ def run(args, out=None):
         camera = preset(name, scale=SIM_SCALE if args.scale is None else args.scale)
         sim_params = [Parameter('num_poses', value=args.poses + 1),
                       Parameter('seed', value=args.seed)]
+        live = getattr(args, 'live', None)
+        if live is not None:
+            if setup_of(args):
+                say('lf-mpc-calib demo: error: --live does not go with --hand-eye')
+                return 2
+            sim_params.append(Parameter('rate', value=LIVE_RATE))
         output_dir.mkdir(parents=True, exist_ok=True)
         session_dir = tempfile.mkdtemp(prefix='session_', dir=output_dir)   # a new session
         calib_params = [Parameter('output_dir', value=str(output_dir)),
@@ -316,8 +330,8 @@ def run(args, out=None):
         new = args.poses
         cal_file = output_dir / 'latest' / f'{calib.camera_name}.yaml'
         expected = _true_corners(sim, result.model, new)
-        measured, ids, source, stamp = _measure(caller, executor, context, nodes, cal_file,
-                                                sim, new, say, board_params)
+        measured, ids, source, stamp, clouds, decoder = _measure(
+            caller, executor, context, nodes, cal_file, sim, new, say, board_params)
         err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
         dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
         say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, board at '
@@ -332,6 +346,8 @@ def run(args, out=None):
         say(f'floor: the same frame decoded and detected here, {acc.summary()}')
         if setup:
             _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc)
+        if live is not None:
+            _live(say, caller, sim, decoder, clouds, result.model, live, acc)
         say(f'\noutputs in {output_dir}; demo took {time.perf_counter() - start:.1f} s')
         return 0
     except RuntimeError as exc:
@@ -425,7 +441,81 @@ def _measure(caller, executor, context, nodes, cal_file, sim, index, say, board_
     if stats:
         stages = ', '.join(f'{k} {v:.0f}' for k, v in stats['stages_ms'].items())
         say(f'lf_decoder: {stats["latency_ms"]:.0f} ms per frame ({stages} ms)')
-    return xyz, ids, 'lf_decoder (/lf_decoder/points)', stamp
+    return xyz, ids, 'lf_decoder (/lf_decoder/points)', stamp, clouds, decoder
+
+
+LIVE_RATE = 15.0
+"""Frames per second of the simulated camera with ``--live``."""
+
+LIVE_FRAMES = 24
+"""Frames of the live loop of the board drifting around its pose."""
+
+
+def setup_of(args):
+    """The --hand-eye setup or None."""
+    return getattr(args, 'hand_eye', None)
+
+
+def _live(say, caller, sim, decoder, clouds, model, seconds, acc):
+    """The live phase (module docstring): the board drifting at camera rate for ``seconds``."""
+    t0 = time.perf_counter()
+    sim.start_motion(LIVE_FRAMES)
+    say(f'\nlive: the board drifts around pose {sim.pose_index} in a loop of {LIVE_FRAMES} '
+        f'frames at {LIVE_RATE:g} Hz (rendered in {time.perf_counter() - t0:.1f} s); '
+        f'measuring for {seconds:g} s')
+    # the first drifting frame needs a full search (seconds); the window starts once tracked
+    before = decoder.last_stats.get('frames', {}).get('processed', 0)
+    caller.wait(lambda: decoder.last_stats.get('corners') == 'tracked'
+                and decoder.last_stats.get('frames', {}).get('processed', 0) > before + 1,
+                'the decode node tracking the drifting board')
+    first = decoder.last_stats.get('frames', {}).get('processed', 0)
+    dropped = decoder.last_stats.get('frames', {}).get('dropped', 0)
+    clouds.clear()
+    searches = []
+    end = time.monotonic() + seconds
+
+    def sample():
+        searches.append(decoder.last_stats.get('corners', ''))
+        return time.monotonic() > end
+    caller.wait(sample, 'the live window')
+    stats = decoder.last_stats
+    counts = stats.get('frames', {})
+    errors, matched = [], 0
+    for msg in list(clouds):
+        if msg.width * msg.height == 0:
+            continue
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        pose = sim.true_pose_at(stamp_ns)
+        if pose is None:
+            continue
+        xyz, ids = _cloud_points(msg)
+        expected = _true_corners_of(sim, model, *pose)
+        errors.append(np.linalg.norm(xyz - expected[ids], axis=1).mean() * 1e3)
+        matched += 1
+    processed = counts.get('processed', 0) - first
+    say(f'lf_decoder: {processed} frames processed in {seconds:g} s ({processed / seconds:.1f} '
+        f'frames/s; ~/rate {stats.get("rate_hz", 0):.1f} Hz), '
+        f'{counts.get("dropped", 0) - dropped} dropped (newest first), latency '
+        f'{stats.get("latency_ms", float("nan")):.0f} ms ('
+        + ', '.join(f'{k} {v:.0f}' for k, v in stats.get('stages_ms', {}).items()) + ' ms)')
+    tracked = sum(s == 'tracked' for s in searches)
+    say(f'corners: tracked in {tracked} of {len(searches)} looks at ~/stats; last: '
+        f'{stats.get("corners", "")!r}')
+    if errors:
+        floor = float(np.mean(acc.floor_mm))
+        say(f'3-D error against each frame\'s true board: mean {np.mean(errors):.2f} mm over '
+            f'{matched} frames with corners (max of the per-frame means '
+            f'{np.max(errors):.2f} mm); the still frame\'s floor {floor:.2f} mm')
+    else:
+        say('no live frame with corners was matched to its true pose')
+
+
+def _true_corners_of(sim, model, rvec, tvec):
+    """True board corners (C, 3) of the board at (rvec, tvec) in the calibrated frame."""
+    truth = sim.camera.ground_truth_model(sim.camera.lenslet_grid())
+    _, rot, trans = aligned_truth(truth, model, rotation_matrix(np.asarray(rvec)[None]),
+                                  np.asarray(tvec)[None])
+    return sim.board.points() @ rot[0].T + trans[0]
 
 
 def main(argv=None):

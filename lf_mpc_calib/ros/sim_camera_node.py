@@ -28,6 +28,13 @@ the arm is driven to the base -> tool pose that shows the board at each pose, pu
 mount is known only to the ground truth (its ``hand_eye`` key). ``~/next_pose`` answers once
 the arm has moved and come to rest (``settle_time`` s on the new pose, frames going on).
 
+Live mode (``motion_frames`` N > 0, or :meth:`SimCameraNode.start_motion` in-process): each
+pose is played as a loop of N frames of the board drifting slowly around it (a circle of
+``motion_amplitude`` m sideways and 1 % of its distance in depth per loop), rendered once per
+pose, so the frames change at ``rate`` Hz (camera rate) as on a moving arm; the true board
+pose of every frame goes out on ``/tf`` (``<camera>_true_board``, the frame's stamp) instead
+of ``/tf_static``, and :meth:`SimCameraNode.true_pose_at` gives it by stamp in-process.
+
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
 Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
@@ -100,6 +107,10 @@ class SimCameraNode(Node):
             ('tool_frame', 'tool0', 'arm mode: the robot tool frame', None),
             ('settle_time', 0.3, 'arm mode: seconds ~/next_pose waits for the arm to rest',
              D.at_least(0.0)),
+            ('motion_frames', 0, 'live mode: frames of the board drifting around each pose, '
+             'played in a loop at rate Hz (0: a still board)', D.at_least(0)),
+            ('motion_amplitude', 0.002, 'live mode: metres the board drifts sideways',
+             D.at_least(0.0)),
         ])
         self.params = p
         self.camera = preset(p['preset'], scale=p['scale'])
@@ -120,6 +131,10 @@ class SimCameraNode(Node):
         self._cache = {}
         self._index = 0
         self._Image, self._TFMessage = Image, TFMessage
+        self._motion = None                     # live mode: (msgs, rvecs, tvecs) of the pose
+        self._motion_frames = 0
+        self._phase = 0
+        self._sent = {}                         # live mode: stamp ns -> (rvec, tvec) sent
 
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
@@ -147,6 +162,9 @@ class SimCameraNode(Node):
         self.white_msg.header.stamp = self.get_clock().now().to_msg()
         self.white_pub.publish(self.white_msg)
         self.truth_pub.publish(String(data=dumps(self.truth)))
+        self.live_tf_pub = None
+        if p['motion_frames'] > 0:
+            self.start_motion(p['motion_frames'], p['motion_amplitude'])
         self._set_pose(0)
 
         self._render_group = MutuallyExclusiveCallbackGroup()
@@ -217,13 +235,65 @@ class SimCameraNode(Node):
             self._cache[index] = self._quantize(raw, self.bits)
         return self._cache[index]
 
+    def start_motion(self, frames, amplitude=0.002):
+        """Live mode from now on (module docstring): ``frames`` per pose, drifting
+        ``amplitude`` m sideways; the current pose's frames are rendered here."""
+        if self.scenes is not None or self.arm is not None:
+            from lf_mpc_calib.errors import InvalidInputError
+            raise InvalidInputError('live mode (motion_frames) needs the board scene without '
+                                    'an arm')
+        if self.live_tf_pub is None:
+            self.live_tf_pub = self.create_publisher(self._TFMessage, '/tf', 100)
+        self._motion_frames, self._amplitude = int(frames), float(amplitude)
+        if hasattr(self, '_msg'):
+            self._set_pose(self._index)
+
+    def motion_poses(self, index):
+        """(rvecs (N, 3), tvecs (N, 3)) of the live loop around pose ``index``."""
+        n = self._motion_frames
+        a = 2 * np.pi * np.arange(n) / n
+        t = self.tvecs[index]
+        depth = 0.01 * t[2]
+        shift = np.column_stack([self._amplitude * np.cos(a), self._amplitude * np.sin(a),
+                                 depth * np.sin(a)])
+        return np.repeat(self.rvecs[index][None], n, axis=0), t + shift
+
+    def _motion_loop(self, index):
+        """The pre-rendered live loop of pose ``index``: (messages, rvecs, tvecs)."""
+        from lf_mpc_calib.simulation.render import render_raw
+        key = ('motion', index, self._motion_frames, self._amplitude)
+        if key not in self._cache:
+            rvecs, tvecs = self.motion_poses(index)
+            noise = self.params['noise'] if self.params['noise'] >= 0 else None
+            msgs = []
+            for k in range(len(rvecs)):
+                rng = np.random.default_rng([self.params['seed'], index, k])
+                raw = render_raw(self.camera, self.board, rvecs[k], tvecs[k],
+                                 samples=self.params['samples'], rng=rng, noise=noise)
+                msg = self._array_to_image(self._quantize(raw, self.bits),
+                                           self.params['encoding'])
+                msg.header.frame_id = self.frame_id
+                msgs.append(msg)
+            self._cache[key] = (msgs, rvecs, tvecs)
+            self.get_logger().info(f'live loop of pose {index}: {len(msgs)} frames rendered')
+        return self._cache[key]
+
+    def true_pose_at(self, stamp_ns):
+        """(rvec, tvec) of the board in the frame sent with ``stamp_ns`` (live mode), or
+        None when no such frame was sent (the last 1000 are kept)."""
+        with self._lock:
+            return self._sent.get(int(stamp_ns))
+
     def _set_pose(self, index):
         from lf_mpc_calib.ros.messages import transform_stamped
         index = int(index) % len(self.rvecs)
+        motion = self._motion_loop(index) if self._motion_frames else None
         msg = self._array_to_image(self.frame(index), self.params['encoding'])
         msg.header.frame_id = self.frame_id
         with self._lock:
-            self._index, self._msg = index, msg
+            self._index, self._msg, self._motion, self._phase = index, msg, motion, 0
+        if motion is not None:      # the true board goes out with every frame on /tf
+            return index
         tf = transform_stamped(self.rvecs[index], self.tvecs[index], parent=self.frame_id,
                                child=f'{self.params["camera_name"]}_true_board',
                                stamp=self.get_clock().now().to_msg())
@@ -245,8 +315,22 @@ class SimCameraNode(Node):
 
     def _publish_frame(self):
         with self._lock:
-            msg, index = self._msg, self._index
+            msg, index, motion = self._msg, self._index, self._motion
+            if motion is not None:
+                k = self._phase % len(motion[0])
+                self._phase += 1
+                msg = motion[0][k]
         msg.header.stamp = self.get_clock().now().to_msg()
+        if motion is not None:
+            from lf_mpc_calib.ros.messages import transform_stamped
+            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            with self._lock:
+                self._sent[stamp_ns] = (motion[1][k], motion[2][k])
+                while len(self._sent) > 1000:
+                    self._sent.pop(next(iter(self._sent)))
+            self.live_tf_pub.publish(self._TFMessage(transforms=[transform_stamped(
+                motion[1][k], motion[2][k], parent=self.frame_id,
+                child=f'{self.params["camera_name"]}_true_board', stamp=msg.header.stamp)]))
         if self.arm_pub is not None:            # the arm's state at the frame, sent first
             from lf_mpc_calib.ros.messages import transform_stamped
             self.arm_pub.publish(self._TFMessage(transforms=[transform_stamped(
