@@ -415,6 +415,12 @@ class DecodeNode(Node):
                                 all_views=want_views, **depth)
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
+        elif meas.corner_search == 'tracked':
+            self.causes.clear('tracking')
+        elif meas.corner_search.startswith('full search: tracking kept'):
+            self.causes.error('tracking', 'corner tracking lost the board (the figures: '
+                              '"corners" on ~/stats): the whole frame is searched (seconds a '
+                              'frame) until the board is found again')
         t2 = time.perf_counter()
 
         header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)

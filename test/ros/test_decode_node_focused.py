@@ -145,3 +145,41 @@ def test_decode_node_camera_info_and_depth_of_the_rendered_image(
     # the core's figures (test_focused_depth): median 1.3 %, 90 % within 5 %
     assert both.sum() > 0.75 * np.isfinite(truth).sum()
     assert np.median(rel) < 0.03 and np.mean(rel < 0.05) > 0.85
+
+
+def test_focused_corners_are_tracked_and_a_lost_board_is_named_once(
+        ros_context, ros_executor, ros_node, scene):
+    """Frame 1 is searched in full, frame 2 tracked; a frame without the board loses the
+    track: named once under problems (not per frame), cleared when tracking resumes."""
+    import yaml
+    from std_msgs.msg import String
+    b = scene['board']
+    node = DecodeNode(context=ros_context, parameter_overrides=[
+        Parameter('board_cols', value=b.cols), Parameter('board_rows', value=b.rows),
+        Parameter('square_size', value=b.square),
+        Parameter('calibration_file', value=str(scene['folder'] / 'truth.yaml')),
+        Parameter('white_image_file', value=str(scene['folder'] / 'white.png'))])
+    stats = MessageCollector(ros_node, String, '/lf_decoder/stats', OUT_QOS)
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    rng = np.random.default_rng(1)
+    white = cv2.imread(str(scene['folder'] / 'white.png'), cv2.IMREAD_GRAYSCALE)
+    noise = (rng.uniform(0.2, 1.0, white.shape) * white).astype(np.uint8)
+    seen = []
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        for frame in (scene['raw'], scene['raw'], noise, noise, scene['raw'], scene['raw']):
+            before = node.frames_processed
+            pub.publish(array_to_image(frame, 'mono8'))
+            wait_for(ros_executor, lambda: node.frames_processed > before, 'the frame',
+                     timeout_sec=60.0)
+            seen.append(dict(node.last_stats))
+        # and the same goes out on ~/stats
+        wait_for(ros_executor, lambda: any('tracking' in yaml.safe_load(m.data)['problems']
+                                           for m in stats.messages), 'the problem on ~/stats')
+    corners = [s['corners'] for s in seen]
+    assert corners[0].startswith('full search: ') and corners[1] == 'tracked'
+    assert corners[2].startswith('full search: tracking kept')
+    assert 'tracking' in seen[2]['problems'] and 'tracking' in seen[3]['problems']
+    assert corners[5] == 'tracked' and 'tracking' not in seen[5]['problems']
+    logged = [c for ch, c in node.causes.history if ch == 'tracking']
+    assert len(logged) == 2 and logged[1] == ''          # once, then cleared once
