@@ -56,6 +56,11 @@ def register(subparsers):
 
 def run(args):
     """Run the session; returns the exit code."""
+    from lf_mpc_calib.cli.simulate import MAX_POSES
+    if not 1 <= args.poses <= MAX_POSES:
+        print(f'lf-mpc-calib demo: error: --poses must be a whole number from 1 to {MAX_POSES}, '
+              f'got {args.poses}', file=sys.stderr)
+        return 2
     if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
         print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',
               file=sys.stderr)
