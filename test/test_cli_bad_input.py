@@ -773,9 +773,9 @@ def _png_claiming(path, width, height):
         return (struct.pack('>I', len(data)) + kind + data
                 + struct.pack('>I', zlib.crc32(kind + data)))
     rows = zlib.compress(b'\0' * (2 * (width + 1)))
-    path.write_bytes(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', width,
-                                                                         height, 8, 0, 0, 0, 0))
-                     + chunk(b'IDAT', rows) + chunk(b'IEND', b''))
+    header = struct.pack('>IIBBBBB', width, height, 8, 0, 0, 0, 0)
+    path.write_bytes(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IDAT', rows)
+                     + chunk(b'IEND', b''))
     return path
 
 
