@@ -11,7 +11,8 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
   its MicroImageCornerTracker (the first frame detects in full, timed apart); accuracy:
   median 3-D error of the corners against the board's true pose (the
   optics' exact model), tracked and detected in full on the same frames.
---r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset at scale 1.99).
+--r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
+sensor of that size, so more micro-images, the same per micro-image).
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_focused_live.py --quick
 
@@ -89,8 +90,9 @@ def points_stage(cam, det, white, raws, board, truth, n_old):
             tracked, first.corner_search)
 
 
-def run(scale, n, samples):
-    cam = preset('focused-keplerian', scale=scale)
+def run(size, n, samples):
+    cam = preset('focused-keplerian') if size is None else \
+        preset('focused-keplerian', sensor__width=size[0], sensor__height=size[1])
     white, raws, board = frames(cam, n, samples)
     det = MicroImageCornerDetector(white)
     raws32 = [r.astype(np.float32) for r in raws]
@@ -145,11 +147,11 @@ def main():
     ap.add_argument('--samples', type=int, default=4, help='rays per pixel of the renders')
     args = ap.parse_args()
     n = args.frames or (12 if args.quick else 30)
-    sizes = [1.0] + ([1.99] if args.r12 and not args.quick else [])
+    sizes = [None] + ([(4080, 3068)] if args.r12 and not args.quick else [])
     lines = []
-    for scale in sizes:
+    for size in sizes:
         POSES.clear()
-        wd, h, fps_c, fps_p = run(scale, n, args.samples)
+        wd, h, fps_c, fps_p = run(size, n, args.samples)
         lines.append(f'focused live {wd}x{h}: center {fps_c:.1f} fps, points {fps_p:.1f} fps, '
                      f'depth n/a fps (one core, CPU time; depth not on a fast path yet)')
     print('\n'.join(lines[1:] + lines[:1]))

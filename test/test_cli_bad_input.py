@@ -529,6 +529,9 @@ def test_ids_out_of_range_are_refused_naming_the_column(tmp_path, bad, column):
 INF, NAN = float('inf'), float('nan')
 DECODE = ['decode', '{frame}', '--white', '{white}', '-o', '{out}/views', '--grid']
 DEPTH = ['depth', '{frame}', '--white', '{white}', '-o', '{out}/d.npy', '--calibration']
+PLAN = ['plan', '-o', '{out}/p', '--preset', 'lytro', '--target-k-sigma', '1',
+        '--target-pp-sigma', '2']
+RAW = ['calibrate-raw', '{raw_folder}', '-o', '{out}/c.yaml', '--quiet']
 REFOCUS = ['refocus', '{frame}', '--white', '{white}', '-o', '{out}/r.png', '--distance', '0.3',
            '--calibration']
 
@@ -622,7 +625,65 @@ def value_cases():
                                        '--image-size', '1000000000000', '1'], '--image-size'),
         ('decode-grid-empty', DECODE + ['{empty}'], 'grid file'),
         ('decode-grid-list', DECODE + ['{grid_list}'], 'lenslet_grid must be a mapping'),
+        # beyond the issue's list: images, options and the other loaders
+        ('grid-png-claiming-60000x60000', ['grid', '{png_bomb}', '-o', '{out}/g.yaml'],
+         'more pixels than OpenCV reads'),
+        ('depth-white-png-claiming-60000x60000', ['depth', '{frame}', '--white', '{png_bomb}',
+                                                  '-o', '{out}/d.npy', '--calibration', cal],
+         'more pixels than OpenCV reads'),
+        ('depth-window-1e9', DEPTH + [cal, '--window', '1000000001'], 'window must be'),
+        ('depth-view-step-1e20', DEPTH + [cal, '--view-step', '1' + '0' * 20],
+         'usable view(s) with i, j multiples of'),
+        ('depth-min-confidence-nan', DEPTH + [cal, '--min-confidence', 'nan'], 'min_confidence'),
+        ('refocus-views-1e20', REFOCUS + [cal, '--views', '1' + '0' * 20 + 'x3'], 'view count'),
+        ('simulate-poses-1e9', ['simulate', '-o', '{out}/s', '--poses', '1000000000'],
+         '--poses'),
+        ('simulate-samples-0', ['simulate', '-o', '{out}/s', '--samples', '0'], '--samples'),
+        ('simulate-samples-1e9', ['simulate', '-o', '{out}/s', '--samples', '1000000000'],
+         '--samples'),
+        ('simulate-noise-nan', ['simulate', '-o', '{out}/s', '--noise', 'nan'], '--noise'),
+        ('simulate-noise-1e300', ['simulate', '-o', '{out}/s', '--noise', '1e300'], '--noise'),
+        ('simulate-square-nan', ['simulate', '-o', '{out}/s', '--square', 'nan'], '--square'),
+        ('simulate-square-negative', ['simulate', '-o', '{out}/s', '--square', '-0.01'],
+         '--square'),
+        ('simulate-board-100000x100000', ['simulate', '-o', '{out}/s', '--board',
+                                          '100000x100000'], 'inner corners from 2 to'),
+        ('simulate-seed-2-64', ['simulate', '-o', '{out}/s', '--seed', str(2 ** 64)], '--seed'),
+        ('simulate-poses-file-nan', ['simulate', '-o', '{out}/s', '--poses-file',
+                                     '{poses_nan}'], 'must be finite'),
+        ('simulate-poses-file-board-behind', ['simulate', '-o', '{out}/s', '--poses-file',
+                                              '{poses_behind}'], 'in front of the camera'),
+        ('demo-poses-1e9', ['demo', '--poses', '1000000000'], '--poses'),
+        ('plan-max-captures-1e12', PLAN + ['--max-captures', '1000000000000'],
+         '--max-captures'),
+        ('plan-seed-negative', PLAN + ['--seed', '-1'], '--seed'),
+        ('plan-target-pp-sigma-inf', PLAN + ['--target-pp-sigma', 'inf'], '--target-pp-sigma'),
+        ('plan-corner-noise-nan', PLAN + ['--corner-noise', 'nan'], '--corner-noise'),
+        ('calibrate-raw-square-1e300', RAW + ['--board', '6x5', '--square', '1e300'], 'square'),
+        ('calibrate-raw-board-100000x100000', RAW + ['--board', '100000x100000', '--square',
+                                                     '0.01'], 'inner corners from 2 to'),
+        ('calibrate-raw-lens-types-1e9', RAW + ['--board', '6x5', '--square', '0.01',
+                                                '--lens-types', '1000000000'], '--lens-types'),
+        ('calibrate-robot-poses-1e300-m', ['calibrate', '{paper_table}', '--robot-poses',
+                                           '{robot_huge}', '-o', '{out}/c.yaml'],
+         'robot poses reach 1e+300 m'),
+        ('calibrate-robot-poses-string', ['calibrate', '{paper_table}', '--robot-poses',
+                                          '{robot_string}', '-o', '{out}/c.yaml'],
+         'must hold numbers'),
+        ('calibrate-u-spans-1e-12-px', ['calibrate', '{near_flat_u}', '-o', '{out}/c.yaml'],
+         'every ray has u'),
+        ('calibrate-views-on-one-line', ['calibrate', '{table}', '-o', '{out}/c.yaml'],
+         'closed form'),
     ]
+    for key, value in (('cols', NAN), ('rows', 1e300), ('square_m', INF), ('square_m', 'x'),
+                       ('square_m', 1e300)):
+        found.append((f'calibrate-raw-manifest-board-{_name(key, value)}',
+                      RAW[:1] + [f'{{manifest board {_name(key, value)}}}'] + RAW[2:],
+                      'square' if key == 'square_m' else key))
+    found += [('calibrate-raw-manifest-frames-5', RAW[:1] + ['{manifest frames 5}'] + RAW[2:],
+               'frames must be a list'),
+              ('calibrate-raw-manifest-board-5', RAW[:1] + ['{manifest board 5}'] + RAW[2:],
+               'board must be a mapping')]
     return found
 
 
@@ -699,7 +760,66 @@ def hostile_files(tmp_path_factory):
     files['empty'].write_text('')
     files['grid_list'] = root / 'grid_list.yaml'
     files['grid_list'].write_text('lenslet_grid: [1, 2]\n')
+    _more_hostile_files(root, files)
     return files
+
+
+def _png_claiming(path, width, height):
+    """A valid 8-bit grey PNG of two rows whose header claims width x height pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack('>I', len(data)) + kind + data
+                + struct.pack('>I', zlib.crc32(kind + data)))
+    rows = zlib.compress(b'\0' * (2 * (width + 1)))
+    header = struct.pack('>IIBBBBB', width, height, 8, 0, 0, 0, 0)
+    path.write_bytes(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IDAT', rows)
+                     + chunk(b'IEND', b''))
+    return path
+
+
+def _more_hostile_files(root, files):
+    """Files of the cases beyond the issue's list (see value_cases)."""
+    import shutil
+    import yaml
+    from lf_mpc_calib.io.observation_table import write_observations
+    from lf_mpc_calib.simulation.observations import paper_scene
+    files['png_bomb'] = _png_claiming(root / 'bomb.png', 60000, 60000)
+    for name, pose in (('poses_nan', '[.nan, 0, 0], translation_m: [0, 0, 0.5]'),
+                       ('poses_behind', '[0, 0, 0], translation_m: [0, 0, -0.5]')):
+        files[name] = root / f'{name}.yaml'
+        files[name].write_text(f'poses: [{{rotation_vector: {pose}}}]\n')
+    files['paper_table'] = root / 'paper.csv'
+    write_observations(files['paper_table'], paper_scene(
+        n_poses=4, n_views=3, noise_px=0.0, rng=np.random.default_rng(1))[3])
+    for name, rv, t in (('robot_huge', '[0, 0, 0]', '[0, 0, 1e300]'),
+                        ('robot_string', '[a, 0, 0]', '[0, 0, 1]')):
+        files[name] = root / f'{name}.yaml'
+        files[name].write_text(''.join(f'- {{frame: {k}, rotation_vector: {rv}, '
+                                       f'translation_m: {t}}}\n' for k in range(4)))
+    rows = _valid_rows()
+    for k, r in enumerate(rows):
+        r[7] = 10.0 + 1e-13 * k
+    files['near_flat_u'] = root / 'near_flat_u.csv'
+    files['near_flat_u'].write_text(_table(rows))
+    files['raw_folder'] = folder = root / 'raw_folder'
+    folder.mkdir()
+    shutil.copy(files['white'], folder / 'white.png')
+    shutil.copy(files['frame'], folder / 'frame_000.png')
+    manifest = {'format': 'lf_mpc_calib-raw-dataset', 'white': 'white.png',
+                'frames': ['frame_000.png'],
+                'board': {'cols': 3, 'rows': 3, 'square_m': 0.003, 'first_square': 'black'}}
+    variants = [(f'manifest board {_name(k, v)}', ('board', k), v)
+                for k, v in (('cols', NAN), ('rows', 1e300), ('square_m', INF),
+                             ('square_m', 'x'), ('square_m', 1e300))]
+    variants += [('manifest frames 5', ('frames',), 5), ('manifest board 5', ('board',), 5)]
+    for name, path, value in variants:
+        doc = yaml.safe_load(yaml.safe_dump(manifest))
+        _set(doc, '.'.join(path), value)
+        files[name] = target = root / f'manifest_{len(files)}'
+        shutil.copytree(folder, target)
+        (target / 'manifest.yaml').write_text(yaml.safe_dump(doc))
 
 
 @pytest.mark.parametrize('template,names', [c[1:] for c in VALUE_CASES],

@@ -25,6 +25,7 @@ def test_demo_small_session_writes_calibration_and_recovers_focus(tmp_path, caps
     (['demo', '--live'], '--live needs --ros'),
     (['demo', '--ros', '--live', '0'], '--live expects seconds > 0'),
     (['demo', '--ros', '--live', 'nan'], '--live expects seconds > 0'),
+    (['demo', '--ros', '--live', '1e9'], 'at most 3600'),
 ])
 def test_demo_live_refuses_without_ros_or_seconds(argv, expected, capsys):
     assert main(argv) == 2

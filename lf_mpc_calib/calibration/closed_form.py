@@ -88,6 +88,7 @@ def group_by_pose(obs):
 
 
 MAX_ABS_PIXEL = 1e7     # |i|, |j|, |u|, |v| beyond this are no camera's indices or pixels
+MIN_PIXEL_SPAN = 1e-6  # u or v spanning no more than this over all rays measure nothing
 MAX_ABS_BOARD_M = 1e4   # board coordinates beyond this are no calibration target's, in metres
 
 
@@ -126,11 +127,12 @@ def validate_observations(obs, *, planar=False):
             f'(pose ids {shorten(grouped.pose_ids.tolist())})')
     _refuse_absurd_values(obs)
     for col, name in ((2, 'u'), (3, 'v')):
-        if np.ptp(obs.ijuv[:, col]) == 0:
+        if np.ptp(obs.ijuv[:, col]) <= MIN_PIXEL_SPAN:
             raise InvalidInputError(
-                f'every ray has {name} = {obs.ijuv[0, col]:g} px: expected the pixels to vary '
-                f'across the image (one pixel for every ray measures nothing; the closed '
-                f'form\'s system would be singular)')
+                f'every ray has {name} = {obs.ijuv[0, col]:g} px (spanning '
+                f'{np.ptp(obs.ijuv[:, col]):.3g} px): expected the pixels to vary across the '
+                f'image (one pixel for every ray measures nothing; the closed form\'s system '
+                f'would be singular)')
     scale = max(float(np.abs(obs.board).max()), 1e-300)
     if planar and np.abs(obs.board[:, 2]).max() > 1e-9 * scale:
         raise InvalidInputError(
@@ -313,7 +315,13 @@ def _exact(obs, grouped):
     b = np.array([q[1] for q in abcd])
     c = np.array([q[2] for q in abcd])
     d = np.array([q[3] for q in abcd])
-    rho = float(np.sum(c * d) / np.sum(c * c))
+    cc, cd = float(np.sum(c * c)), float(np.sum(c * d))
+    if not (cc > 0 and cd != 0 and np.isfinite(cd / cc)):
+        raise DegenerateConfigurationError(
+            f"closed form 'exact': the poses give no depth term (sum c.c = {cc:.3g}, c.d = "
+            f'{cd:.3g}): the pixels do not change with the board points\' depth; add poses at '
+            'other distances and tilts')
+    rho = cd / cc
     c = 0.5 * (c + d / rho)
     # 3. B from orthonormality: g1.B.g2 = 0, g1.B.g1 = 1, g2.B.g2 = 1 per pose
     rows, rhs = [], []
@@ -414,6 +422,11 @@ def _paper(obs, grouped):
         num += [np.sum(i * (pc[:, 0] - (k_u * u + u_0) * pc[:, 2])),
                 np.sum(j * (pc[:, 1] - (k_v * v + v_0) * pc[:, 2]))]
         den += [np.sum(i * i), np.sum(j * j)]
+    for name, d in zip('ij', den):
+        if not d > 0:
+            raise DegenerateConfigurationError(
+                f"closed form 'paper': every ray has {name} = 0 (the views lie on one line): "
+                f'k_{name} is not determined; use views off that line too')
     k_i, k_j = num / den
     model = MPCModel(k_i=k_i, k_j=k_j, k_u=k_u, k_v=k_v, u_0=u_0, v_0=v_0)
     return model, rot, trans, rc

@@ -23,6 +23,12 @@ from lf_mpc_calib.errors import InvalidInputError
 COLOURS = ('black', 'white')
 
 
+MAX_CORNERS = 1000
+"""Inner corners along one side of a board, at most (a stated cap)."""
+MAX_SQUARE_M = 10.0
+"""A square's side in metres, at most."""
+
+
 @dataclass(frozen=True, eq=False)
 class Checkerboard:
     """
@@ -39,17 +45,21 @@ class Checkerboard:
     def __post_init__(self):
         for name in ('cols', 'rows'):
             value = getattr(self, name)
-            if int(value) != value or int(value) < 2:
+            ok = isinstance(value, (int, float, np.integer, np.floating)) and \
+                not isinstance(value, bool) and bool(np.isfinite(value))
+            if not ok or int(value) != value or not 2 <= int(value) <= MAX_CORNERS:
                 raise InvalidInputError(
-                    f'{name} must be an integer number of inner corners >= 2, got {value!r}')
+                    f'{name} must be an integer number of inner corners from 2 to '
+                    f'{MAX_CORNERS}, got {value!r}')
             object.__setattr__(self, name, int(value))
         try:
             square = float(self.square)
         except (TypeError, ValueError):
             raise InvalidInputError(
                 f'square must be a length in metres, got {self.square!r}') from None
-        if not (np.isfinite(square) and square > 0):
-            raise InvalidInputError(f'square must be a positive length in metres, got {square}')
+        if not (np.isfinite(square) and 0 < square <= MAX_SQUARE_M):
+            raise InvalidInputError(f'square must be a positive length in metres, at most '
+                                    f'{MAX_SQUARE_M:g}, got {square}')
         object.__setattr__(self, 'square', square)
         if self.first_square not in COLOURS:
             raise InvalidInputError(
@@ -106,6 +116,9 @@ class Checkerboard:
     @classmethod
     def from_dict(cls, d):
         """Inverse of :meth:`to_dict`; accepts ``square_m`` for ``square``."""
+        if not isinstance(d, dict):
+            raise InvalidInputError(f'board must be a mapping with cols, rows, square, got '
+                                    f'{type(d).__name__}')
         for key in ('cols', 'rows'):
             if key not in d:
                 raise InvalidInputError(f'board lacks key {key!r}; expected cols, rows, square')

@@ -374,6 +374,10 @@ _SOURCES = {'inferred': 'told from the frames', 'given': 'given',
             'simulated': "the simulator's true types, given", None: 'from the observation table'}
 
 
+MAX_LENS_TYPES = 64
+"""Interleaved micro-lens types, at most (as observation tables' lens_type ids)."""
+
+
 def _lens_types(text):
     """--lens-types: an integer >= 1 or 'simulated'."""
     import argparse
@@ -383,9 +387,9 @@ def _lens_types(text):
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'simulated', got "
-                                         f'{text!r}')
+    if not 1 <= value <= MAX_LENS_TYPES:
+        raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_LENS_TYPES} or "
+                                         f"'simulated', got {text!r}")
     return value
 
 

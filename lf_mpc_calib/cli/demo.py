@@ -65,9 +65,14 @@ def run(args):
         print('lf-mpc-calib demo: --live needs --ros (the decode node measures the stream)',
               file=sys.stderr)
         return 2
-    if getattr(args, 'live', None) is not None and not args.live > 0:
-        print(f'lf-mpc-calib demo: --live expects seconds > 0, got {args.live}',
+    if getattr(args, 'live', None) is not None and not 0 < args.live <= 3600:
+        print(f'lf-mpc-calib demo: --live expects seconds > 0 and at most 3600, got {args.live}',
               file=sys.stderr)
+        return 2
+    from lf_mpc_calib.cli.simulate import MAX_POSES
+    if not 1 <= args.poses <= MAX_POSES:
+        print(f'lf-mpc-calib demo: error: --poses must be a whole number from 1 to {MAX_POSES}, '
+              f'got {args.poses}', file=sys.stderr)
         return 2
     if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
         print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',

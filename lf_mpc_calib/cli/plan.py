@@ -58,12 +58,18 @@ def run(args):
     for name, value in (('--target-k-sigma', args.target_k_sigma),
                         ('--target-pp-sigma', args.target_pp_sigma),
                         ('--corner-noise', args.corner_noise)):
-        if not value > 0:
-            print(f'lf-mpc-calib plan: error: {name} must be > 0, got {value}', file=sys.stderr)
+        if not 0 < value < float('inf'):
+            print(f'lf-mpc-calib plan: error: {name} must be > 0 and finite, got {value}',
+                  file=sys.stderr)
             return 2
-    if args.max_captures < 3:
-        print(f'lf-mpc-calib plan: error: --max-captures must be >= 3, got '
+    from lf_mpc_calib.cli.simulate import MAX_POSES
+    if not 3 <= args.max_captures <= MAX_POSES:
+        print(f'lf-mpc-calib plan: error: --max-captures must be from 3 to {MAX_POSES}, got '
               f'{args.max_captures}', file=sys.stderr)
+        return 2
+    if not 0 <= args.seed < 2 ** 63:
+        print(f'lf-mpc-calib plan: error: --seed must be a whole number from 0 to 2^63 - 1, got '
+              f'{args.seed}', file=sys.stderr)
         return 2
     camera = preset(args.preset, scale=args.scale)
     board = default_board(camera)

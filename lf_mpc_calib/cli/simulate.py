@@ -102,6 +102,28 @@ def _board(args, camera):
     return Checkerboard(cols, rows, square)
 
 
+MAX_POSES = 1000
+"""Most frames one simulate run renders (a stated cap: a calibration uses 5-30)."""
+MAX_SAMPLES = 256
+"""Most rays per pixel (anti-aliasing saturates long before)."""
+
+
+def check_counts(args):
+    """Refuse (InvalidInputError) --poses, --samples, --noise, --square outside their bounds."""
+    import math
+    if not 1 <= args.poses <= MAX_POSES:
+        raise InvalidInputError(f'--poses must be a whole number from 1 to {MAX_POSES}, got '
+                                f'{args.poses}')
+    if args.samples is not None and not 1 <= args.samples <= MAX_SAMPLES:
+        raise InvalidInputError(f'--samples must be a whole number from 1 to {MAX_SAMPLES}, '
+                                f'got {args.samples}')
+    if args.noise is not None and not (math.isfinite(args.noise) and 0 <= args.noise <= 1):
+        raise InvalidInputError(f'--noise must be a fraction of full scale in [0, 1], got '
+                                f'{args.noise}')
+    if args.square is not None and not (math.isfinite(args.square) and 0 < args.square <= 10):
+        raise InvalidInputError(f'--square must be metres in (0, 10], got {args.square}')
+
+
 def run(args):
     """Render the dataset; returns the exit code."""
     import math
@@ -111,6 +133,7 @@ def run(args):
                                 f'{args.seed}')
     if not (math.isfinite(args.max_tilt) and 0 <= args.max_tilt < 90):
         raise InvalidInputError(f'--max-tilt must be degrees in [0, 90), got {args.max_tilt}')
+    check_counts(args)
     from lf_mpc_calib.simulation.dataset import (
         capture_poses, load_poses, random_poses, write_dataset)
     from lf_mpc_calib.simulation.optics import preset
@@ -134,6 +157,9 @@ def run(args):
         return _run_planes(args, camera, board)
     if args.poses_file:
         rvecs, tvecs = load_poses(args.poses_file)
+        if len(rvecs) > MAX_POSES:
+            raise InvalidInputError(f'--poses-file {args.poses_file} lists {len(rvecs)} poses, '
+                                    f'more than the {MAX_POSES} one run renders')
     else:
         rng = np.random.default_rng(args.seed)
         if args.random_poses:

@@ -63,7 +63,12 @@ def read_image(path):
         return read_lytro(path).to_uint16()
     if not path.is_file():
         raise InvalidInputError(f'image file {str(path)!r} does not exist')
-    img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    try:
+        img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    except cv2.error as exc:      # e.g. a header claiming more pixels than OpenCV's limit
+        why = ('its header claims more pixels than OpenCV reads (CV_IO_MAX_IMAGE_PIXELS)'
+               if 'CV_IO_MAX_IMAGE_PIXELS' in str(exc) else str(exc).strip().splitlines()[-1])
+        raise InvalidInputError(f'{str(path)!r}: OpenCV refuses to read it: {why}') from None
     if img is None:
         raise InvalidInputError(f'{str(path)!r} is not an image OpenCV can read')
     if img.dtype not in (np.uint8, np.uint16):

@@ -124,6 +124,9 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
         if not isinstance(manifest, dict):
             raise InvalidInputError(f'manifest {mpath}: expected a mapping, got '
                                     f'{type(manifest).__name__}')
+        if not isinstance(manifest.get('frames', []), list):
+            raise InvalidInputError(f'manifest {mpath}: frames must be a list of file names, got '
+                                    f'{shorten(repr(manifest["frames"]))}')
         if CHECKSUM_KEY in manifest:
             verify_checksums(folder, manifest)
     if board is None:

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, shorten
 
+MAX_REACH_M = 1000.0
+"""A robot pose's translation component, at most (metres)."""
 CSV_COLUMNS = ('frame', 'tx', 'ty', 'tz', 'rx', 'ry', 'rz')
 
 
@@ -46,6 +48,13 @@ class RobotPoses:
                 f'{len(self.frames)} frames, {rv.shape}, {tv.shape}')
         if not (np.all(np.isfinite(rv)) and np.all(np.isfinite(tv))):
             raise InvalidInputError('robot poses contain NaN or inf')
+        reach = float(np.abs(tv).max(initial=0.0))
+        turn = float(np.linalg.norm(rv, axis=1).max(initial=0.0))
+        if reach > MAX_REACH_M or turn > 2 * np.pi:
+            raise InvalidInputError(
+                f'robot poses reach {reach:.3g} m and turn by {np.degrees(turn):.4g} degrees; '
+                f'expected translations within {MAX_REACH_M:g} m (metres, not millimetres) and '
+                'rotation vectors of at most 360 degrees (radians)')
         labels = tuple(str(f) for f in self.frames)
         dup = sorted({f for f in labels if labels.count(f) > 1})
         if dup:
@@ -86,8 +95,12 @@ def _from_list(entries, where, arm=None):
             raise InvalidInputError(
                 f'{where}: robot_poses[{n}] must have frame, rotation_vector and translation_m, '
                 f'got {e!r}')
-        r = np.asarray(e['rotation_vector'], dtype=float)
-        t = np.asarray(e['translation_m'], dtype=float)
+        try:
+            r = np.asarray(e['rotation_vector'], dtype=float)
+            t = np.asarray(e['translation_m'], dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f'{where}: robot_poses[{n}] must hold numbers, got '
+                                    f'{shorten(repr(e))}') from None
         if r.shape != (3,) or t.shape != (3,):
             raise InvalidInputError(
                 f'{where}: robot_poses[{n}] needs 3 numbers each, got {r.shape} and {t.shape}')

@@ -34,7 +34,7 @@ from scipy.spatial import cKDTree
 
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.demosaic import BAYER_PATTERNS, demosaic
-from lf_mpc_calib.lenslet.grid import LensletGrid
+from lf_mpc_calib.lenslet.grid import LensletGrid, MAX_IMAGE_SIDE
 from lf_mpc_calib.lenslet.views import aperture_radius, clean_views
 
 RAW_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
@@ -105,11 +105,16 @@ def mosaic(lightfield):
     return v.swapaxes(1, 2).reshape((nj * rows, ni * cols) + rest)
 
 
+MAX_VIEW_COUNT = 2 * MAX_IMAGE_SIDE + 1
+"""Views a side, at most, whatever the grid (its own bound is :func:`max_views`)."""
+
+
 def view_indices(views):
     """Integer view values (n,) for a count (odd) or for ``radius`` -> 2 * radius + 1 values."""
     n = int(views)
-    if n < 1 or n % 2 == 0:
-        raise InvalidInputError(f'a view count must be odd and positive, got {views}')
+    if n < 1 or n % 2 == 0 or n > MAX_VIEW_COUNT:
+        raise InvalidInputError(f'a view count must be odd, from 1 to {MAX_VIEW_COUNT}, got '
+                                f'{views}')
     half = n // 2
     return np.arange(-half, half + 1)
 

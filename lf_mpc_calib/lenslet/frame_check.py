@@ -22,8 +22,9 @@ SAMPLE_PIXELS = 250_000
 """At most about this many pixels are compared (a regular subsample)."""
 
 
-def _grey(image):
-    a = np.asarray(image, dtype=np.float32)
+def _grey(image, step):
+    """Every ``step``-th pixel of each ``step``-th row, grey, float64 (subsampled first)."""
+    a = np.asarray(image)[::step, ::step].astype(np.float64)
     return a.mean(axis=2) if a.ndim == 3 else a
 
 
@@ -39,18 +40,18 @@ def frame_warnings(raw, white):
     Messages (list of str, empty when none) saying why ``raw`` (H, W[, C]) looks like the
     white image (H, W[, C]) itself, or like a frame transposed against it.
     """
-    raw, white = _grey(raw), _grey(white)
-    if raw.ndim != 2 or white.ndim != 2:
+    raw, white = np.asarray(raw), np.asarray(white)
+    if raw.ndim not in (2, 3) or white.ndim not in (2, 3):
         return []
-    if raw.shape != white.shape:
-        if raw.shape == white.shape[::-1]:
+    if raw.shape[:2] != white.shape[:2]:
+        if raw.shape[:2] == white.shape[1::-1]:
             return [f'the frame is {raw.shape[1]}x{raw.shape[0]} px but the white image '
                     f'{white.shape[1]}x{white.shape[0]}: width and height swapped (is the frame '
                     'transposed or turned by 90 degrees?)']
         return []
-    step = max(1, int(np.sqrt(raw.size / SAMPLE_PIXELS)))
-    r = raw[::step, ::step].ravel().astype(np.float64)
-    w = white[::step, ::step].ravel().astype(np.float64)
+    step = max(1, int(np.sqrt(raw.shape[0] * raw.shape[1] / SAMPLE_PIXELS)))
+    raw_s, white_s = _grey(raw, step), _grey(white, step)
+    r, w = raw_s.ravel(), white_s.ravel()
     with np.errstate(all='ignore'):
         corr = _correlation(r, w)
         found = []
@@ -63,11 +64,11 @@ def frame_warnings(raw, white):
                     f'the frame is (nearly) the white image: it correlates {corr:.3f} with it '
                     f'and frame / white varies by only {100 * variation:.2g} % over the white\'s '
                     'bright pixels (no scene to measure; is the white image given as a frame?)')
-        if raw.shape[0] == raw.shape[1]:
-            for name, turned in (('transposed', white.T), ('turned by 90 degrees',
-                                                           np.rot90(white, 1)),
+        if raw_s.shape[0] == raw_s.shape[1]:
+            for name, turned in (('transposed', white.swapaxes(0, 1)),
+                                 ('turned by 90 degrees', np.rot90(white, 1)),
                                  ('turned by -90 degrees', np.rot90(white, -1))):
-                corr_t = _correlation(r, turned[::step, ::step].ravel().astype(np.float64))
+                corr_t = _correlation(r, _grey(turned, step).ravel())
                 if corr_t >= TRANSPOSED_LEAST and corr_t > corr + TRANSPOSED_MARGIN:
                     found.append(
                         f'the frame correlates {corr_t:.2f} with the white image {name} but '

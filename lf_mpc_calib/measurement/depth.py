@@ -262,12 +262,17 @@ class DepthEstimator:
         self.near, self.far = check_depth_range(
             default_depth_range(model) if depth_range is None else depth_range)
         window = int(window)
-        if window < 1 or window % 2 == 0:
-            raise InvalidInputError(f'window must be an odd size >= 1, got {window}')
+        most = 2 * (min(self.rows, self.cols) // 2) + 1
+        if window < 1 or window % 2 == 0 or window > most:
+            raise InvalidInputError(f'window must be an odd size from 1 to {most} px (the '
+                                    f'{self.cols}x{self.rows} px view), got {window}')
         self.window = window
         step = int(view_step)
         if step < 1:
             raise InvalidInputError(f'view_step must be >= 1, got {view_step}')
+        widest = int(max(np.abs(self.i_values).max(initial=0),
+                         np.abs(self.j_values).max(initial=0)))
+        step = min(step, widest + 1)        # past the outermost view: only view 0 (refused)
         if not 0.0 <= float(min_confidence) < 1.0:
             raise InvalidInputError(f'min_confidence must be in [0, 1), got {min_confidence}')
         self.min_confidence = float(min_confidence)

@@ -39,7 +39,7 @@ import yaml
 from lf_mpc_calib.io.atomic import open_atomically, write_atomically
 from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, shorten
 from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
@@ -252,6 +252,10 @@ def capture_poses(camera, board, n, *, rng, depth_range=None,
     return np.array(rvecs), np.array(tvecs)
 
 
+MAX_BOARD_DISTANCE_M = 1000.0
+"""A board pose's distance along the optical axis, at most."""
+
+
 def load_poses(path):
     """
     Read poses from YAML: a list of {rotation_vector, translation_m}, or a mapping with such a
@@ -268,11 +272,24 @@ def load_poses(path):
         if not isinstance(p, dict) or 'rotation_vector' not in p or 'translation_m' not in p:
             raise InvalidInputError(
                 f'{path}: poses[{n}] must have rotation_vector and translation_m, got {p!r}')
-        r = np.asarray(p['rotation_vector'], dtype=float)
-        t = np.asarray(p['translation_m'], dtype=float)
+        try:
+            r = np.asarray(p['rotation_vector'], dtype=float)
+            t = np.asarray(p['translation_m'], dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f'{path}: poses[{n}] must hold numbers, got '
+                                    f'{shorten(repr(p))}') from None
         if r.shape != (3,) or t.shape != (3,):
             raise InvalidInputError(
                 f'{path}: poses[{n}] needs 3 numbers each, got {r.shape} and {t.shape}')
+        if not (np.all(np.isfinite(r)) and np.all(np.isfinite(t))):
+            raise InvalidInputError(f'{path}: poses[{n}] must be finite numbers, got '
+                                    f'{shorten(repr(p))}')
+        if not 0 < t[2] <= MAX_BOARD_DISTANCE_M or np.linalg.norm(r) > 2 * np.pi:
+            raise InvalidInputError(
+                f'{path}: poses[{n}] puts the board at z = {t[2]:g} m with a rotation of '
+                f'{np.degrees(np.linalg.norm(r)):.4g} degrees; expected the board in front of '
+                f'the camera (0 < z <= {MAX_BOARD_DISTANCE_M:g} m) and a rotation vector of at '
+                f'most 360 degrees')
         rv.append(r)
         tv.append(t)
     return np.array(rv), np.array(tv)
