@@ -43,3 +43,28 @@ def test_numbering_ignores_which_lens_describes_the_lattice():
         for g in group[1:]:
             assert g.shape == group[0].shape and g.hex_parity == group[0].hex_parity
             np.testing.assert_allclose(g.centres(), group[0].centres(), atol=1e-6)
+
+
+def test_a_file_numbered_by_the_old_rule_still_loads_and_gives_the_same_rays(tmp_path):
+    # before the one rule, an estimated grid started at the first whole micro-image (here 1
+    # lens and 2 rows in): such a file loads as written, and its rays are the new file's
+    import dataclasses
+
+    from lf_mpc_calib.io.calibration_file import load_calibration, save_calibration
+    from lf_mpc_calib.simulation.dataset import ground_truth_file
+    cam = preset('lytro', scale=0.15)
+    new = cam.lenslet_grid()
+    old = dataclasses.replace(new, origin=tuple(new.centres_of([[1, 2]])[0]),
+                              shape=(new.shape[0] - 2, new.shape[1] - 3))
+    base = ground_truth_file(cam, np.zeros((1, 3)), np.array([[0.0, 0.0, 0.4]]))
+    files = {}
+    for name, grid in (('new', new), ('old', old)):
+        cal = dataclasses.replace(base, lenslet_grid=grid, model=cam.ground_truth_model(grid))
+        save_calibration(tmp_path / f'{name}.yaml', cal)
+        files[name] = load_calibration(tmp_path / f'{name}.yaml')
+    loaded = files['old'].lenslet_grid
+    np.testing.assert_allclose(loaded.origin, old.origin, atol=1e-9)
+    assert loaded.shape == old.shape and loaded.hex_parity == old.hex_parity
+    ijuv = np.array([[1.0, -2.0, 10.0, 12.0], [0.0, 3.0, 5.0, 7.0], [-3.0, 1.0, 30.0, 20.0]])
+    np.testing.assert_allclose(files['old'].model.rays(ijuv - [0, 0, 1, 2]),
+                               files['new'].model.rays(ijuv), rtol=0, atol=1e-12)
