@@ -185,4 +185,4 @@ def test_simulated_lens_types_are_given_only_when_asked(multifocus, tmp_path, ca
     assert "3 micro-lens types (the simulator's true types, given)" in text.out
     with pytest.raises(SystemExit):
         main(['calibrate-raw', str(root), '-o', str(tmp_path / 'bad.yaml'), '--lens-types', 'x'])
-    assert "expected an integer >= 1 or 'simulated'" in capsys.readouterr().err
+    assert "expected an integer from 1 to 64 or 'simulated'" in capsys.readouterr().err
