@@ -48,6 +48,8 @@ def register(subparsers):
     p.add_argument('--timeout', type=float, default=60.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
+    from lf_mpc_calib.ros.demo_plan import add_plan_arguments
+    add_plan_arguments(p)
     p.add_argument('-o', '--output', '--output-dir', default=None, metavar='DIR',
                    help='where the data set, calibration file and report go '
                         '(default: a temporary folder)')
@@ -58,6 +60,10 @@ def run(args):
     """Run the session; returns the exit code."""
     if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
         print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',
+              file=sys.stderr)
+        return 2
+    if getattr(args, 'plan', False) and not getattr(args, 'ros', False):
+        print('lf-mpc-calib demo: --plan needs --ros (the calibration node suggests the poses)',
               file=sys.stderr)
         return 2
     if getattr(args, 'ros', False):

@@ -28,6 +28,11 @@ the arm is driven to the base -> tool pose that shows the board at each pose, pu
 mount is known only to the ground truth (its ``hand_eye`` key). ``~/next_pose`` answers once
 the arm has moved and come to rest (``settle_time`` s on the new pose, frames going on).
 
+With ``follow_suggestions`` the board goes to each pose received on ``suggestion_topic``
+(geometry_msgs/PoseStamped in the optical frame; default the calibration node's latched
+``lf_calibration/suggested_pose``): the pose is appended to the poses and to the ground truth
+(republished), rendered and shown (``followed`` counts them); hand-held board, 'board' scene.
+
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
 Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
@@ -100,6 +105,10 @@ class SimCameraNode(Node):
             ('tool_frame', 'tool0', 'arm mode: the robot tool frame', None),
             ('settle_time', 0.3, 'arm mode: seconds ~/next_pose waits for the arm to rest',
              D.at_least(0.0)),
+            ('follow_suggestions', False, 'move the board to each pose received on '
+             'suggestion_topic (a closed loop with the calibration node)', None),
+            ('suggestion_topic', 'lf_calibration/suggested_pose', 'follow_suggestions: the '
+             'geometry_msgs/PoseStamped board poses (optical frame) to show', None),
         ])
         self.params = p
         self.camera = preset(p['preset'], scale=p['scale'])
@@ -119,7 +128,7 @@ class SimCameraNode(Node):
         self._lock = threading.Lock()
         self._cache = {}
         self._index = 0
-        self._Image, self._TFMessage = Image, TFMessage
+        self._Image, self._TFMessage, self._String = Image, TFMessage, String
 
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
@@ -154,6 +163,9 @@ class SimCameraNode(Node):
                           callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/next_pose', self._on_next_pose,
                             callback_group=self._render_group)
+        self.followed = 0                       # suggestions shown (follow_suggestions)
+        if p['follow_suggestions']:
+            self._follow(p)
         if p['auto_advance_period'] > 0:
             self.create_timer(p['auto_advance_period'], self._advance,
                               callback_group=self._render_group)
@@ -162,6 +174,46 @@ class SimCameraNode(Node):
             f'{self.camera.sensor.height} px, board {self.board.cols}x{self.board.rows} x '
             f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, scene {p["scene"]}, '
             f'{p["encoding"]} at {p["rate"]} Hz')
+
+    def _follow(self, p):
+        """Subscribe to the suggested poses (hand-held board, 'board' scene only)."""
+        from geometry_msgs.msg import PoseStamped
+
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.ros.guard import guarded_callback
+        if p['arm'] or p['scene'] != 'board':
+            raise InvalidInputError(
+                "parameter 'follow_suggestions': board poses are followed with scene 'board' "
+                f"and no arm, got scene {p['scene']!r}, arm {p['arm']!r}")
+        self.create_subscription(PoseStamped, p['suggestion_topic'],
+                                 guarded_callback(self, 'suggested pose', self._on_suggestion),
+                                 D.latched_qos(), callback_group=self._render_group)
+
+    def _on_suggestion(self, msg):
+        """Show the board at a suggested pose: appended to the poses (and the ground truth),
+        rendered, shown."""
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.io.calibration_file import dumps
+        from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion
+        from lf_mpc_calib.simulation.dataset import ground_truth_file
+        if msg.header.frame_id != self.frame_id:
+            raise InvalidInputError(f'suggested pose in frame {msg.header.frame_id!r}, '
+                                    f'expected {self.frame_id!r}')
+        o, t = msg.pose.orientation, msg.pose.position
+        rvec = rotation_vector_from_quaternion([o.x, o.y, o.z, o.w])
+        tvec = np.array([t.x, t.y, t.z])
+        if not (np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec)) and tvec[2] > 0):
+            raise InvalidInputError(f'suggested pose t = {tvec} m: expected finite values and '
+                                    'the board in front of the camera')
+        self.rvecs = np.vstack([self.rvecs, rvec])
+        self.tvecs = np.vstack([self.tvecs, tvec])
+        truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
+        self.truth = dataclasses.replace(truth, frames=self.truth.frames)
+        self._advance_to(len(self.rvecs) - 1)
+        self.truth_pub.publish(self._String(data=dumps(self.truth)))
+        self.followed += 1
+        self.get_logger().info(f'board moved to the suggested pose {len(self.rvecs) - 1}: '
+                               f't = {np.round(tvec, 4).tolist()} m')
 
     def _planes(self, poses):
         """One planes scene per pose (rvecs, tvecs: the board's there, or ``poses``')."""
@@ -237,7 +289,10 @@ class SimCameraNode(Node):
         return index
 
     def _advance(self):
-        index = self._set_pose(self._index + 1)
+        return self._advance_to(self._index + 1)
+
+    def _advance_to(self, index):
+        index = self._set_pose(index)
         # the new pose's first frame goes out before ~/next_pose answers, so a depth-1
         # subscriber holds it (not an older frame) when the caller asks for the next frame
         self._publish_frame()
