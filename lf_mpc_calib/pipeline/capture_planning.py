@@ -39,7 +39,7 @@ class PlanSettings:
     depth_range_m: tuple = None
     max_tilt_deg: float = 30.0
     max_roll_deg: float = 15.0
-    candidates: int = 60
+    candidates: int = 120
 
 
 @dataclass(frozen=True, eq=False)

@@ -135,7 +135,7 @@ def plan_loop(caller, sim, calib, args, say, start):
         pred = f'{pred:9.4f}' if pred is not None else '        -'
         say(f'{q:18s} {pred}  {reported[q]:9.4f} {errors[q]:8.4f} '
             f'{errors[q] / reported[q]:10.2f}')
-    say(f'\ncaptures used: {len(captured)}; target {"predicted" if reached else "not predicted"}'
-        f', {"met" if met else "NOT met"} by the sigmas the calibration reports; demo took '
+    say(f'\ncaptures used: {len(captured)}; target predicted: {"yes" if reached else "no"}; '
+        f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
         f'{time.perf_counter() - start:.1f} s')
     return 0
