@@ -49,7 +49,10 @@ class SessionSuggestion:
     now: {quantity: sigma} of the captures so far (inf while undetermined); reached: whether
     they already meet the targets; model_source: 'calibration' or 'nominal'; noise_px: the
     corner noise used (after a calibration: the RMS of the per-quantity effective noise);
-    captures: captures accounted for; depth_range_m: the range searched.
+    captures: captures accounted for; depth_range_m: the range searched; arm: on an arm,
+    {'setup', 'tool_pose_in_base': {frame_id, child_frame_id, rotation_vector,
+    translation_m} or None, 'note'} (the base -> tool pose that brings the camera, or the
+    board, there: :func:`tool_pose`).
     """
 
     suggestion: object
@@ -59,6 +62,7 @@ class SessionSuggestion:
     noise_px: float
     captures: int
     depth_range_m: tuple
+    arm: dict = None
 
     def to_dict(self, frame_id):
         """Plain types: the Trigger reply's JSON (the pose in ``frame_id``; None for a sigma
@@ -75,7 +79,8 @@ class SessionSuggestion:
                 'reached_after': bool(s.reached), 'why': s.why,
                 'model': self.model_source, 'corner_noise_px': float(self.noise_px),
                 'captures': int(self.captures),
-                'depth_range_m': [float(v) for v in self.depth_range_m]}
+                'depth_range_m': [float(v) for v in self.depth_range_m],
+                **({} if self.arm is None else {'arm': self.arm})}
 
 
 def reported_sigmas(result):
@@ -141,6 +146,41 @@ def session_constraints(session, depth_range_m, settings):
     return PoseConstraints(views=views.astype(float), depth_range_m=tuple(depth_range_m),
                            image_size=tuple(size), max_tilt_deg=settings.max_tilt_deg,
                            max_roll_deg=settings.max_roll_deg)
+
+
+def tool_pose(setup, mount, board_pose, rotation_vector, translation):
+    """
+    The base -> tool pose (w (3,), t (3,)) that puts the board at ``rotation_vector``,
+    ``translation`` (board -> optical): eye-in-hand, mount T_tool_optical and board_pose
+    T_base_board (the camera moves); eye-to-hand, mount T_base_optical and board_pose
+    T_tool_board (the board moves). From G M C = B (:mod:`~lf_mpc_calib.calibration.hand_eye`).
+    """
+    from lf_mpc_calib.camera import transforms
+    c = (np.asarray(rotation_vector, float), np.asarray(translation, float))
+    g = transforms.compose(transforms.compose(board_pose, transforms.invert(c)),
+                           transforms.invert(mount))
+    return g if setup == 'eye-in-hand' else transforms.invert(g)
+
+
+def _arm_part(session, suggestion):
+    """The ``arm`` of a SessionSuggestion (None off an arm)."""
+    if session.arm is None:
+        return None
+    he = session.hand_eye
+    out = {'setup': session.arm['setup'], 'tool_pose_in_base': None}
+    if he is None:
+        out['note'] = ('the mount is not solved yet: ~/calibrate with robot poses that '
+                       'determine it; the board pose above is in the optical frame')
+        return out
+    w, t = tool_pose(he.setup, he.mount, he.board, suggestion.rotation_vector,
+                     suggestion.translation)
+    out['tool_pose_in_base'] = {'frame_id': session.arm['base_frame'],
+                                'child_frame_id': session.arm['tool_frame'],
+                                'rotation_vector': [float(v) for v in w],
+                                'translation_m': [float(v) for v in t]}
+    out['note'] = ('from the solved mount; not checked against a workspace box or tool-tilt '
+                   'limits (not planned yet)')
+    return out
 
 
 def squares_outline(board):
@@ -217,4 +257,4 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     now = planner.predicted()
     suggestion = planner.suggest(n_candidates=settings.candidates)
     return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
-                             planner.captures, depth)
+                             planner.captures, depth, _arm_part(session, suggestion))
