@@ -7,12 +7,12 @@ translation in m, board -> optical frame), ``predicted_sigma_after`` the capture
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
 ``why``, ``model`` ('calibration' after a ~/calibrate, else 'nominal': the
-``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm, ``arm``: the base -> tool
-pose that brings the camera (eye-in-hand) or the board (eye-to-hand) there, once
-``~/calibrate`` has solved the mount (null before, with a note; not yet checked against a
-workspace box or tool-tilt limits). The same board pose
-goes out on ``~/suggested_pose`` (geometry_msgs/PoseStamped, latched, frame the optical
-frame). A suggestion the user does not follow is no error: the next one accounts for what was
+``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
+``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
+(eye-to-hand) there, once ``~/calibrate`` has solved the mount (null before, with a note; not
+yet checked against a workspace box or tool-tilt limits). The same board pose goes out on
+``~/suggested_pose`` (geometry_msgs/PoseStamped, latched, frame the optical frame). A
+suggestion the user does not follow is no error: the next one accounts for what was
 captured.
 """
 
