@@ -77,6 +77,18 @@ def test_suggestion_with_the_nominal_model_keeps_the_constraints(scene):
     trial = CalibrationSession(scene['board'], white=scene['session'].white)
     report = trial.capture(quantize(raw, 8))
     assert report.accepted and report.corners_found == report.corners_total, report.summary()
+    # the corners drawn on ~/detections are where the capture finds them in the central view
+    found = np.asarray(trial.detections[0].central_uv, float)
+    found = found[np.isfinite(found).all(axis=1)]
+    gap = np.linalg.norm(found[:, None] - out.central_uv[None], axis=2).min(axis=1)
+    assert len(found) == len(out.central_uv) and gap.max() < 0.5, gap.max()
+    # and drawn there, in their own colour
+    from lf_mpc_calib.pipeline.live_view import live_picture
+    from lf_mpc_calib.report.detections_overlay import SUGGESTED
+    with_it = live_picture(trial, quantize(raw, 8), suggested=out.central_uv)
+    without = live_picture(trial, quantize(raw, 8))
+    assert np.all(with_it == SUGGESTED, axis=2).sum() > 50
+    assert np.all(without == SUGGESTED, axis=2).sum() == 0
     # the capture reduces the criterion; every sigma of the set so far is finite
     assert all(np.isfinite(out.now[q]) for q in QUANTITIES)
     norm = [1.0] * 4 + [1.0] * 2

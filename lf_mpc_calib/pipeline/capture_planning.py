@@ -52,7 +52,8 @@ class SessionSuggestion:
     captures: captures accounted for; depth_range_m: the range searched; arm: on an arm,
     {'setup', 'tool_pose_in_base': {frame_id, child_frame_id, rotation_vector,
     translation_m} or None, 'note'} (the base -> tool pose that brings the camera, or the
-    board, there: :func:`tool_pose`).
+    board, there: :func:`tool_pose`); central_uv (C, 2): the suggested board's corners in the
+    central view (px, the model's projection; drawn on ~/detections).
     """
 
     suggestion: object
@@ -63,6 +64,7 @@ class SessionSuggestion:
     captures: int
     depth_range_m: tuple
     arm: dict = None
+    central_uv: np.ndarray = None
 
     def to_dict(self, frame_id):
         """Plain types: the Trigger reply's JSON (the pose in ``frame_id``; None for a sigma
@@ -256,5 +258,9 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
         noise = float(np.sqrt(np.mean(np.square(list(planner.sigma_scale.values())))))
     now = planner.predicted()
     suggestion = planner.suggest(n_candidates=settings.candidates)
+    from scipy.spatial.transform import Rotation
+    corners = Rotation.from_rotvec(suggestion.rotation_vector).apply(board) + \
+        suggestion.translation
+    central = model.project(corners, np.zeros((len(corners), 2)))
     return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
-                             planner.captures, depth, _arm_part(session, suggestion))
+                             planner.captures, depth, _arm_part(session, suggestion), central)

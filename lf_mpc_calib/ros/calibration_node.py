@@ -191,7 +191,7 @@ class CalibrationNode(Node):
         from lf_mpc_calib.ros.detections_publisher import DetectionsPublisher
         self.detections_topic = DetectionsPublisher(
             self, self._lock, lambda: self._latest, lambda: guidance_lines(self._status),
-            p['detections_rate'], self.causes)
+            p['detections_rate'], self.causes, suggested=lambda: self.suggestions.target_uv)
 
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image

@@ -64,6 +64,7 @@ class SuggestionService:
         self.seed = int(p['plan_seed'])
         self.count = 0                          # suggestions made
         self.last = None                        # the last SessionSuggestion
+        self.target_uv = None                   # its corners (C, 2) in the central view
         self._PoseStamped = PoseStamped
         self.pub = node.create_publisher(PoseStamped, '~/suggested_pose', D.latched_qos())
         node.create_service(Trigger, '~/suggest',
@@ -97,6 +98,7 @@ class SuggestionService:
                 return response
         self.count += 1
         self.last = s
+        self.target_uv = s.central_uv
         frame = self.node.optical_frame
         msg = self._PoseStamped()
         msg.header.frame_id = frame
