@@ -78,7 +78,7 @@ def plan_loop(caller, sim, calib, args, say, start):
     code (0: calibrated, whether or not the target was reached, which it says)."""
     import time
     min_poses = calib.session.min_poses
-    captured, attempts, suggestion, followed = [], 0, None, None
+    captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
     say(f'closed loop: target sigma(k) <= {args.target_k_sigma} %, sigma(principal point) '
         f'<= {args.target_pp_sigma} px, at most {args.max_captures} captures')
     while True:
@@ -87,11 +87,11 @@ def plan_loop(caller, sim, calib, args, say, start):
             say(f'suggest: {reply.message}')
             return 1
         suggestion = json.loads(reply.message)
+        suggested += 1                          # the camera moves to each one
         if suggestion['reached'] or len(captured) >= args.max_captures \
                 or attempts >= 2 * args.max_captures:
             break
-        before = sim.followed
-        caller.wait(lambda: sim.followed > before, 'the board at the suggested pose')
+        caller.wait(lambda: sim.followed >= suggested, 'the board at the suggested pose')
         attempts += 1
         answer = caller.call('/lf_calibration/capture')
         pose = suggestion['board_pose']
@@ -107,6 +107,7 @@ def plan_loop(caller, sim, calib, args, say, start):
             cal = caller.call('/lf_calibration/calibrate')
             if not cal.success:
                 say(f'    calibrate: {cal.message.split("; pose set")[0]}')
+    caller.wait(lambda: sim.followed >= suggested, 'the board at the last suggested pose')
     reached = bool(suggestion['reached'])
     say(f'captures used: {len(captured)} (target {"reached" if reached else "NOT reached"}: '
         f'sigmas {_sigmas_text(suggestion["sigma_now"])} as the {suggestion["model"]} model '
