@@ -271,10 +271,6 @@ def run(args, out=None):
         plan = getattr(args, 'plan', False)
         if plan:
             from lf_mpc_calib.ros.demo_plan import plan_parameters
-            if setup:
-                say('lf-mpc-calib demo: --plan with --hand-eye is not supported yet (the arm '
-                    'poses of a suggestion are not planned)')
-                return 2
             sim_params.append(Parameter('follow_suggestions', value=True))
         sim = SimCameraNode(context=context, parameter_overrides=sim_params)
         if plan:

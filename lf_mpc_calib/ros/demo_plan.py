@@ -136,7 +136,36 @@ def plan_loop(caller, sim, calib, args, say, start):
         pred = f'{pred:9.4f}' if pred is not None else '        -'
         say(f'{q:18s} {pred}  {reported[q]:9.4f} {errors[q]:8.4f} '
             f'{errors[q] / reported[q]:10.2f}')
+    if sim.arm is not None:
+        _say_arm(say, sim, calib, result, suggestion)
     say(f'\ncaptures used: {len(captured)}; target predicted: {"yes" if reached else "no"}; '
         f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
         f'{time.perf_counter() - start:.1f} s')
     return 0
+
+
+def _say_arm(say, sim, calib, result, suggestion):
+    """On the simulated arm: the mount against the truth, and where the arm's true chain puts
+    the board at the last suggestion's tool pose (calibrated frame; corners compared as sets,
+    the detector may number a symmetric board otherwise)."""
+    from lf_mpc_calib.ros.demo import _say_mount
+    he = calib.session.hand_eye
+    if he is None:
+        say('\nhand-eye mount not solved (see the calibrate answer): no tool pose suggested')
+        return
+    truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
+                                        result.model)
+    _say_mount(say, he, truth)
+    tool = (suggestion.get('arm') or {}).get('tool_pose_in_base')
+    if tool is None:
+        say('no tool pose in the last suggestion')
+        return
+    from scipy.spatial.transform import Rotation
+    pose, pts = suggestion['board_pose'], sim.board.points()
+    shown = truth.board_poses(np.array(tool['rotation_vector']), np.array(tool['translation_m']))
+    at = Rotation.from_rotvec(shown[0][0]).apply(pts) + shown[1][0]
+    asked = Rotation.from_rotvec(pose['rotation_vector']).apply(pts) + pose['translation_m']
+    gap = np.linalg.norm(at[:, None] - asked[None], axis=2).min(axis=1) * 1e3
+    say(f'last suggested tool pose ({tool["frame_id"]} -> {tool["child_frame_id"]}): the '
+        f'arm\'s true chain shows the board there within {gap.max():.2f} mm of the suggestion '
+        f'(mean {gap.mean():.2f} mm over its corners)')

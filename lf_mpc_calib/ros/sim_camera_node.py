@@ -31,7 +31,9 @@ the arm has moved and come to rest (``settle_time`` s on the new pose, frames go
 With ``follow_suggestions`` the board goes to each pose received on ``suggestion_topic``
 (geometry_msgs/PoseStamped in the optical frame; default the calibration node's latched
 ``lf_calibration/suggested_pose``): the pose is appended to the poses and to the ground truth
-(republished), rendered and shown (``followed`` counts them); hand-held board, 'board' scene.
+(republished), rendered and shown (``followed`` counts them); 'board' scene. In arm mode the
+arm is driven there through its true chain (the tool pose that shows the board at that pose)
+and ``followed`` counts it once the arm has rested ``settle_time`` s.
 
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
@@ -176,15 +178,15 @@ class SimCameraNode(Node):
             f'{p["encoding"]} at {p["rate"]} Hz')
 
     def _follow(self, p):
-        """Subscribe to the suggested poses (hand-held board, 'board' scene only)."""
+        """Subscribe to the suggested poses ('board' scene only)."""
         from geometry_msgs.msg import PoseStamped
 
         from lf_mpc_calib.errors import InvalidInputError
         from lf_mpc_calib.ros.guard import guarded_callback
-        if p['arm'] or p['scene'] != 'board':
+        if p['scene'] != 'board':
             raise InvalidInputError(
-                "parameter 'follow_suggestions': board poses are followed with scene 'board' "
-                f"and no arm, got scene {p['scene']!r}, arm {p['arm']!r}")
+                "parameter 'follow_suggestions': board poses are followed with scene 'board', "
+                f"got {p['scene']!r}")
         self.create_subscription(PoseStamped, p['suggestion_topic'],
                                  guarded_callback(self, 'suggested pose', self._on_suggestion),
                                  D.latched_qos(), callback_group=self._render_group)
@@ -207,10 +209,17 @@ class SimCameraNode(Node):
                                     'the board in front of the camera')
         self.rvecs = np.vstack([self.rvecs, rvec])
         self.tvecs = np.vstack([self.tvecs, tvec])
+        if self.arm is not None:                # the arm's true chain takes the board there
+            w, t = self.arm.robot_poses(rvec, tvec)
+            self.robot_rvecs = np.vstack([self.robot_rvecs, w])
+            self.robot_tvecs = np.vstack([self.robot_tvecs, t])
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=self.truth.frames)
         self._advance_to(len(self.rvecs) - 1)
         self.truth_pub.publish(self._String(data=dumps(self.truth)))
+        if self.arm is not None:                # the arm comes to rest; frames go on
+            import time
+            time.sleep(self.params['settle_time'])
         self.followed += 1
         self.get_logger().info(f'board moved to the suggested pose {len(self.rvecs) - 1}: '
                                f't = {np.round(tvec, 4).tolist()} m')
