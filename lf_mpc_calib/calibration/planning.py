@@ -134,7 +134,8 @@ class PosePlanner:
     what is asked; fix: parameters held in the calibration (default: the distortion terms
     the model has at 0); rng: numpy Generator of the candidates; pose_filter(rvec, tvec) ->
     bool: a further test of where the board may go (e.g. the whole board inside the raw
-    image), or None.
+    image), or None; sigma_scale: {quantity: factor} the predicted sigmas are multiplied by
+    (a calibration's reported sigmas against the prediction for its captures), or None.
     """
 
     model: object
@@ -146,6 +147,7 @@ class PosePlanner:
     rng: np.random.Generator
     fix: tuple = None
     pose_filter: object = None
+    sigma_scale: dict = None
     information: np.ndarray = field(default=None, init=False)
 
     def __post_init__(self):
@@ -232,6 +234,8 @@ class PosePlanner:
         except np.linalg.LinAlgError:
             return {q: float('inf') for q in QUANTITIES}, float('inf')
         var = np.einsum('qa,ab,qb->q', g, cov, g) * self.noise_px ** 2
+        if self.sigma_scale is not None:
+            var = var * np.array([self.sigma_scale.get(q, 1.0) for q in QUANTITIES]) ** 2
         if np.any(var < 0) or not np.all(np.isfinite(var)):
             return {q: float('inf') for q in QUANTITIES}, float('inf')
         targets = [self.target_k_pct] * 4 + [self.target_pp_px] * 2
@@ -252,9 +256,11 @@ class PosePlanner:
                 and all(sig[q] <= self.target_pp_px for q in QUANTITIES[4:]))
 
     # ---- captures and candidates -----------------------------------------------------------
-    def add_capture(self, rotation_vector, translation):
-        """Account for a capture (followed suggestion or not); unseen poses raise."""
-        rows = self.rows(rotation_vector, translation)
+    def add_capture(self, rotation_vector, translation, rows=None):
+        """Account for a capture (followed suggestion or not): its rows predicted, or
+        ``rows`` (Observations of that one pose: the corners actually detected); a pose whose
+        rows are predicted unseen raises."""
+        rows = self.rows(rotation_vector, translation) if rows is None else rows
         if rows is None:
             raise InvalidInputError('the captured pose does not show the board where the '
                                     'constraints say it is seen')

@@ -53,6 +53,8 @@ def register(subparsers):
                    help='with --ros: after the calibration, the board drifting at camera rate '
                         "(15 Hz) for SECONDS (10 with the flag): the decode node's rates and "
                         '3-D error against the truth of every frame')
+    from lf_mpc_calib.ros.demo_plan import add_plan_arguments
+    add_plan_arguments(p)
     p.add_argument('-o', '--output', '--output-dir', default=None, metavar='DIR',
                    help='where the data set, calibration file and report go '
                         '(default: a temporary folder)')
@@ -76,6 +78,10 @@ def run(args):
         return 2
     if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
         print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',
+              file=sys.stderr)
+        return 2
+    if getattr(args, 'plan', False) and not getattr(args, 'ros', False):
+        print('lf-mpc-calib demo: --plan needs --ros (the calibration node suggests the poses)',
               file=sys.stderr)
         return 2
     if getattr(args, 'ros', False):

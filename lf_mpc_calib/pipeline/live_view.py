@@ -55,9 +55,10 @@ def captured_outlines(session, step=1.0):
             for d in list(session.detections)]
 
 
-def live_picture(session, raw, lines=()):
+def live_picture(session, raw, lines=(), suggested=None):
     """The (H, W, 3) uint8 RGB picture of one raw frame (module docstring); ``lines``: the
-    guidance (:func:`~lf_mpc_calib.report.detections_overlay.guidance_lines`)."""
+    guidance (:func:`~lf_mpc_calib.report.detections_overlay.guidance_lines`); suggested
+    (C, 2): the suggested board's corners in the central view (px), or None."""
     image, step = reference_image(session, raw)
     look = quick_corners(image, session.board)
     n = session.board.n_points
@@ -66,7 +67,8 @@ def live_picture(session, raw, lines=()):
     return draw_detections(image, look.corners, board_size=(session.board.cols,
                                                             session.board.rows),
                            outlines=captured_outlines(session, step), status=status,
-                           lines=lines)
+                           lines=lines, suggested=None if suggested is None else
+                           np.asarray(suggested, float) / step)
 
 
 def capture_picture(session, pose, lines=()):

@@ -11,7 +11,7 @@ the image rendered from the micro-images of a focused one), upscales it by an in
   fraction of the corner spacing; green <= :data:`GOOD_GRID_ERROR`, yellow <=
   :data:`WEAK_GRID_ERROR`, red beyond) and corner 0 (the board's origin) in a larger ring;
 - the outline (convex hull of the corners) of every captured pose in :data:`OUTLINE`, with
-  its pose number;
+  its pose number, and where ``~/suggest`` asks for the board next in :data:`SUGGESTED`;
 - below the image, a band of :data:`TEXT_LINES` lines: the status line (in the colour of the
   corners, red when no board is found) and the guidance (:func:`guidance_lines`).
 
@@ -28,6 +28,7 @@ GREEN = (0, 255, 0)
 YELLOW = (255, 255, 0)
 RED = (255, 0, 0)
 OUTLINE = (0, 128, 255)
+SUGGESTED = (255, 0, 255)
 TEXT = (255, 255, 255)
 QUALITY_COLOURS = (GREEN, YELLOW, RED)
 """Colour of a corner of quality 0 (good), 1 (weak), 2 (bad)."""
@@ -135,13 +136,15 @@ def _wrap(lines, width_px):
 
 
 def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), status='',
-                    lines=(), min_side=MIN_SIDE):
+                    lines=(), min_side=MIN_SIDE, suggested=None):
     """
     The picture (H, W, 3) uint8 RGB (:func:`picture_shape`) of ``image`` (rows, cols) with
     ``corners_uv`` (C, 2) reference pixels (NaN where not found; None: no board) coloured by
     :func:`corner_quality` (``board_size`` (cols, rows) needed with corners), ``outlines``
     (sequence of (K, 2) corner sets of captured poses; each drawn as its convex hull, numbered
-    by its index), ``status`` (the first text line) and ``lines`` (the guidance).
+    by its index), ``status`` (the first text line), ``lines`` (the guidance) and
+    ``suggested`` (K, 2): the corners where the next board is suggested (drawn as their hull,
+    labelled 'suggested'), or None.
     """
     grey = _to_uint8(image)
     f = picture_scale(grey.shape, min_side)
@@ -159,6 +162,15 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
         x, y = hull.reshape(-1, 2).min(axis=0)
         cv2.putText(out, str(k), (int(x) + 3, int(y) + 15), _FONT, _FONT_SCALE, OUTLINE, 1,
                     cv2.LINE_AA)
+    if suggested is not None:
+        pts = np.asarray(suggested, float).reshape(-1, 2)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        if len(pts) >= 3:
+            hull = cv2.convexHull(_at(pts, f).reshape(-1, 1, 2))
+            cv2.polylines(out, [hull], True, SUGGESTED, 2, cv2.LINE_AA)
+            x, y = hull.reshape(-1, 2).min(axis=0)
+            cv2.putText(out, 'suggested', (int(x) + 3, int(y) - 5), _FONT, _FONT_SCALE,
+                        SUGGESTED, 1, cv2.LINE_AA)
     colour = RED
     if corners_uv is not None:
         if board_size is None:
@@ -186,4 +198,4 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
 
 
 __all__ = ['draw_detections', 'corner_quality', 'guidance_lines', 'picture_scale',
-           'picture_shape', 'GREEN', 'YELLOW', 'RED', 'OUTLINE', 'QUALITY_COLOURS']
+           'picture_shape', 'GREEN', 'YELLOW', 'RED', 'OUTLINE', 'SUGGESTED', 'QUALITY_COLOURS']

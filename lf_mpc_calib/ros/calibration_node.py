@@ -33,6 +33,11 @@ stored captures again and goes on with them (``session`` on ``~/status``: ``capt
 off are removed at start, one log line each. A write that fails keeps the capture in memory and
 says so in the answer and on ``~/status`` (``write_error``).
 
+``~/suggest`` (Trigger) and the latched ``~/suggested_pose`` (geometry_msgs/PoseStamped in the
+optical frame): the next board pose that most reduces the predicted uncertainty of k_i..k_v
+and the principal point, planned with the calibration or, before one, ``nominal_model_file``
+(:mod:`lf_mpc_calib.ros.suggestions`; conventional cameras).
+
 ``~/detections`` (sensor_msgs/Image rgb8, only while subscribed, ``detections_rate`` Hz): the
 central view (focused: the rendered image) with the board's corners coloured by quality, the
 captured poses' outlines and the guidance in words; each capture's picture is kept and saved
@@ -102,6 +107,8 @@ class CalibrationNode(Node):
 
         from lf_mpc_calib.camera.board import Checkerboard
         from lf_mpc_calib.pipeline.session import CalibrationSession
+        from lf_mpc_calib.ros.suggestions import PARAMETERS as SUGGESTION_PARAMETERS
+        from lf_mpc_calib.ros.suggestions import SuggestionService
 
         p = D.declare_parameters(self, [
             ('camera_type', D.CAMERA_TYPE, 'camera type (conventional: micro-lenses focused '
@@ -136,7 +143,7 @@ class CalibrationNode(Node):
              D.at_least(0.0)),
             ('detections_rate', 3.0, 'Hz of the live picture on ~/detections while subscribed',
              D.positive),
-        ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
+        ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS + SUGGESTION_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
         self.camera_name = p['camera_name']
@@ -184,7 +191,7 @@ class CalibrationNode(Node):
         from lf_mpc_calib.ros.detections_publisher import DetectionsPublisher
         self.detections_topic = DetectionsPublisher(
             self, self._lock, lambda: self._latest, lambda: guidance_lines(self._status),
-            p['detections_rate'], self.causes)
+            p['detections_rate'], self.causes, suggested=lambda: self.suggestions.target_uv)
 
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
@@ -211,6 +218,8 @@ class CalibrationNode(Node):
                             callback_group=other)
         self.create_service(Trigger, '~/reset', guarded_service(self, 'reset', self._on_reset),
                             callback_group=other)
+        self.suggestions = SuggestionService(self, self._lock,
+                                             callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(
             f'board {board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, views '
             f'{self.session.views}, white from '

@@ -25,6 +25,11 @@ from the captures, the demo prints how many it got right against the simulator (
 labels' order) and the per-type terms against the optics' truth, and the decode node applies
 them.
 
+With ``--plan`` the poses are planned in a closed loop (:mod:`lf_mpc_calib.ros.demo_plan`):
+the calibration node suggests each next board pose, the simulated camera follows it, until the
+target sigmas are reached or ``--max-captures``; the demo prints the captures used, the
+predicted and reported sigmas and the errors against the truth.
+
 With ``--hand-eye [eye-in-hand|eye-to-hand]`` the camera rides on a simulated arm (or watches
 the board in its gripper): the calibration node takes base -> tool from /tf at every capture
 and solves the mount; the demo prints it against the arm's truth, then takes the decode node's
@@ -82,6 +87,8 @@ def add_arguments(parser):
                         help='after the calibration, play the board drifting at camera rate '
                              '(15 Hz) for SECONDS (10 with the flag) and print the decode '
                              "node's rates and its 3-D error against the truth of every frame")
+    from lf_mpc_calib.ros.demo_plan import add_plan_arguments
+    add_plan_arguments(parser)
 
 
 class _Caller:
@@ -246,8 +253,8 @@ def run(args, out=None):
                       Parameter('seed', value=args.seed)]
         live = getattr(args, 'live', None)
         if live is not None:
-            if setup_of(args):
-                say('lf-mpc-calib demo: error: --live does not go with --hand-eye')
+            if setup_of(args) or getattr(args, 'plan', False):
+                say('lf-mpc-calib demo: error: --live does not go with --hand-eye or --plan')
                 return 2
             sim_params.append(Parameter('rate', value=LIVE_RATE))
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -275,7 +282,13 @@ def run(args, out=None):
                             Parameter('board_rows', value=board.rows),
                             Parameter('square_size', value=float(board.square))]
             calib_params += board_params
+        plan = getattr(args, 'plan', False)
+        if plan:
+            from lf_mpc_calib.ros.demo_plan import plan_parameters
+            sim_params.append(Parameter('follow_suggestions', value=True))
         sim = SimCameraNode(context=context, parameter_overrides=sim_params)
+        if plan:
+            calib_params += plan_parameters(args, sim, output_dir)
         calib = CalibrationNode(context=context, parameter_overrides=calib_params)
         user = rclpy.create_node('lf_demo_user', context=context)
         nodes += [sim, calib, user]
@@ -296,6 +309,9 @@ def run(args, out=None):
         say(f'lenslet grid from white_image: {calib.session.grid.shape[0]}x'
             f'{calib.session.grid.shape[1]} lenses')
 
+        if plan:
+            from lf_mpc_calib.ros.demo_plan import plan_loop
+            return plan_loop(caller, sim, calib, args, say, start)
         for k in range(args.poses):
             if k:
                 caller.call('/lf_sim_camera/next_pose')

@@ -31,10 +31,11 @@ class DetectionsPublisher:
     """
     ``~/detections`` of ``node`` (the calibration node: its ``session`` and ``optical_frame``);
     lock: the lock serialising the session; latest_frame(): the newest valid frame (2-D) or
-    None; lines(): the guidance lines; rate_hz: the live rate; causes: the node's CauseLog.
+    None; lines(): the guidance lines; rate_hz: the live rate; causes: the node's CauseLog;
+    suggested(): the suggested board's corners (C, 2) in the central view, or None.
     """
 
-    def __init__(self, node, lock, latest_frame, lines, rate_hz, causes):
+    def __init__(self, node, lock, latest_frame, lines, rate_hz, causes, suggested=None):
         from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import Image
@@ -42,6 +43,7 @@ class DetectionsPublisher:
         self.lock = lock
         self.latest_frame = latest_frame
         self.lines = lines
+        self.suggested = suggested
         self.causes = causes
         self.published = 0                      # pictures published (live and captures)
         self.live_cost_s = 0.0                  # CPU s (this thread) of the last live picture
@@ -125,7 +127,8 @@ class DetectionsPublisher:
                 return
             start = time.thread_time()
             try:
-                picture = live_picture(session, frame, self.lines())
+                picture = live_picture(session, frame, self.lines(),
+                                       self.suggested() if self.suggested else None)
             except Exception as exc:  # noqa: B902 - logged once per cause, not per frame
                 self.causes.error('detections', f'no live picture: {describe(exc)}')
                 return

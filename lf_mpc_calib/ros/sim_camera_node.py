@@ -35,6 +35,13 @@ pose, so the frames change at ``rate`` Hz (camera rate) as on a moving arm; the 
 pose of every frame goes out on ``/tf`` (``<camera>_true_board``, the frame's stamp) instead
 of ``/tf_static``, and :meth:`SimCameraNode.true_pose_at` gives it by stamp in-process.
 
+With ``follow_suggestions`` the board goes to each pose received on ``suggestion_topic``
+(geometry_msgs/PoseStamped in the optical frame; default the calibration node's latched
+``lf_calibration/suggested_pose``): the pose is appended to the poses and to the ground truth
+(republished), rendered and shown (``followed`` counts them); 'board' scene. In arm mode the
+arm is driven there through its true chain (the tool pose that shows the board at that pose)
+and ``followed`` counts it once the arm has rested ``settle_time`` s.
+
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
 Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
@@ -111,6 +118,10 @@ class SimCameraNode(Node):
              'played in a loop at rate Hz (0: a still board)', D.at_least(0)),
             ('motion_amplitude', 0.002, 'live mode: metres the board drifts sideways',
              D.at_least(0.0)),
+            ('follow_suggestions', False, 'move the board to each pose received on '
+             'suggestion_topic (a closed loop with the calibration node)', None),
+            ('suggestion_topic', 'lf_calibration/suggested_pose', 'follow_suggestions: the '
+             'geometry_msgs/PoseStamped board poses (optical frame) to show', None),
         ])
         self.params = p
         self.camera = preset(p['preset'], scale=p['scale'])
@@ -130,11 +141,11 @@ class SimCameraNode(Node):
         self._lock = threading.Lock()
         self._cache = {}
         self._index = 0
-        self._Image, self._TFMessage = Image, TFMessage
         self._motion = None                     # live mode: (msgs, rvecs, tvecs) of the pose
         self._motion_frames = 0
         self._phase = 0
         self._sent = {}                         # live mode: stamp ns -> (rvec, tvec) sent
+        self._Image, self._TFMessage, self._String = Image, TFMessage, String
 
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
@@ -172,6 +183,9 @@ class SimCameraNode(Node):
                           callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/next_pose', self._on_next_pose,
                             callback_group=self._render_group)
+        self.followed = 0                       # suggestions shown (follow_suggestions)
+        if p['follow_suggestions']:
+            self._follow(p)
         if p['auto_advance_period'] > 0:
             self.create_timer(p['auto_advance_period'], self._advance,
                               callback_group=self._render_group)
@@ -180,6 +194,53 @@ class SimCameraNode(Node):
             f'{self.camera.sensor.height} px, board {self.board.cols}x{self.board.rows} x '
             f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, scene {p["scene"]}, '
             f'{p["encoding"]} at {p["rate"]} Hz')
+
+    def _follow(self, p):
+        """Subscribe to the suggested poses ('board' scene only)."""
+        from geometry_msgs.msg import PoseStamped
+
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.ros.guard import guarded_callback
+        if p['scene'] != 'board':
+            raise InvalidInputError(
+                "parameter 'follow_suggestions': board poses are followed with scene 'board', "
+                f"got {p['scene']!r}")
+        self.create_subscription(PoseStamped, p['suggestion_topic'],
+                                 guarded_callback(self, 'suggested pose', self._on_suggestion),
+                                 D.latched_qos(), callback_group=self._render_group)
+
+    def _on_suggestion(self, msg):
+        """Show the board at a suggested pose: appended to the poses (and the ground truth),
+        rendered, shown."""
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.io.calibration_file import dumps
+        from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion
+        from lf_mpc_calib.simulation.dataset import ground_truth_file
+        if msg.header.frame_id != self.frame_id:
+            raise InvalidInputError(f'suggested pose in frame {msg.header.frame_id!r}, '
+                                    f'expected {self.frame_id!r}')
+        o, t = msg.pose.orientation, msg.pose.position
+        rvec = rotation_vector_from_quaternion([o.x, o.y, o.z, o.w])
+        tvec = np.array([t.x, t.y, t.z])
+        if not (np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec)) and tvec[2] > 0):
+            raise InvalidInputError(f'suggested pose t = {tvec} m: expected finite values and '
+                                    'the board in front of the camera')
+        self.rvecs = np.vstack([self.rvecs, rvec])
+        self.tvecs = np.vstack([self.tvecs, tvec])
+        if self.arm is not None:                # the arm's true chain takes the board there
+            w, t = self.arm.robot_poses(rvec, tvec)
+            self.robot_rvecs = np.vstack([self.robot_rvecs, w])
+            self.robot_tvecs = np.vstack([self.robot_tvecs, t])
+        truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
+        self.truth = dataclasses.replace(truth, frames=self.truth.frames)
+        self._advance_to(len(self.rvecs) - 1)
+        self.truth_pub.publish(self._String(data=dumps(self.truth)))
+        if self.arm is not None:                # the arm comes to rest; frames go on
+            import time
+            time.sleep(self.params['settle_time'])
+        self.followed += 1
+        self.get_logger().info(f'board moved to the suggested pose {len(self.rvecs) - 1}: '
+                               f't = {np.round(tvec, 4).tolist()} m')
 
     def _planes(self, poses):
         """One planes scene per pose (rvecs, tvecs: the board's there, or ``poses``')."""
@@ -307,7 +368,10 @@ class SimCameraNode(Node):
         return index
 
     def _advance(self):
-        index = self._set_pose(self._index + 1)
+        return self._advance_to(self._index + 1)
+
+    def _advance_to(self, index):
+        index = self._set_pose(index)
         # the new pose's first frame goes out before ~/next_pose answers, so a depth-1
         # subscriber holds it (not an older frame) when the caller asks for the next frame
         self._publish_frame()

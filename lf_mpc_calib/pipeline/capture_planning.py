@@ -1,0 +1,266 @@
+"""
+The next capture of a calibration session: the planner fed with the session's captures.
+
+:func:`suggest_next` takes a :class:`~lf_mpc_calib.pipeline.session.CalibrationSession`, the
+model to plan with (the session's calibration once there is one, else a nominal model, e.g.
+a previous calibration or the design of the camera) and :class:`PlanSettings`; it accounts
+for every capture so far with the rows actually detected (its board pose from the
+calibration where the calibration has it, else fitted under the model:
+:func:`~lf_mpc_calib.calibration.board_pose.fit_board_pose`) and asks
+:class:`~lf_mpc_calib.calibration.planning.PosePlanner` for the next board pose (A-optimal on
+sigma / target). Conventional cameras: the candidates' rows are predicted in the decoder's
+usable views, a view's size from the white image.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lf_mpc_calib.calibration.board_pose import fit_board_pose
+from lf_mpc_calib.calibration.planning import QUANTITIES, SCALES, PoseConstraints, PosePlanner
+from lf_mpc_calib.errors import InvalidInputError, LFCalibError
+
+DEPTH_WIDENING = 1.25
+"""Without a depth range: the captures' nearest / farthest board widened by this factor."""
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """
+    What is asked and where the board may go. target_k_pct (% of k_i..k_v), target_pp_px;
+    corner_noise_px: assumed before a calibration measures it; depth_range_m (near, far)
+    board-centre Z in the optical frame, or None (from the captures so far); max_tilt_deg,
+    max_roll_deg; candidates: poses drawn per suggestion.
+    """
+
+    target_k_pct: float = 0.3
+    target_pp_px: float = 0.3
+    corner_noise_px: float = 0.15
+    depth_range_m: tuple = None
+    max_tilt_deg: float = 30.0
+    max_roll_deg: float = 15.0
+    candidates: int = 120
+
+
+@dataclass(frozen=True, eq=False)
+class SessionSuggestion:
+    """
+    suggestion: the planner's :class:`~lf_mpc_calib.calibration.planning.Suggestion`;
+    now: {quantity: sigma} of the captures so far (inf while undetermined); reached: whether
+    they already meet the targets; model_source: 'calibration' or 'nominal'; noise_px: the
+    corner noise used (after a calibration: the RMS of the per-quantity effective noise);
+    captures: captures accounted for; depth_range_m: the range searched; arm: on an arm,
+    {'setup', 'tool_pose_in_base': {frame_id, child_frame_id, rotation_vector,
+    translation_m} or None, 'note'} (the base -> tool pose that brings the camera, or the
+    board, there: :func:`tool_pose`); central_uv (C, 2): the suggested board's corners in the
+    central view (px, the model's projection; drawn on ~/detections).
+    """
+
+    suggestion: object
+    now: dict
+    reached: bool
+    model_source: str
+    noise_px: float
+    captures: int
+    depth_range_m: tuple
+    arm: dict = None
+    central_uv: np.ndarray = None
+
+    def to_dict(self, frame_id):
+        """Plain types: the Trigger reply's JSON (the pose in ``frame_id``; None for a sigma
+        not determined yet)."""
+        s = self.suggestion
+
+        def finite(sig):
+            return {k: (float(v) if np.isfinite(v) else None) for k, v in sig.items()}
+        return {'board_pose': {'frame_id': frame_id,
+                               'rotation_vector': [float(v) for v in s.rotation_vector],
+                               'translation_m': [float(v) for v in s.translation]},
+                'predicted_sigma_after': finite(s.predicted),
+                'sigma_now': finite(self.now), 'reached': bool(self.reached),
+                'reached_after': bool(s.reached), 'why': s.why,
+                'model': self.model_source, 'corner_noise_px': float(self.noise_px),
+                'captures': int(self.captures),
+                'depth_range_m': [float(v) for v in self.depth_range_m],
+                **({} if self.arm is None else {'arm': self.arm})}
+
+
+def reported_sigmas(result):
+    """{quantity: sigma} a CalibrationResult reports (k_i..k_v in % of the value, the
+    principal point in px; its cluster-robust covariance)."""
+    out = {n: 100.0 * result.stddev[n] / abs(getattr(result.model, n)) for n in SCALES}
+    out.update(zip(QUANTITIES[4:], (float(v) for v in result.principal_point_stddev())))
+    return out
+
+
+def sigma_scale(result, unit_sigmas):
+    """
+    {quantity: factor} that makes the planner's prediction for the captures so far
+    (``unit_sigmas``: at unit corner noise) equal the sigmas the calibration ``result``
+    reports. Each factor is that quantity's effective corner noise (px): it folds in what
+    independent noise misses (the detector's error shared by the views of one corner, which
+    the reported cluster-robust sigmas count), so the target is judged on what the
+    calibration reports. Quantities without a finite ratio take the RMS of the others.
+    """
+    rep = reported_sigmas(result)
+    ratio = {q: rep[q] / unit_sigmas[q] for q in QUANTITIES
+             if np.isfinite(rep[q]) and np.isfinite(unit_sigmas[q]) and unit_sigmas[q] > 0}
+    fallback = (float(np.sqrt(np.mean(np.square(list(ratio.values()))))) if ratio
+                else float(result.rms_reprojection_px) / np.sqrt(2.0))
+    return {q: float(ratio.get(q, fallback)) for q in QUANTITIES}
+
+
+def capture_poses(session, model, result=None):
+    """(rvecs (P, 3), tvecs (P, 3)) of the session's captures: ``result``'s poses (a
+    CalibrationResult of ``model``) where it has them, the others fitted under ``model``."""
+    rv, tv = [], []
+    known = {} if result is None else {int(p): k for k, p in enumerate(result.pose_ids)}
+    for k, det in enumerate(session.detections):
+        if k in known and len(known) == session.num_poses:
+            rv.append(result.rotation_vectors[known[k]])
+            tv.append(result.translations[known[k]])
+            continue
+        try:
+            r, t, _ = fit_board_pose(det.observations, model)
+        except LFCalibError as exc:
+            raise type(exc)(f'capture {k}: {exc}') from None
+        rv.append(r)
+        tv.append(t)
+    return np.array(rv).reshape(-1, 3), np.array(tv).reshape(-1, 3)
+
+
+def session_constraints(session, depth_range_m, settings):
+    """:class:`PoseConstraints` of a conventional session: its usable views, a view's size."""
+    if session.camera_type != 'conventional':
+        raise InvalidInputError('pose planning in a session is for conventional cameras so '
+                                f'far, got {session.camera_type!r}')
+    if not session.ready:
+        raise InvalidInputError('no white image yet: the views the board must be seen in are '
+                                'not known')
+    dec = session.decoder
+    jj, ii = np.nonzero(session.use)
+    views = np.column_stack([np.asarray(dec.i_values)[ii], np.asarray(dec.j_values)[jj]])
+    size = session.view_size
+    if size is None:
+        from lf_mpc_calib.io.images import as_float_image
+        lf = dec.decode(as_float_image(session.white, 'white'))
+        size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
+    return PoseConstraints(views=views.astype(float), depth_range_m=tuple(depth_range_m),
+                           image_size=tuple(size), max_tilt_deg=settings.max_tilt_deg,
+                           max_roll_deg=settings.max_roll_deg)
+
+
+def tool_pose(setup, mount, board_pose, rotation_vector, translation):
+    """
+    The base -> tool pose (w (3,), t (3,)) that puts the board at ``rotation_vector``,
+    ``translation`` (board -> optical): eye-in-hand, mount T_tool_optical and board_pose
+    T_base_board (the camera moves); eye-to-hand, mount T_base_optical and board_pose
+    T_tool_board (the board moves). From G M C = B (:mod:`~lf_mpc_calib.calibration.hand_eye`).
+    """
+    from lf_mpc_calib.camera import transforms
+    c = (np.asarray(rotation_vector, float), np.asarray(translation, float))
+    g = transforms.compose(transforms.compose(board_pose, transforms.invert(c)),
+                           transforms.invert(mount))
+    return g if setup == 'eye-in-hand' else transforms.invert(g)
+
+
+def _arm_part(session, suggestion):
+    """The ``arm`` of a SessionSuggestion (None off an arm)."""
+    if session.arm is None:
+        return None
+    he = session.hand_eye
+    out = {'setup': session.arm['setup'], 'tool_pose_in_base': None}
+    if he is None:
+        out['note'] = ('the mount is not solved yet: ~/calibrate with robot poses that '
+                       'determine it; the board pose above is in the optical frame')
+        return out
+    w, t = tool_pose(he.setup, he.mount, he.board, suggestion.rotation_vector,
+                     suggestion.translation)
+    out['tool_pose_in_base'] = {'frame_id': session.arm['base_frame'],
+                                'child_frame_id': session.arm['tool_frame'],
+                                'rotation_vector': [float(v) for v in w],
+                                'translation_m': [float(v) for v in t]}
+    out['note'] = ('from the solved mount; not checked against a workspace box or tool-tilt '
+                   'limits (not planned yet)')
+    return out
+
+
+def squares_outline(board):
+    """(4, 3) the outer corners of the board's squares (board frame): the corner detector
+    needs the outer row of squares in view, one square beyond the inner corners."""
+    s = board.square
+    x0, y0, x1, y1 = -s, -s, board.cols * s, board.rows * s
+    return np.array([[x0, y0, 0.0], [x1, y0, 0.0], [x1, y1, 0.0], [x0, y1, 0.0]])
+
+
+def outline_filter(model, board, constraints):
+    """pose_filter(rvec, tvec) -> bool: the board's squares inside every view (1 px in)."""
+    from scipy.spatial.transform import Rotation
+    outline = squares_outline(board)
+    views = np.asarray(constraints.views, float)
+    w, h = constraints.image_size
+    ij = np.repeat(views, len(outline), axis=0)
+
+    def inside(rvec, tvec):
+        pts = Rotation.from_rotvec(rvec).apply(outline) + tvec
+        if np.any(pts[:, 2] <= 0):
+            return False
+        uv = model.project(np.tile(pts, (len(views), 1)), ij)
+        return bool(np.all(np.isfinite(uv)) and np.all(
+            (uv[:, 0] >= 1) & (uv[:, 0] <= w - 2) & (uv[:, 1] >= 1) & (uv[:, 1] <= h - 2)))
+    return inside
+
+
+def _depth_range(settings, tvecs, rvecs, board):
+    if settings.depth_range_m is not None:
+        return tuple(float(v) for v in settings.depth_range_m)
+    if len(tvecs) == 0:
+        raise InvalidInputError('no depth range to plan in: set one (the working distances, '
+                                'optical frame) or capture a board first')
+    from scipy.spatial.transform import Rotation
+    centre = board.mean(axis=0)
+    z = np.array([Rotation.from_rotvec(r).apply(centre)[2] + t[2]
+                  for r, t in zip(rvecs, tvecs)])
+    return float(z.min() / DEPTH_WIDENING), float(z.max() * DEPTH_WIDENING)
+
+
+def suggest_next(session, settings, *, nominal=None, rng=None):
+    """
+    The next board pose for ``session`` (conventional): a :class:`SessionSuggestion`.
+
+    Plans with the session's published calibration when it has one (each quantity's corner
+    noise set so the prediction matches the sigmas it reports: :func:`sigma_scale`), else
+    with ``nominal`` (MPCModel) and ``settings.corner_noise_px``. Raises InvalidInputError
+    without either model, LFCalibError when a capture cannot be placed under the model or no
+    pose satisfies the constraints.
+    """
+    rng = np.random.default_rng() if rng is None else rng
+    result = session.published_result if session.result is not None else None
+    if result is not None:
+        model, source, noise = result.model, 'calibration', 1.0   # set from the result below
+    elif nominal is not None:
+        model, source, noise = nominal, 'nominal', float(settings.corner_noise_px)
+    else:
+        raise InvalidInputError('no model to plan with: calibrate first or give a nominal '
+                                'model (a calibration file of this camera or its design)')
+    board = session.board.points()
+    rvecs, tvecs = capture_poses(session, model, result)
+    depth = _depth_range(settings, tvecs, rvecs, board)
+    constraints = session_constraints(session, depth, settings)
+    planner = PosePlanner(model, board, constraints, noise_px=noise,
+                          target_k_pct=settings.target_k_pct,
+                          target_pp_px=settings.target_pp_px, rng=rng,
+                          pose_filter=outline_filter(model, session.board, constraints))
+    for r, t, det in zip(rvecs, tvecs, session.detections):
+        planner.add_capture(r, t, rows=det.observations)
+    if result is not None:
+        planner.sigma_scale = sigma_scale(result, planner.predicted())
+        noise = float(np.sqrt(np.mean(np.square(list(planner.sigma_scale.values())))))
+    now = planner.predicted()
+    suggestion = planner.suggest(n_candidates=settings.candidates)
+    from scipy.spatial.transform import Rotation
+    corners = Rotation.from_rotvec(suggestion.rotation_vector).apply(board) + \
+        suggestion.translation
+    central = model.project(corners, np.zeros((len(corners), 2)))
+    return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
+                             planner.captures, depth, _arm_part(session, suggestion), central)

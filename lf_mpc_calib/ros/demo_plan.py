@@ -1,0 +1,171 @@
+"""
+``lf-mpc-calib demo --ros --plan``: captures planned in a closed loop through the nodes.
+
+The simulated camera runs with ``follow_suggestions`` (it shows the board at each pose on the
+calibration node's latched ``~/suggested_pose``); the calibration node plans with the
+simulator's design model (``nominal_model_file``: written from the simulated optics, what a
+datasheet would give) until its first calibration, then with its calibration. The loop:
+``~/suggest`` -> the board moves -> ``~/capture`` (-> ``~/calibrate`` once ``min_poses`` are in,
+so that the next suggestion rests on the measured model and corner noise), until a suggestion
+says the captures so far meet the targets (``--target-k-sigma`` %, ``--target-pp-sigma`` px)
+or ``--max-captures`` are taken. Then it calibrates and prints the captures used, the sigmas
+the planner predicted against those the calibration reports, and the errors against the
+simulator's truth.
+"""
+
+import json
+
+import numpy as np
+
+from lf_mpc_calib.calibration.closed_form import aligned_truth
+from lf_mpc_calib.camera.rotations import rotation_matrix
+from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
+
+SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
+PP = ('principal_point_u', 'principal_point_v')
+
+
+def add_plan_arguments(parser):
+    """The closed loop's options (``lf-mpc-calib demo --ros --plan``)."""
+    parser.add_argument('--plan', action='store_true',
+                        help='with --ros: capture where the calibration node suggests '
+                             '(~/suggest) until the target sigmas are reached')
+    parser.add_argument('--target-k-sigma', type=float, default=0.3, metavar='PCT',
+                        help='with --plan: sigma(k_i..k_v) aimed at, %% (default: '
+                             '%(default)s)')
+    parser.add_argument('--target-pp-sigma', type=float, default=0.3, metavar='PX',
+                        help='with --plan: sigma(principal point) aimed at, px (default: '
+                             '%(default)s)')
+    parser.add_argument('--max-captures', type=int, default=20, metavar='N',
+                        help='with --plan: captures taken at most (default: %(default)s)')
+
+
+def plan_parameters(args, sim, output_dir):
+    """The calibration node's parameters of the loop (the nominal model file written into
+    ``output_dir``)."""
+    from rclpy.parameter import Parameter
+
+    from lf_mpc_calib.io.calibration_file import save_calibration
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints
+    if not (args.target_k_sigma > 0 and args.target_pp_sigma > 0 and args.max_captures >= 3):
+        raise RuntimeError(f'--plan: expected targets > 0 and --max-captures >= 3, got '
+                           f'{args.target_k_sigma}, {args.target_pp_sigma}, '
+                           f'{args.max_captures}')
+    if sim.camera.camera_type != 'conventional':
+        raise RuntimeError('--plan: the node plans for conventional cameras so far, got the '
+                           f'{sim.camera.camera_type} preset {sim.camera.name}')
+    nominal = output_dir / 'nominal_model.yaml'
+    save_calibration(nominal, sim.truth)
+    _, constraints = planning_constraints(sim.camera)
+    return [Parameter('nominal_model_file', value=str(nominal)),
+            Parameter('target_k_sigma', value=float(args.target_k_sigma)),
+            Parameter('target_pp_sigma', value=float(args.target_pp_sigma)),
+            Parameter('plan_depth_range', value=[float(v) for v in constraints.depth_range_m]),
+            Parameter('plan_max_tilt_deg', value=float(constraints.max_tilt_deg)),
+            Parameter('plan_seed', value=int(args.seed))]
+
+
+def _sigmas_text(sig):
+    k = max((sig[q] for q in SCALES if sig[q] is not None), default=None)
+    p = max((sig[q] for q in PP if sig[q] is not None), default=None)
+    if k is None or p is None:
+        return 'undetermined'
+    return f'k {k:.3g} %, principal point {p:.3g} px'
+
+
+def plan_loop(caller, sim, calib, args, say, start):
+    """Suggest -> move -> capture until the target; prints the outcome; returns the exit
+    code (0: calibrated, whether or not the target was reached, which it says)."""
+    import time
+    min_poses = calib.session.min_poses
+    captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
+    say(f'closed loop: target sigma(k) <= {args.target_k_sigma} %, sigma(principal point) '
+        f'<= {args.target_pp_sigma} px, at most {args.max_captures} captures')
+    while True:
+        reply = caller.call('/lf_calibration/suggest')
+        if not reply.success:
+            say(f'suggest: {reply.message}')
+            return 1
+        suggestion = json.loads(reply.message)
+        suggested += 1                          # the camera moves to each one
+        if suggestion['reached'] or len(captured) >= args.max_captures \
+                or attempts >= 2 * args.max_captures:
+            break
+        caller.wait(lambda: sim.followed >= suggested, 'the board at the suggested pose')
+        attempts += 1
+        answer = caller.call('/lf_calibration/capture')
+        pose = suggestion['board_pose']
+        say(f'  capture {len(captured)}: board at {pose["translation_m"][2]:.3f} m '
+            f'({suggestion["model"]} model; sigmas now {_sigmas_text(suggestion["sigma_now"])},'
+            f' predicted after {_sigmas_text(suggestion["predicted_sigma_after"])}): '
+            f'{answer.message.split("; corners per view")[0]}')
+        if not answer.success:
+            continue
+        captured.append(sim.pose_index)
+        followed = suggestion                   # the suggestion the last capture followed
+        if len(captured) >= min_poses:
+            cal = caller.call('/lf_calibration/calibrate')
+            if not cal.success:
+                say(f'    calibrate: {cal.message.split("; pose set")[0]}')
+    caller.wait(lambda: sim.followed >= suggested, 'the board at the last suggested pose')
+    reached = bool(suggestion['reached'])
+    say(f'captures used: {len(captured)} (target {"reached" if reached else "NOT reached"}: '
+        f'sigmas {_sigmas_text(suggestion["sigma_now"])} as the {suggestion["model"]} model '
+        'predicts)')
+    if len(captured) < min_poses:
+        say(f'fewer than {min_poses} captures: nothing to calibrate')
+        return 1
+    answer = caller.call('/lf_calibration/calibrate')
+    say(f'calibrate: {answer.message.split("; pose set")[0]}')
+    if not answer.success:
+        return 1
+    result = calib.session.published_result
+    truth, _, _ = aligned_truth(sim.camera.ground_truth_model(calib.session.grid), result.model,
+                                rotation_matrix(sim.rvecs[captured]), sim.tvecs[captured])
+    reported = reported_sigmas(result)
+    errors = {n: 100 * abs(getattr(result.model, n) / getattr(truth, n) - 1) for n in SCALES}
+    errors.update(zip(PP, (float(e) for e in np.abs(
+        np.asarray(result.model.principal_point) - truth.principal_point))))
+    met = (all(reported[q] <= args.target_k_sigma for q in SCALES)
+           and all(reported[q] <= args.target_pp_sigma for q in PP))
+    say('\npredicted: before the last capture, for the captures with it; reported: by the '
+        'calibration; |error|: against the truth (% of the value; px)')
+    say('quantity            predicted   reported  |error|  |error|/sigma')
+    for q in SCALES + PP:
+        pred = followed['predicted_sigma_after'][q]
+        pred = f'{pred:9.4f}' if pred is not None else '        -'
+        say(f'{q:18s} {pred}  {reported[q]:9.4f} {errors[q]:8.4f} '
+            f'{errors[q] / reported[q]:10.2f}')
+    if sim.arm is not None:
+        _say_arm(say, sim, calib, result, suggestion)
+    say(f'\ncaptures used: {len(captured)}; target predicted: {"yes" if reached else "no"}; '
+        f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
+        f'{time.perf_counter() - start:.1f} s')
+    return 0
+
+
+def _say_arm(say, sim, calib, result, suggestion):
+    """On the simulated arm: the mount against the truth, and where the arm's true chain puts
+    the board at the last suggestion's tool pose (calibrated frame; corners compared as sets,
+    the detector may number a symmetric board otherwise)."""
+    from lf_mpc_calib.ros.demo import _say_mount
+    he = calib.session.hand_eye
+    if he is None:
+        say('\nhand-eye mount not solved (see the calibrate answer): no tool pose suggested')
+        return
+    truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
+                                        result.model)
+    _say_mount(say, he, truth)
+    tool = (suggestion.get('arm') or {}).get('tool_pose_in_base')
+    if tool is None:
+        say('no tool pose in the last suggestion')
+        return
+    from scipy.spatial.transform import Rotation
+    pose, pts = suggestion['board_pose'], sim.board.points()
+    shown = truth.board_poses(np.array(tool['rotation_vector']), np.array(tool['translation_m']))
+    at = Rotation.from_rotvec(shown[0][0]).apply(pts) + shown[1][0]
+    asked = Rotation.from_rotvec(pose['rotation_vector']).apply(pts) + pose['translation_m']
+    gap = np.linalg.norm(at[:, None] - asked[None], axis=2).min(axis=1) * 1e3
+    say(f'last suggested tool pose ({tool["frame_id"]} -> {tool["child_frame_id"]}): the '
+        f'arm\'s true chain shows the board there within {gap.max():.2f} mm of the suggestion '
+        f'(mean {gap.mean():.2f} mm over its corners)')

@@ -1,0 +1,116 @@
+"""
+``~/suggest`` and ``~/suggested_pose`` of the calibration node: where to put the board next.
+
+A thin adapter over :func:`lf_mpc_calib.pipeline.capture_planning.suggest_next` (conventional
+cameras). ``~/suggest`` (std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector,
+translation in m, board -> optical frame), ``predicted_sigma_after`` the capture and
+``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
+undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
+``why``, ``model`` ('calibration' after a ~/calibrate, else 'nominal': the
+``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
+``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
+(eye-to-hand) there, once ``~/calibrate`` has solved the mount (null before, with a note; not
+yet checked against a workspace box or tool-tilt limits). The same board pose goes out on
+``~/suggested_pose`` (geometry_msgs/PoseStamped, latched, frame the optical frame). A
+suggestion the user does not follow is no error: the next one accounts for what was
+captured.
+"""
+
+import json
+
+import numpy as np
+
+from lf_mpc_calib.ros import defaults as D
+
+PARAMETERS = [
+    ('nominal_model_file', '', 'calibration YAML planned with before the first ~/calibrate '
+     "(a previous calibration of the camera or its design); '': ~/suggest needs a "
+     'calibration', None),
+    ('target_k_sigma', 0.3, '~/suggest: sigma of k_i..k_v aimed at, % of the value',
+     D.positive),
+    ('target_pp_sigma', 0.3, '~/suggest: sigma of the principal point aimed at, px',
+     D.positive),
+    ('plan_depth_range', [0.0], '~/suggest: board-centre depths [near, far] m in the optical '
+     "frame; [0.0]: the captures' range widened by 25 %",
+     lambda v: None if len(v) <= 1 or (len(v) == 2 and 0 < v[0] < v[1]) else
+     'expected [near, far] with 0 < near < far, or [0.0]'),
+    ('plan_max_tilt_deg', 30.0, '~/suggest: board tilt limit about x and y, degrees',
+     D.between(0.0, 89.0)),
+    ('plan_corner_noise', 0.15, '~/suggest: corner noise (px) assumed before a calibration '
+     'measures it', D.positive),
+    ('plan_seed', -1, '~/suggest: seed of the candidate poses (-1: random)', None),
+]
+"""The node's parameters of the suggestions (declared with the node's own)."""
+
+
+class SuggestionService:
+    """``~/suggest`` and ``~/suggested_pose`` of ``node`` (its ``session``, ``params``,
+    ``optical_frame``); lock: the lock serialising the session."""
+
+    def __init__(self, node, lock, callback_group=None):
+        from geometry_msgs.msg import PoseStamped
+        from std_srvs.srv import Trigger
+
+        from lf_mpc_calib.pipeline.capture_planning import PlanSettings
+        from lf_mpc_calib.ros.guard import guarded_service
+        p = node.params
+        self.node, self.lock = node, lock
+        depth = tuple(p['plan_depth_range']) if len(p['plan_depth_range']) == 2 else None
+        self.settings = PlanSettings(
+            target_k_pct=p['target_k_sigma'], target_pp_px=p['target_pp_sigma'],
+            corner_noise_px=p['plan_corner_noise'], depth_range_m=depth,
+            max_tilt_deg=p['plan_max_tilt_deg'])
+        self.nominal = self._load_nominal(p['nominal_model_file'])
+        self.seed = int(p['plan_seed'])
+        self.count = 0                          # suggestions made
+        self.last = None                        # the last SessionSuggestion
+        self.target_uv = None                   # its corners (C, 2) in the central view
+        self._PoseStamped = PoseStamped
+        self.pub = node.create_publisher(PoseStamped, '~/suggested_pose', D.latched_qos())
+        node.create_service(Trigger, '~/suggest',
+                            guarded_service(node, 'suggestion', self._on_suggest),
+                            callback_group=callback_group)
+
+    @staticmethod
+    def _load_nominal(path):
+        if not path:
+            return None
+        from lf_mpc_calib.errors import InvalidInputError, LFCalibError
+        from lf_mpc_calib.io.calibration_file import load_calibration
+        try:
+            return load_calibration(path).model
+        except (LFCalibError, OSError) as exc:
+            raise InvalidInputError(f"parameter 'nominal_model_file' = {path!r}: expected a "
+                                    f'calibration YAML: {exc}') from None
+
+    def _on_suggest(self, request, response):
+        from lf_mpc_calib.errors import LFCalibError
+        from lf_mpc_calib.pipeline.capture_planning import suggest_next
+        from lf_mpc_calib.ros.messages import quaternion_from_rotation_vector
+        response.success = False
+        rng = np.random.default_rng(None if self.seed < 0 else [self.seed, self.count])
+        with self.lock:
+            try:
+                s = suggest_next(self.node.session, self.settings, nominal=self.nominal,
+                                 rng=rng)
+            except LFCalibError as exc:
+                response.message = f'no suggestion: {exc}'
+                return response
+        self.count += 1
+        self.last = s
+        self.target_uv = s.central_uv
+        frame = self.node.optical_frame
+        msg = self._PoseStamped()
+        msg.header.frame_id = frame
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        t, q = s.suggestion.translation, quaternion_from_rotation_vector(
+            s.suggestion.rotation_vector)
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in t)
+        (msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z,
+         msg.pose.orientation.w) = (float(v) for v in q)
+        self.pub.publish(msg)
+        response.success = True
+        response.message = json.dumps(s.to_dict(frame))
+        self.node.get_logger().info(f'suggestion {self.count}: {s.suggestion.why}'
+                                    + (' (target reached already)' if s.reached else ''))
+        return response

@@ -1,0 +1,60 @@
+"""The closed loop in simulation: lf-mpc-calib demo --ros --plan on the small Lytro, the
+calibration node suggesting, the simulated camera following, until the target or the cap."""
+
+import io
+import re
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip('rclpy')
+
+from lf_mpc_calib.ros import demo  # noqa: E402
+
+TARGET_K, TARGET_PP, CAP = 1.5, 1.5, 6
+
+
+def test_demo_plan_closed_loop_reaches_the_target_or_says_so(tmp_path):
+    out = io.StringIO()
+    args = SimpleNamespace(poses=3, output_dir=str(tmp_path), seed=1, scale=0.3, timeout=60.0,
+                           plan=True, target_k_sigma=TARGET_K, target_pp_sigma=TARGET_PP,
+                           max_captures=CAP)
+    assert demo.run(args, out=out) == 0
+    text = out.getvalue()
+    used = int(re.search(r'^captures used: (\d+);', text, re.M).group(1))
+    assert 3 <= used <= CAP
+    assert text.count(' corners in ') >= used
+    rows = {m.group(1): [float(v) if v != '-' else None for v in m.groups()[1:]]
+            for m in re.finditer(r'^(k_[ijuv]|principal_point_[uv]) +(\S+) +(\S+) +(\S+) +(\S+)$',
+                                 text, re.M)}
+    assert len(rows) == 6
+    reported = {q: r[1] for q, r in rows.items()}
+    met = all(reported[q] <= (TARGET_K if q.startswith('k_') else TARGET_PP) for q in rows)
+    # the verdict printed is the one the reported sigmas give
+    assert f'met by the sigmas the calibration reports: {"yes" if met else "no"}' in text
+    if used < CAP:                              # stopped early: the target was predicted
+        assert 'target predicted: yes' in text
+    for q, (pred, rep, err, z) in rows.items():
+        # the calibration's true errors within 3 sigma (what it reports)
+        assert z <= 3.0, (q, rep, err)
+        # the prediction before the last capture against what the calibration then reports
+        # (measured 1-17 %; the issue aims at 25 %)
+        assert abs(pred / rep - 1) <= 0.35, (q, pred, rep)
+
+
+def test_demo_plan_on_the_simulated_arm_suggests_tool_poses_that_show_the_board(tmp_path):
+    out = io.StringIO()
+    args = SimpleNamespace(poses=3, output_dir=str(tmp_path), seed=1, scale=0.3, timeout=60.0,
+                           plan=True, target_k_sigma=TARGET_K, target_pp_sigma=TARGET_PP,
+                           max_captures=4, hand_eye='eye-in-hand')
+    assert demo.run(args, out=out) == 0
+    text = out.getvalue()
+    # the mount against the arm's truth, within 3 of its sigmas (translation and rotation)
+    m = re.search(r'mount error ([0-9.]+) mm, ([0-9.]+) deg \(sigma ([0-9.]+) mm, ([0-9.]+) '
+                  r'deg\)', text)
+    err_mm, err_deg, sd_mm, sd_deg = (float(v) for v in m.groups())
+    assert err_mm <= 3 * sd_mm and err_deg <= 3 * sd_deg, m.group(0)
+    # the suggested tool pose, through the arm's true chain, puts the board where suggested
+    gap = float(re.search(r'true chain shows the board there within ([0-9.]+) mm', text)
+                .group(1))
+    assert gap < 5.0

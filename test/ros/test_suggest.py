@@ -1,0 +1,81 @@
+"""~/suggest and the latched ~/suggested_pose over DDS, with the simulated camera following:
+the pose within the constraints, the same pose latched, the board shown and captured there."""
+
+import json
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from lf_mpc_calib.calibration.planning import QUANTITIES, pose_geometry  # noqa: E402
+from lf_mpc_calib.io.calibration_file import save_calibration  # noqa: E402
+from lf_mpc_calib.ros.calibration_node import CalibrationNode  # noqa: E402
+from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion  # noqa: E402
+from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
+from ros.background import spinning  # noqa: E402
+from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, \
+    wait_for  # noqa: E402
+
+# default_board(preset('lytro', scale=0.3)), as test_calibration_node
+SMALL_BOARD = [Parameter('board_cols', value=6), Parameter('board_rows', value=6),
+               Parameter('square_size', value=0.005115499090161524)]
+DEPTHS = [0.2, 0.6]
+TILT = 25.0
+
+
+def test_suggest_gives_a_pose_within_the_constraints_latched_and_followed(
+        ros_context, ros_executor, ros_node, tmp_path):
+    sim = SimCameraNode(context=ros_context, parameter_overrides=[
+        Parameter('scale', value=0.3), Parameter('num_poses', value=1),
+        Parameter('rate', value=5.0), Parameter('seed', value=3),
+        Parameter('follow_suggestions', value=True)])
+    nominal = tmp_path / 'nominal.yaml'          # the simulator's design model
+    save_calibration(nominal, sim.truth)
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(tmp_path)),
+        Parameter('nominal_model_file', value=str(nominal)),
+        Parameter('plan_depth_range', value=DEPTHS),
+        Parameter('plan_max_tilt_deg', value=TILT), Parameter('plan_seed', value=0)])
+    with spinning(ros_context, sim, node):
+        suggest = ros_node.create_client(Trigger, '/lf_calibration/suggest')
+        capture = ros_node.create_client(Trigger, '/lf_calibration/capture')
+        wait_for(ros_executor, lambda: node.session.ready, 'the white image', 30.0)
+        answer = call_service(ros_executor, suggest, timeout_sec=30.0)
+        assert answer.success, answer.message
+        d = json.loads(answer.message)
+        assert d['model'] == 'nominal' and d['captures'] == 0 and d['reached'] is False
+        assert all(d['sigma_now'][q] is None for q in QUANTITIES)   # nothing captured yet
+        pose = d['board_pose']
+        assert pose['frame_id'] == 'lf_camera_optical_frame'
+        rvec, tvec = np.array(pose['rotation_vector']), np.array(pose['translation_m'])
+        z, ax, ay, _ = pose_geometry(rvec, tvec, node.session.board.points())
+        assert DEPTHS[0] <= z <= DEPTHS[1] and abs(ax) <= TILT and abs(ay) <= TILT
+        assert d['why'].startswith('of 120 poses within the constraints')
+
+        # latched: a subscriber that joins afterwards gets the same pose
+        late = MessageCollector(ros_node, PoseStamped, '/lf_calibration/suggested_pose',
+                                LATCHED_QOS)
+        late.wait(ros_executor)
+        msg = late.last
+        assert msg.header.frame_id == 'lf_camera_optical_frame'
+        p, o = msg.pose.position, msg.pose.orientation
+        np.testing.assert_allclose([p.x, p.y, p.z], tvec, atol=1e-12)
+        np.testing.assert_allclose(rotation_vector_from_quaternion([o.x, o.y, o.z, o.w]),
+                                   rvec, atol=1e-9)
+
+        # the simulated camera shows the board there; the capture finds all of it
+        wait_for(ros_executor, lambda: sim.followed == 1, 'the board at the suggestion', 30.0)
+        np.testing.assert_allclose(sim.tvecs[-1], tvec, atol=1e-9)
+        assert sim.pose_index == len(sim.tvecs) - 1
+        answer = call_service(ros_executor, capture, timeout_sec=30.0)
+        assert answer.success and answer.message.startswith('pose 0: 36/36 corners'), \
+            answer.message[:200]
+
+        # the next suggestion accounts for the capture
+        d2 = json.loads(call_service(ros_executor, suggest, timeout_sec=30.0).message)
+        assert d2['captures'] == 1 and d2['board_pose'] != pose
