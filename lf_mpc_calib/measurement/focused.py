@@ -201,7 +201,7 @@ class FocusedMeasurer:
         if self.terms is not None and self.types is None:
             raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
                                     'rule: the lens type of each micro-image is unknown')
-        self.detector = self.live = self.tracker = None
+        self.detector = self.live = self.tracker = self.depth = None
         self.white = None
         if white is not None:
             self.set_white(white)
@@ -237,9 +237,9 @@ class FocusedMeasurer:
         Render and measure one raw frame (H, W); see the class docstring. ``center`` is in the
         raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
         rendered image only; depth=True: also its depth from the micro-images' disparities
-        (:func:`lf_mpc_calib.measurement.focused_depth.micro_image_depth`, NaN where unknown or
-        without a pinhole); rays, all_views: accepted for LiveMeasurer's signature (no RaySet or
-        views here).
+        (:class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`, searched near the
+        rendered image's w; NaN where unknown or without a pinhole); rays, all_views: accepted
+        for LiveMeasurer's signature (no RaySet or views here).
         """
         del rays, all_views
         import time
@@ -268,10 +268,12 @@ class FocusedMeasurer:
         timings = {'render': time.perf_counter() - t0}
         depth_map = None
         if depth:
-            from lf_mpc_calib.measurement.focused_depth import micro_image_depth
+            from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
             t0 = time.perf_counter()
+            if self.depth is None or self.depth.det is not det:
+                self.depth = MicroImageDepth(det)     # index maps, once per white
             depth_map = np.full(center.shape, np.nan, np.float32) if pinhole is None else \
-                micro_image_depth(det, norm, self.model, w, pinhole.size)
+                self.depth.depth_image(norm, self.model, w, pinhole.size)
             timings['depth'] = time.perf_counter() - t0
         if self.board is None or not points:
             return Measurement(None, center, *none, reason='no board to measure',
