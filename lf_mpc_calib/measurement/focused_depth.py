@@ -41,6 +41,8 @@ TEXTURE_RADIUS = 0.5
 tile in the rendered image: a board edge there would bleed its depth onto the background)."""
 MIN_CONFIDENCE = 0.5
 """Least 1 - best cost / median cost (over the window) of a micro-image with a depth."""
+CHECKERBOARD = True
+"""Compare every other disk pixel (a checkerboard: the texture is smoother than a pixel)."""
 MIN_OFFSETS = 8
 """Fewest disk samples a comparison of two micro-images may rest on."""
 
@@ -86,7 +88,8 @@ class MicroImageDepth:
             maps = []
             for e in self.steps:
                 radius = self.r_in - (0.5 * abs(w_mid) + half) * np.hypot(*e)
-                o = disk_offsets(max(radius, 0.0), 1.0) - 0.5 * w_mid * e
+                o = disk_offsets(max(radius, 0.0), 1.0)
+                o = o[(o.sum(axis=1) % 2 == 0) | (not CHECKERBOARD)] - 0.5 * w_mid * e
                 o = o.astype(np.float32)
                 maps.append((self._cen[:, 0:1] + o[None, :, 0], self._cen[:, 1:2] + o[None, :, 1]))
             self._offsets[key] = maps
