@@ -13,6 +13,7 @@ board corner seen in several micro-images is the least-squares intersection of t
     points, ids = triangulate_rows(model, obs, terms=None) -> ((G, 3), (G, 2) pose, point)
     pinhole = rendered_pinhole(model, w, (width, height)) -> RenderedPinhole of the image
                                                     rendered at inverse virtual depth w
+    points, uv = rendered_depth_points(pinhole, depth (rows, cols), step=1) -> (P, 3), (P, 2)
     rule = type_class_map(grid, types (M,), T) -> mapping for the calibration file, or None
     types = micro_image_types(grid, calibration_file.lens_types) -> (M,)
     FocusedMeasurer.from_calibration(cal, board=...).measure(raw) -> live.Measurement
@@ -107,6 +108,23 @@ def rendered_pinhole(model, w, size):
     K = np.array([[abs(fx), 0.0, cx], [0.0, abs(fy), cy], [0.0, 0.0, 1.0]])
     centre = np.array([-model.u_0 / k3, -model.v_0 / k4, -0.5 * (1.0 / k3 + 1.0 / k4)])
     return RenderedPinhole(K, centre, turn, (int(size[0]), int(size[1])))
+
+
+def rendered_depth_points(pinhole, depth, *, step=1):
+    """
+    3-D points (P, 3) in the calibration's optical (MPC) frame and their pixels (P, 2) int
+    (column, row) of a depth image (rows, cols) in the pixels of ``pinhole`` (metres along its
+    axis: :class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`), every ``step``-th
+    pixel each way, the pixels with a depth only.
+    """
+    from scipy.spatial.transform import Rotation
+    rows, cols = np.mgrid[0:depth.shape[0]:step, 0:depth.shape[1]:step]
+    z = depth[rows, cols]
+    have = np.isfinite(z) & (z > 0)
+    uv = np.column_stack([cols[have], rows[have]])
+    ray = np.linalg.solve(pinhole.K, np.vstack([uv.T.astype(float), np.ones(len(uv))]))
+    rot = Rotation.from_rotvec(pinhole.rotation_vector).as_matrix()
+    return (rot @ (ray * z[have])).T + pinhole.centre, uv
 
 
 def triangulate_rows(model, obs, *, terms=None):
