@@ -95,7 +95,7 @@ def points_stage(cam, det, white, raws, board, truth, n_old):
 
 def planes(cam, n, samples):
     """n raw frames of textured planes drifting sideways, and their scenes."""
-    from lf_mpc_calib.simulation.scene import Scene, _fronto, view_pixel_size
+    from lf_mpc_calib.simulation.scene import Scene, TexturedPlane, view_pixel_size
     raws, scenes = [], []
     for k in range(n):
         surfaces = []
@@ -103,9 +103,11 @@ def planes(cam, n, samples):
                                       ((-0.15, 0.05), 0.40, 0.5, 0.35),
                                       ((0.25, -0.2), 0.30, 0.35, 0.0)]:
             fw, fh = cam.field_of_view(z)
-            surfaces.append(_fronto(cam, ((x + 0.002 * k) * fw, y * fh), z, size * fw,
-                                    size * fh, 2 * view_pixel_size(cam, z), 7 + len(surfaces),
-                                    tilt=(0.0, tilt)))
+            rot = Rotation.from_euler('y', tilt)          # turned about the vertical axis
+            centre = np.array([(x + 0.002 * k) * fw, y * fh, z])
+            tvec = centre - rot.apply([size * fw / 2, size * fh / 2, 0.0])
+            surfaces.append(TexturedPlane(rot.as_rotvec(), tvec, size * fw, size * fh,
+                                          2 * view_pixel_size(cam, z), 7 + len(surfaces)))
         scenes.append(Scene(tuple(surfaces)))
         raws.append(render_scene(cam, scenes[-1], samples=samples, noise=0.0).astype(np.float32))
     return raws, scenes
