@@ -15,7 +15,7 @@ frame with intensity and confidence; --truth: print the error against a ground-t
 
 A focused camera's calibration: the depth of the image rendered from the micro-images
 (:class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`, metres along the rendered
-pinhole's axis, searched within 0.08 of the rendered w; the ``~/depth`` of the decode node) at
+pinhole's axis, searched within 0.12 of the rendered w; the ``~/depth`` of the decode node) at
 --render-w (default: the frame's own w; ``simulate --preset focused-* --scene planes`` writes
 its depth truth at the manifest's ``render_w``); --views, --near/--far, --view-step,
 --window and --min-confidence do not apply.

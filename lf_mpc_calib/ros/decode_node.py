@@ -29,7 +29,7 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   follows w (the rendered pixel is 1 / |w| raw pixels), so it changes from frame to frame;
   ``~/depth`` (while subscribed) in the same pixels and frame, from the disparities between
   neighbouring micro-images (:mod:`lf_mpc_calib.measurement.focused_depth`, searched within
-  0.08 of the rendered image's w: NaN where a micro-image has no texture near its centre or
+  0.12 of the rendered image's w: NaN where a micro-image has no texture near its centre or
   no clear match in that window; edges spread by up to two micro-image tiles; about 70 ms CPU
   per 2048 x 1536 frame), with ``~/depth/camera_info`` = the rendered image's, and ``~/cloud``
   (while subscribed: those depths as points in the optical frame, every ``cloud_step``-th
