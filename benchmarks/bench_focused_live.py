@@ -11,12 +11,16 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
   its MicroImageCornerTracker (the first frame detects in full, timed apart); accuracy:
   median 3-D error of the corners against the board's true pose (the
   optics' exact model), tracked and detected in full on the same frames.
+- ~/depth: before, the whole-range disparity search (benchmarks/focused_depth_before.py, the
+  code before measurement.focused_depth.MicroImageDepth) on one frame; now, MicroImageDepth
+  near the rendered image's w on every frame (the normalised frame and w come from ~/center,
+  timed there); frames of textured planes at 0.30-0.50 m (MPC frame), whose true depth in the
+  rendered image's pixels (simulation.focused_raw.scene_depth_truth) gives the median relative
+  error and the coverage (the part of the planes' pixels with a depth) of both;
 --r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
 sensor of that size, so more micro-images, the same per micro-image).
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_focused_live.py --quick
-
-~/depth is not on a fast path yet (timed as it is).
 """
 
 import argparse
@@ -30,7 +34,7 @@ from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.measurement.focused_live import LiveCenterRenderer
 from lf_mpc_calib.simulation.focused_raw import board_pose
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
-from lf_mpc_calib.simulation.render import render_raw, render_white
+from lf_mpc_calib.simulation.render import render_raw, render_scene, render_white
 
 
 def frames(cam, n, samples):
@@ -90,6 +94,58 @@ def points_stage(cam, det, white, raws, board, truth, n_old):
             tracked, first.corner_search)
 
 
+def planes(cam, n, samples):
+    """n raw frames of textured planes drifting sideways, and their scenes."""
+    from lf_mpc_calib.simulation.scene import Scene, TexturedPlane, view_pixel_size
+    raws, scenes = [], []
+    for k in range(n):
+        surfaces = []
+        for (x, y), z, size, tilt in [((0.0, 0.0), 0.50, 1.4, 0.0),
+                                      ((-0.15, 0.05), 0.40, 0.5, 0.35),
+                                      ((0.25, -0.2), 0.30, 0.35, 0.0)]:
+            fw, fh = cam.field_of_view(z)
+            rot = Rotation.from_euler('y', tilt)          # turned about the vertical axis
+            centre = np.array([(x + 0.002 * k) * fw, y * fh, z])
+            tvec = centre - rot.apply([size * fw / 2, size * fh / 2, 0.0])
+            surfaces.append(TexturedPlane(rot.as_rotvec(), tvec, size * fw, size * fh,
+                                          2 * view_pixel_size(cam, z), 7 + len(surfaces)))
+        scenes.append(Scene(tuple(surfaces)))
+        raws.append(render_scene(cam, scenes[-1], samples=samples, noise=0.0).astype(np.float32))
+    return raws, scenes
+
+
+def depth_stage(cam, det, raws, scenes):
+    """Per-frame CPU s of ~/depth before and now, with the median relative errors and the
+    coverages against the truth of both."""
+    from focused_depth_before import micro_image_depth as todays_depth   # beside this file
+    from lf_mpc_calib.measurement.focused import rendered_pinhole
+    from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
+    from lf_mpc_calib.simulation.focused_raw import scene_depth_truth
+    model = cam.ground_truth_model()
+    live = LiveCenterRenderer(det)
+    frames = []
+    for raw, scene in zip(raws, scenes):
+        norm = live.normalise(raw)
+        center, w = live.render_normalised(norm)
+        ph = rendered_pinhole(model, w, center.shape[::-1])
+        frames.append((norm, w, ph, scene_depth_truth(ph, scene)))
+    depth = MicroImageDepth(det)
+    depth.depth_image(frames[0][0], model, frames[0][1], frames[0][2].size)     # the maps
+    c_old, w_old, old = timed(lambda f: todays_depth(det, f[0], model, f[1], f[2].size),
+                              frames[:1])
+    c_new, w_new, new = timed(lambda f: depth.depth_image(f[0], model, f[1], f[2].size),
+                              frames)
+
+    def score(images):
+        rel, cover = [], []
+        for img, (_, _, _, truth) in zip(images, frames):
+            both = np.isfinite(img) & np.isfinite(truth)
+            rel.append(np.abs(img[both] - truth[both]) / truth[both])
+            cover.append(both.sum() / max(np.isfinite(truth).sum(), 1))
+        return float(np.median(np.concatenate(rel))), float(np.mean(cover))
+    return c_old, w_old, score(old), c_new, w_new, score(new), frames[0][1]
+
+
 def run(size, n, samples):
     cam = preset('focused-keplerian') if size is None else \
         preset('focused-keplerian', sensor__width=size[0], sensor__height=size[1])
@@ -133,7 +189,17 @@ def run(size, n, samples):
     print(f'   3-D corner error, median: full detection {1e3 * e_old:.2f} mm, tracked '
           f'{1e3 * e_new:.2f} mm ({100 * e_old / depth:.2f} / {100 * e_new / depth:.2f} % of '
           f'the distance); first frame: {first}')
-    return wd, h, 1 / c_new, 1 / p_new
+    d_raws, scenes = planes(cam, max(2, n // 4), samples)
+    d_old, dw_old, (r_old, cov_old), d_new, dw_new, (r_new, cov_new), w0 = depth_stage(
+        cam, det, d_raws, scenes)
+    print(f'{wd}x{h}  ~/depth   before {1e3 * d_old:8.1f} ms CPU ({1e3 * dw_old:7.1f} wall)  '
+          f'now {1e3 * d_new:6.1f} ms CPU ({1e3 * dw_new:6.1f} wall)  '
+          f'{1 / d_new:6.1f} fps  ratio {d_old / d_new:5.1f}x  ({len(d_raws)} frames of planes, '
+          f'rendered at w {w0:.3f})')
+    print(f'   depth vs truth: median relative error before {100 * r_old:.2f} %, now '
+          f'{100 * r_new:.2f} %; coverage of the planes before {100 * cov_old:.0f} %, now '
+          f'{100 * cov_new:.0f} %')
+    return wd, h, 1 / c_new, 1 / p_new, 1 / d_new
 
 
 POSES = []
@@ -151,9 +217,9 @@ def main():
     lines = []
     for size in sizes:
         POSES.clear()
-        wd, h, fps_c, fps_p = run(size, n, args.samples)
+        wd, h, fps_c, fps_p, fps_d = run(size, n, args.samples)
         lines.append(f'focused live {wd}x{h}: center {fps_c:.1f} fps, points {fps_p:.1f} fps, '
-                     f'depth n/a fps (one core, CPU time; depth not on a fast path yet)')
+                     f'depth {fps_d:.1f} fps (one core, CPU time)')
     print('\n'.join(lines[1:] + lines[:1]))
 
 

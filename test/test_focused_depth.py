@@ -4,8 +4,9 @@ rendered image, against the depth of the simulated board."""
 import cv2
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
-from lf_mpc_calib.measurement.focused import FocusedMeasurer
+from lf_mpc_calib.measurement.focused import FocusedMeasurer, rendered_depth_points
 from lf_mpc_calib.simulation.focused_raw import board_depth_truth, board_pose
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
@@ -36,6 +37,14 @@ def test_depth_of_the_board_from_micro_image_disparities(name, distance):
     off = np.isfinite(depth) & ~np.isfinite(truth)
     gap = cv2.distanceTransform((~np.isfinite(truth)).astype(np.uint8), cv2.DIST_L2, 3)
     assert gap[off].max() < 2.5 * tile, (gap[off].max(), tile)
+    # the points of the true depth lie on the board's plane, those of the measured near it
+    normal = Rotation.from_rotvec(rv).as_matrix()[:, 2]
+    pts, uv = rendered_depth_points(meas.pinhole, truth, step=3)
+    assert len(pts) == np.isfinite(truth[::3, ::3]).sum()
+    assert np.abs((pts - tv) @ normal).max() < 1e-6      # float32 depth of ~0.5 m
+    pts, uv = rendered_depth_points(meas.pinhole, depth, step=2)
+    assert np.all(np.isfinite(depth[uv[:, 1], uv[:, 0]]))
+    assert np.median(np.abs((pts - tv) @ normal) / np.linalg.norm(pts, axis=1)) < 0.03
 
 
 def test_a_frame_without_texture_has_no_depth():

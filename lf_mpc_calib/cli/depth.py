@@ -11,7 +11,14 @@ calibrated MPC model (:mod:`lf_mpc_calib.measurement.depth`) and writes OUT.npy 
 metres along the optical axis, NaN where unknown); --png: a 16-bit PNG in millimetres
 (0 = unknown) and beside it OUT_preview.png (colour map); --ply: the point cloud in the optical
 frame with intensity and confidence; --truth: print the error against a ground-truth depth
-(``simulate --scene planes`` writes them). Conventional cameras only.
+(``simulate --scene planes`` writes them).
+
+A focused camera's calibration: the depth of the image rendered from the micro-images
+(:class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`, metres along the rendered
+pinhole's axis, searched within 0.12 of the rendered w; the ``~/depth`` of the decode node) at
+--render-w (default: the frame's own w; ``simulate --preset focused-* --scene planes`` writes
+its depth truth at the manifest's ``render_w``); --views, --near/--far, --view-step,
+--window and --min-confidence do not apply.
 """
 
 from pathlib import Path
@@ -41,6 +48,9 @@ def register(subparsers):
     p.add_argument('--window', type=int, default=5, help='cost window (odd px, default 5)')
     p.add_argument('--min-confidence', type=float, default=0.3,
                    help='depth below this confidence is unknown (default 0.3)')
+    p.add_argument('--render-w', type=float, metavar='W',
+                   help='focused cameras: the inverse virtual depth the image and its depth are '
+                        'rendered at (default: the frame\'s own)')
     p.add_argument('--truth', metavar='DEPTH.npy',
                    help='ground-truth depth to compare with (prints the errors)')
     p.set_defaults(func=run)
@@ -111,12 +121,17 @@ def run(args):
     """Estimate and write the depth; returns the exit code."""
     import numpy as np
     from lf_mpc_calib.errors import InvalidInputError
-    from lf_mpc_calib.io.depth_files import depth_preview, write_depth_png, write_ply
     from lf_mpc_calib.measurement.depth import DepthEstimator
     out = Path(args.output)
     if out.suffix != '.npy':
         raise InvalidInputError(f'-o must end in .npy, got {out.name!r}')
     truth = load_truth(args.truth) if args.truth else None
+    from lf_mpc_calib.io.calibration_file import load_calibration
+    if load_calibration(args.calibration).camera_type == 'focused':
+        depth, pts, uv, center, top, what = focused_depth(args)
+        return _write(args, out, depth, pts, uv, center / top, np.ones(len(pts)), what, truth)
+    if args.render_w is not None:
+        raise InvalidInputError('--render-w applies to focused calibrations only')
     measurer, raw, meas = decode_frame(args)
     depth_range = None
     if args.near is not None or args.far is not None:
@@ -130,34 +145,88 @@ def run(args):
     t = time.perf_counter()
     dm = est.estimate(meas.lightfield)
     elapsed = time.perf_counter() - t
+    pts, uv = dm.points() if args.ply else (None, None)
+    center = meas.center if meas.center.ndim == 2 else meas.center.mean(axis=2)
+    scale = 255.0 if raw.dtype == np.uint8 else 65535.0 if raw.dtype == np.uint16 else 1.0
+    what = (f'from {len(dm.views)} views x {len(dm.hypotheses)} depths ({est.near:.3g}-'
+            f'{est.far:.3g} m): {dm.valid_fraction:.0%} known, median {{med:.3f}} m; decode '
+            f'{1e3 * meas.timings["decode"]:.0f} ms, depth {1e3 * elapsed:.0f} ms')
+    conf = dm.confidence[uv[:, 1], uv[:, 0]] if args.ply else None
+    return _write(args, out, dm.depth, pts, uv, center / scale, conf, what, truth)
+
+
+def focused_depth(args):
+    """(depth (rows, cols) f32, points (P, 3), pixels (P, 2), rendered image, its full
+    scale, summary) of RAW with a focused calibration (module docstring)."""
+    import numpy as np
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.io.calibration_file import load_calibration
+    from lf_mpc_calib.io.images import read_image
+    from lf_mpc_calib.measurement.focused import (FocusedMeasurer, rendered_depth_points,
+                                                  rendered_pinhole)
+    from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
+    cal = load_calibration(args.calibration)
+    white_path = Path(args.white) if args.white else Path(args.raw).parent / 'white.png'
+    if not args.white and not white_path.is_file():
+        raise InvalidInputError(f'no --white given and no white.png beside {args.raw}; the '
+                                'white image is needed to render the frame')
+    raw, white = read_image(args.raw), read_image(white_path)
+    measurer = FocusedMeasurer.from_calibration(cal, white=white)
+    if raw.ndim == 3:
+        raw = raw.mean(axis=2).astype(raw.dtype)
+    top = 255.0 if raw.dtype == np.uint8 else 65535.0 if raw.dtype == np.uint16 else 1.0
+    if (raw.shape[1], raw.shape[0]) != tuple(int(v) for v in measurer.grid.image_size):
+        raise InvalidInputError(f'{args.raw} is {raw.shape[1]} x {raw.shape[0]} px, the '
+                                f'calibration\'s lenslet grid is for '
+                                f'{measurer.grid.image_size[0]} x {measurer.grid.image_size[1]}')
+    t = time.perf_counter()
+    live = measurer.live
+    norm = live.normalise(raw.astype(np.float32) / np.float32(top))
+    w = live.update_w(norm) if args.render_w is None else float(args.render_w)
+    if not (np.isfinite(w) and w != 0.0):
+        raise InvalidInputError(f'--render-w must be a finite non-zero w, got {w}')
+    import cv2
+    mx, my = live.maps(w)
+    center = np.clip(cv2.remap(norm, mx, my, cv2.INTER_LINEAR), 0.0, 1.0)
+    pinhole = rendered_pinhole(measurer.model, w, center.shape[::-1])
+    depth = MicroImageDepth(measurer.detector).depth_image(norm, measurer.model, w, pinhole.size)
+    elapsed = time.perf_counter() - t
+    pts, uv = rendered_depth_points(pinhole, depth)
+    known = np.isfinite(depth).mean()
+    what = (f'of the image rendered at w {w:.4f} (micro-image disparities): {known:.0%} known, '
+            f'median {{med:.3f}} m; render and depth {1e3 * elapsed:.0f} ms')
+    return depth, pts, uv, center, 1.0, what
+
+
+def _write(args, out, depth, pts, uv, intensity, confidence, what, truth):
+    """Write OUT.npy (last), --png, --ply; print the summary and the errors against truth."""
+    import numpy as np
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.io.depth_files import depth_preview, write_depth_png, write_ply
+    if truth is not None and truth.shape != depth.shape:
+        raise InvalidInputError(f'--truth has shape {truth.shape}, the depth {depth.shape}'
+                                + (' (focused: give --render-w, the render_w of the dataset\'s '
+                                   'manifest)' if args.render_w is None else ''))
     out.parent.mkdir(parents=True, exist_ok=True)
     if args.png:
         png = Path(args.png)
-        write_depth_png(png, dm.depth)
+        write_depth_png(png, depth)
         from lf_mpc_calib.io.images import write_image
-        write_image(png.with_name(png.stem + '_preview.png'), depth_preview(dm.depth))
+        write_image(png.with_name(png.stem + '_preview.png'), depth_preview(depth))
     if args.ply:
-        pts, uv = dm.points()
-        center = meas.center if meas.center.ndim == 2 else meas.center.mean(axis=2)
-        scale = 255.0 if raw.dtype == np.uint8 else 65535.0 if raw.dtype == np.uint16 else 1.0
-        write_ply(args.ply, pts, intensity=center[uv[:, 1], uv[:, 0]] / scale,
-                  confidence=dm.confidence[uv[:, 1], uv[:, 0]])
+        write_ply(args.ply, pts, intensity=intensity[uv[:, 1], uv[:, 0]],
+                  confidence=confidence)
     from lf_mpc_calib.io.atomic import open_atomically
     with open_atomically(out, 'wb') as f:     # last: written only when all else was
-        np.save(f, dm.depth)
-    known = np.isfinite(dm.depth)
-    med = float(np.median(dm.depth[known])) if known.any() else float('nan')
-    print(f'depth {dm.depth.shape[1]}x{dm.depth.shape[0]} px from {len(dm.views)} views x '
-          f'{len(dm.hypotheses)} depths ({est.near:.3g}-{est.far:.3g} m): '
-          f'{dm.valid_fraction:.0%} known, median {med:.3f} m; decode '
-          f'{1e3 * meas.timings["decode"]:.0f} ms, depth {1e3 * elapsed:.0f} ms -> {out}')
+        np.save(f, depth)
+    known = np.isfinite(depth)
+    med = float(np.median(depth[known])) if known.any() else float('nan')
+    print(f'depth {depth.shape[1]}x{depth.shape[0]} px {what.format(med=med)} -> {out}')
     if truth is not None:
-        if truth.shape != dm.depth.shape:
-            raise InvalidInputError(f'--truth has shape {truth.shape}, the depth '
-                                    f'{dm.depth.shape}')
         both = known & np.isfinite(truth)
-        rel = np.abs(dm.depth[both] - truth[both]) / truth[both]
-        print(f'against {args.truth}: {both.sum()} px, median |relative error| '
-              f'{100 * np.median(rel):.2f} %, 90th percentile '
+        rel = np.abs(depth[both] - truth[both]) / truth[both]
+        cover = both.sum() / max(np.isfinite(truth).sum(), 1)
+        print(f'against {args.truth}: {both.sum()} px ({cover:.0%} of the truth\'s), median '
+              f'|relative error| {100 * np.median(rel):.2f} %, 90th percentile '
               f'{100 * np.percentile(rel, 90):.2f} %')
     return 0

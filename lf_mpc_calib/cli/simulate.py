@@ -17,10 +17,13 @@ are drawn at random (tilts up to --max-tilt degrees, board in view). The board i
 the guidance asks (:func:`~lf_mpc_calib.simulation.dataset.capture_board`: for a focused
 camera up to 20 x 14 corners filling 0.95 of the view at the nearest pose), so that
 ``simulate`` and ``calibrate-raw`` with their defaults give a calibration the project trusts.
-``--scene planes`` (conventional presets) renders instead textured planes at 0.55-1.9 x the focus
-distance, one slanted, with the board among them, and writes beside each frame_NNN.png its
-ground-truth depth of the central view depth_NNN.npy (float32 metres, NaN where no surface;
-see :mod:`lf_mpc_calib.simulation.scene_dataset`); --poses is then the number of frames.
+``--scene planes`` renders instead textured planes at 0.55-1.9 x the focus distance, one
+slanted, with the board among them, and writes beside each frame_NNN.png its ground-truth depth
+of the central view depth_NNN.npy (float32 metres, NaN where no surface; see
+:mod:`lf_mpc_calib.simulation.scene_dataset`); --poses is then the number of frames. Focused
+presets: three textured planes (a back wall, a slanted plane, a near plane) within 0.06 of the
+scene distance's inverse virtual depth w, the depth truth in the pixels of the image rendered
+at that w (the manifest's ``render_w``: pass it to ``depth --render-w``).
 ``--arm`` simulates a robot arm (:mod:`lf_mpc_calib.simulation.arm`) that moves the camera (or
 the board) to those poses: the manifest gets ``arm`` and ``robot_poses`` (base -> tool per
 frame), ground_truth.yaml the ``hand_eye`` key.
@@ -198,9 +201,6 @@ def _run_planes(args, camera, board):
     if args.poses_file:
         raise InvalidInputError('--poses-file does not apply to --scene planes (the scenes are '
                                 'drawn from --seed)')
-    if camera.camera_type != 'conventional':
-        raise InvalidInputError(f'--scene planes needs a conventional preset (depth of the '
-                                f'central view), got {args.preset!r}')
     start = time.perf_counter()
 
     def progress(done, total):

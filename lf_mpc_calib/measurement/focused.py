@@ -13,6 +13,7 @@ board corner seen in several micro-images is the least-squares intersection of t
     points, ids = triangulate_rows(model, obs, terms=None) -> ((G, 3), (G, 2) pose, point)
     pinhole = rendered_pinhole(model, w, (width, height)) -> RenderedPinhole of the image
                                                     rendered at inverse virtual depth w
+    points, uv = rendered_depth_points(pinhole, depth (rows, cols), step=1) -> (P, 3), (P, 2)
     rule = type_class_map(grid, types (M,), T) -> mapping for the calibration file, or None
     types = micro_image_types(grid, calibration_file.lens_types) -> (M,)
     FocusedMeasurer.from_calibration(cal, board=...).measure(raw) -> live.Measurement
@@ -109,6 +110,23 @@ def rendered_pinhole(model, w, size):
     return RenderedPinhole(K, centre, turn, (int(size[0]), int(size[1])))
 
 
+def rendered_depth_points(pinhole, depth, *, step=1):
+    """
+    3-D points (P, 3) in the calibration's optical (MPC) frame and their pixels (P, 2) int
+    (column, row) of a depth image (rows, cols) in the pixels of ``pinhole`` (metres along its
+    axis: :class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`), every ``step``-th
+    pixel each way, the pixels with a depth only.
+    """
+    from scipy.spatial.transform import Rotation
+    rows, cols = np.mgrid[0:depth.shape[0]:step, 0:depth.shape[1]:step]
+    z = depth[rows, cols]
+    have = np.isfinite(z) & (z > 0)
+    uv = np.column_stack([cols[have], rows[have]])
+    ray = np.linalg.solve(pinhole.K, np.vstack([uv.T.astype(float), np.ones(len(uv))]))
+    rot = Rotation.from_rotvec(pinhole.rotation_vector).as_matrix()
+    return (rot @ (ray * z[have])).T + pinhole.centre, uv
+
+
 def triangulate_rows(model, obs, *, terms=None):
     """
     3-D points of the board corners in an observation table of a focused camera.
@@ -201,7 +219,7 @@ class FocusedMeasurer:
         if self.terms is not None and self.types is None:
             raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
                                     'rule: the lens type of each micro-image is unknown')
-        self.detector = self.live = self.tracker = None
+        self.detector = self.live = self.tracker = self.depth = None
         self.white = None
         if white is not None:
             self.set_white(white)
@@ -237,9 +255,9 @@ class FocusedMeasurer:
         Render and measure one raw frame (H, W); see the class docstring. ``center`` is in the
         raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
         rendered image only; depth=True: also its depth from the micro-images' disparities
-        (:func:`lf_mpc_calib.measurement.focused_depth.micro_image_depth`, NaN where unknown or
-        without a pinhole); rays, all_views: accepted for LiveMeasurer's signature (no RaySet or
-        views here).
+        (:class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`, searched near the
+        rendered image's w; NaN where unknown or without a pinhole); rays, all_views: accepted
+        for LiveMeasurer's signature (no RaySet or views here).
         """
         del rays, all_views
         import time
@@ -268,10 +286,12 @@ class FocusedMeasurer:
         timings = {'render': time.perf_counter() - t0}
         depth_map = None
         if depth:
-            from lf_mpc_calib.measurement.focused_depth import micro_image_depth
+            from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
             t0 = time.perf_counter()
+            if self.depth is None or self.depth.det is not det:
+                self.depth = MicroImageDepth(det)     # index maps, once per white
             depth_map = np.full(center.shape, np.nan, np.float32) if pinhole is None else \
-                micro_image_depth(det, norm, self.model, w, pinhole.size)
+                self.depth.depth_image(norm, self.model, w, pinhole.size)
             timings['depth'] = time.perf_counter() - t0
         if self.board is None or not points:
             return Measurement(None, center, *none, reason='no board to measure',

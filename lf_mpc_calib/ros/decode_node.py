@@ -28,10 +28,13 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   rendered depth, elsewhere up to the tiling of the micro-image patches; its focal length
   follows w (the rendered pixel is 1 / |w| raw pixels), so it changes from frame to frame;
   ``~/depth`` (while subscribed) in the same pixels and frame, from the disparities between
-  neighbouring micro-images (:mod:`lf_mpc_calib.measurement.focused_depth`: NaN where a
-  micro-image has no texture near its centre; edges spread by up to two micro-image tiles;
-  not yet at camera rate: seconds of CPU per frame), with ``~/depth/camera_info`` = the
-  rendered image's; no views, rays, cloud or refocus outputs. The rendered image takes about
+  neighbouring micro-images (:mod:`lf_mpc_calib.measurement.focused_depth`, searched within
+  0.12 of the rendered image's w: NaN where a micro-image has no texture near its centre or
+  no clear match in that window; edges spread by up to two micro-image tiles; about 70 ms CPU
+  per 2048 x 1536 frame), with ``~/depth/camera_info`` = the rendered image's, and ``~/cloud``
+  (while subscribed: those depths as points in the optical frame, every ``cloud_step``-th
+  pixel, confidence 1: pixels without a confident depth are left out); no views, rays or
+  refocus outputs. The rendered image takes about
   9 ms CPU per 2048 x 1536 frame (cached index maps, w walked from the last frame's) and the
   corners about 35 ms more, tracked from frame to frame in the micro-images
   (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`; a full
@@ -410,7 +413,9 @@ class DecodeNode(Node):
         want_rays = self.rays_pub.get_subscription_count() > 0
         want_views = self.views_pub.get_subscription_count() > 0
         focused = isinstance(measurer, FocusedMeasurer)   # rendered image, no views
-        depth = {'depth': self.depth_pub.get_subscription_count() > 0} if focused else {}
+        want_cloud = self.cloud_pub.get_subscription_count() > 0
+        depth = {'depth': want_cloud or self.depth_pub.get_subscription_count() > 0} \
+            if focused else {}
         meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
                                 all_views=want_views, **depth)
         if not focused:
@@ -442,6 +447,8 @@ class DecodeNode(Node):
                 if meas.depth is not None:
                     self.depth_pub.publish(depth_image(meas.depth, header=rendered))
                     self.depth_info_pub.publish(info)
+                if meas.depth is not None and want_cloud:
+                    meas.timings['cloud'] = self._focused_cloud(msg, meas, top)
         elif meas.center is not None:
             self.center_pub.publish(image(meas.center))
         if not focused:
@@ -509,6 +516,17 @@ class DecodeNode(Node):
             return None
         self.causes.clear('depth')
         return est
+
+    def _focused_cloud(self, msg, meas, top):
+        """Publish ~/cloud of a focused frame's depth (optical frame); returns its time."""
+        from lf_mpc_calib.measurement.focused import rendered_depth_points
+        from lf_mpc_calib.ros.messages import depth_cloud
+        t0 = time.perf_counter()
+        pts, uv = rendered_depth_points(meas.pinhole, meas.depth, step=self.params['cloud_step'])
+        self.cloud_pub.publish(depth_cloud(
+            pts, meas.center[uv[:, 1], uv[:, 0]] / top, np.ones(len(pts)),
+            frame_id=self.optical_frame, stamp=msg.header.stamp))
+        return time.perf_counter() - t0
 
     def _depth_outputs(self, msg, pixels, measurer, meas):
         """Publish ~/depth, ~/cloud, ~/refocus when subscribed; returns their stage times."""

@@ -8,6 +8,7 @@ Public API::
     board_pose(camera, board, distance, angles_deg) -> (rvec (3,), tvec (3,)) MPC frame
     match_truth(found, truth, board, *, radius=1.0) -> (errors (K, 2) px, unmatched int)
     board_depth_truth(pinhole, board, rvec, tvec) -> (rows, cols) depth of the rendered image
+    scene_depth_truth(pinhole, scene) -> (rows, cols) depth of a Scene in the rendered image
 """
 
 import numpy as np
@@ -92,3 +93,19 @@ def board_depth_truth(pinhole, board, rvec, tvec):
     on = (lam > 0) & (local[:, 0] > x0) & (local[:, 0] < x1) & (local[:, 1] > y0) \
         & (local[:, 1] < y1)
     return np.where(on, lam, np.nan).reshape(height, width).astype(np.float32)
+
+
+def scene_depth_truth(pinhole, scene):
+    """
+    True depth (rows, cols) float32 of a :class:`lf_mpc_calib.simulation.scene.Scene` (surfaces
+    in the MPC frame) in the pixels of a rendered image whose pinhole is ``pinhole``: metres
+    along the pinhole's axis to the nearest surface, NaN where none.
+    """
+    from lf_mpc_calib.simulation.scene import surface_hits, surface_poses
+    width, height = pinhole.size
+    b, a = np.mgrid[0:height, 0:width].astype(float)
+    d = np.linalg.solve(pinhole.K, np.stack([a.ravel(), b.ravel(), np.ones(a.size)]))
+    d = (Rotation.from_rotvec(pinhole.rotation_vector).as_matrix() @ d)   # z = 1 there
+    o = [np.full(a.size, float(c)) for c in pinhole.centre]
+    index, lam, _, _ = surface_hits(scene.surfaces, surface_poses(scene), o, tuple(d))
+    return np.where(index >= 0, lam, np.nan).reshape(height, width).astype(np.float32)

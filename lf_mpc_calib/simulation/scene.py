@@ -6,6 +6,8 @@ Public API::
     plane = TexturedPlane(rvec, tvec, width, height, feature, seed=0)
     scene = Scene(surfaces=(plane, ..., BoardSurface(board, rvec, tvec)), background=0.35)
     planes_scene(camera, rng, *, board=None) -> Scene     # the ``simulate --scene planes`` scene
+    focused_planes_scene(camera, rng) -> (Scene, w_c)  # the focused presets' planes scene
+    inverse_virtual_depth(model, z) -> w_P             # a focused camera's w of MPC depth z
     strips_scene(camera, depths, *, seed=0) -> Scene      # fronto-parallel strips, one per depth
     depth_truth(camera, scene) -> (rows, cols) float32    # metres along the optical axis
 
@@ -304,6 +306,53 @@ def planes_scene(camera, rng, *, board=None, features_px=2.0):
     return Scene(tuple(surfaces))
 
 
+def inverse_virtual_depth(model, z):
+    """Inverse virtual depth w_P = -k_i (1 / Z + k_3) / k_u of MPC-frame depth ``z`` (m) in a
+    focused camera's ``model`` (Eq. 11, 18)."""
+    return -model.k_i * (1.0 / np.asarray(z, float) + model.k_3) / model.k_u
+
+
+def focused_planes_scene(camera, rng, *, features_px=7.0):
+    """
+    The ``simulate --preset focused-* --scene planes`` scene of one frame, drawn with ``rng``,
+    and the inverse virtual depth w_c its planes are placed around (the scene distance's,
+    rounded to 0.005: the w the rendered image and its depth truth use).
+
+    MPC-frame depths chosen by their inverse virtual depth w (the micro-images' disparity):
+    a textured back wall at w_c - 0.01..0.02 filling the view (farther, the depth resolution of
+    a Keplerian camera falls fast), a plane slanted by 20-30 degrees about the vertical axis
+    around w_c + 0.02, and a near plane at w_c + 0.04..0.05 (a quarter of the view); all
+    within 0.06 of w_c, the window the depth searches around the rendered w. Texture features
+    are ``features_px`` raw pixels in the micro-images at w_c.
+    """
+    model = camera.ground_truth_model()
+    w_c = round(float(inverse_virtual_depth(model, camera.scene_distance)) / 0.005) * 0.005
+
+    def depth(w):
+        return 1.0 / (-w * model.k_u / model.k_i - model.k_3)
+
+    def feat(z):        # a view pixel spans |w| micro-image pitches in a micro-image
+        return features_px / (camera.micro_image_pitch * abs(w_c)) * view_pixel_size(camera, z)
+
+    seeds = rng.integers(0, 2**31 - 1, 3)
+    sign = np.sign(w_c)
+    z_back = depth(w_c - sign * rng.uniform(0.01, 0.02))
+    z_mid = depth(w_c + sign * 0.02)
+    z_near = depth(w_c + sign * rng.uniform(0.04, 0.05))
+    surfaces = []
+    w, h = camera.field_of_view(z_near)
+    surfaces.append(_fronto(camera, (0.25 * w, -0.22 * h), z_near, 0.35 * w, 0.35 * h,
+                            feat(z_near), int(seeds[0])))
+    angle = math.radians(rng.uniform(20, 30)) * rng.choice([-1.0, 1.0])
+    w, h = camera.field_of_view(z_mid)
+    surfaces.append(_fronto(camera, (-0.2 * w, 0.0), z_mid, 0.4 * w, 0.8 * h, feat(z_mid),
+                            int(seeds[1]), tilt=(0.0, angle)))
+    w, h = camera.field_of_view(z_back)
+    surfaces.append(_fronto(camera, (0.0, 0.0), z_back, 1.4 * w, 1.4 * h, feat(z_back),
+                            int(seeds[2])))
+    return Scene(tuple(surfaces)), w_c
+
+
 def strips_scene(camera, depths, *, seed=0, features_px=2.0):
     """
     Fronto-parallel textured strips side by side, one per depth in ``depths`` (metres).
@@ -325,5 +374,6 @@ def strips_scene(camera, depths, *, seed=0, features_px=2.0):
     return Scene(tuple(surfaces))
 
 
-__all__ = ['BoardSurface', 'Scene', 'TexturedPlane', 'depth_truth', 'planes_scene',
+__all__ = ['BoardSurface', 'Scene', 'TexturedPlane', 'depth_truth', 'focused_planes_scene',
+           'inverse_virtual_depth', 'planes_scene',
            'strips_scene', 'surface_hits', 'surface_poses', 'view_pixel_size']

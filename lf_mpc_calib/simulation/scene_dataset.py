@@ -5,12 +5,17 @@ Public API::
 
     write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, noise=None,
                          progress=None) -> Path of manifest.yaml
+    focused_depth_truth(camera, scene, w) -> (rows, cols) f32 in the image rendered at w
 
 Layout: the dataset folder of :mod:`lf_mpc_calib.simulation.dataset` (manifest.yaml,
 white.png, frame_NNN.png, ground_truth.yaml with the board pose of each frame), plus beside
 each frame ``depth_NNN.npy``: the ground-truth depth of its rectified central view
 ((rows, cols) float32, metres along the optical axis, NaN where no surface;
-:func:`lf_mpc_calib.simulation.scene.depth_truth`). The manifest adds ``scene: planes``,
+:func:`lf_mpc_calib.simulation.scene.depth_truth`); for a focused camera, of the image
+rendered from the micro-images at the manifest's ``render_w`` (the scene distance's inverse
+virtual depth, :func:`focused_depth_truth`; ``lf-mpc-calib depth --render-w`` renders there)
+with planes from :func:`lf_mpc_calib.simulation.scene.focused_planes_scene` and no board
+(ground_truth.yaml then holds the back wall's pose). The manifest adds ``scene: planes``,
 ``depth`` (the depth file names) and ``scenes`` (each frame's surfaces), so
 :func:`lf_mpc_calib.simulation.dataset.read_dataset` reads it like any other dataset.
 """
@@ -28,7 +33,7 @@ from lf_mpc_calib.simulation.dataset import (
     FORMAT, FORMAT_VERSION, GROUND_TRUTH, ground_truth_file, MANIFEST, WHITE)
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_scene, render_white
-from lf_mpc_calib.simulation.scene import depth_truth, planes_scene
+from lf_mpc_calib.simulation.scene import depth_truth, focused_planes_scene, planes_scene
 
 
 def _write_png(path, image):
@@ -36,6 +41,17 @@ def _write_png(path, image):
         if not cv2.imwrite(str(tmp), image):
             raise InvalidInputError(f'could not write image {path}')
     write_atomically(path, write)
+
+
+def focused_depth_truth(camera, scene, w):
+    """Depth truth (rows, cols) float32 of a focused camera's ``scene`` in the pixels of the
+    image rendered at inverse virtual depth ``w`` with the camera's true model (metres along
+    the rendered pinhole's axis, NaN where no surface; the size LiveCenterRenderer gives)."""
+    from lf_mpc_calib.measurement.focused import rendered_pinhole
+    from lf_mpc_calib.simulation.focused_raw import scene_depth_truth
+    width, height = camera.sensor.size
+    size = (int(np.ceil(width * abs(w))), int(np.ceil(height * abs(w))))
+    return scene_depth_truth(rendered_pinhole(camera.ground_truth_model(), w, size), scene)
 
 
 def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, noise=None,
@@ -46,9 +62,10 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
     seed: of the scenes and the noise; noise: sigma (None: the sensor's); progress(done, total)
     after the white image (done 0) and after each frame. Returns the manifest path.
     """
-    if not isinstance(camera, Camera) or camera.camera_type != 'conventional':
-        raise InvalidInputError('a planes dataset needs a conventional simulation.optics.Camera '
-                                '(depth truth is of the central sub-aperture view)')
+    if not isinstance(camera, Camera):
+        raise InvalidInputError(f'a planes dataset needs a simulation.optics.Camera, got '
+                                f'{type(camera).__name__}')
+    focused = camera.camera_type == 'focused'
     if not isinstance(board, Checkerboard):
         raise InvalidInputError(f'board must be a simulation.optics.Checkerboard, got '
                                 f'{type(board).__name__}')
@@ -63,18 +80,25 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
         progress(0, n)
     rng = np.random.default_rng(seed)
     names, depths, scenes, rvecs, tvecs = [], [], [], [], []
+    render_w = None
     for k in range(int(n)):
-        scene = planes_scene(camera, rng, board=board)
+        if focused:
+            scene, render_w = focused_planes_scene(camera, rng)
+            truth = focused_depth_truth(camera, scene, render_w)
+        else:
+            scene = planes_scene(camera, rng, board=board)
+            truth = depth_truth(camera, scene)
         raw = render_scene(camera, scene, samples=samples, rng=rng, noise=noise)
         name, dname = f'frame_{k:03d}.png', f'depth_{k:03d}.npy'
         _write_png(root / name, quantize(raw, bits))
         with open_atomically(root / dname, 'wb') as f:
-            np.save(f, depth_truth(camera, scene))
+            np.save(f, truth)
         names.append(name)
         depths.append(dname)
         scenes.append(scene.to_dict())
-        rvecs.append(scene.board.rvec)
-        tvecs.append(scene.board.tvec)
+        pose = scene.board or scene.surfaces[-1]        # focused: the back wall's pose
+        rvecs.append(pose.rvec)
+        tvecs.append(pose.tvec)
         if progress is not None:
             progress(k + 1, n)
     save_calibration(root / GROUND_TRUTH, ground_truth_file(camera, rvecs, tvecs))
@@ -89,10 +113,12 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
         'board': board.to_dict(), 'white': WHITE, 'frames': names, 'depth': depths,
         'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(), 'scenes': scenes,
     }
+    if focused:
+        manifest['render_w'] = float(render_w)
     path = root / MANIFEST
     with open_atomically(path, 'w') as f:
         yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
     return path
 
 
-__all__ = ['write_planes_dataset']
+__all__ = ['focused_depth_truth', 'write_planes_dataset']

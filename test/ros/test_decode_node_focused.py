@@ -111,13 +111,14 @@ def test_decode_node_camera_info_and_depth_of_the_rendered_image(
     depth = MessageCollector(ros_node, Image, '/lf_decoder/depth', OUT_QOS)
     depth_info = MessageCollector(ros_node, CameraInfo, '/lf_decoder/depth/camera_info',
                                   OUT_QOS)
+    cloud = MessageCollector(ros_node, PointCloud2, '/lf_decoder/cloud', OUT_QOS)
     pub = ros_node.create_publisher(Image, 'image_raw', 10)
     with spinning(ros_context, node):
         wait_for_subscribers(ros_executor, pub)
         wait_for(ros_executor, lambda: node.depth_pub.get_subscription_count() > 0,
                  'the depth subscription')
         pub.publish(array_to_image(scene['raw'], 'mono8'))
-        for c in (center, info, tf, depth, depth_info):
+        for c in (center, info, tf, depth, depth_info, cloud):
             c.wait(ros_executor, timeout_sec=30.0)
     image, ci = center.last, info.last
     assert image.header.frame_id == ci.header.frame_id == 'lf_camera_optical_frame_rendered'
@@ -145,6 +146,15 @@ def test_decode_node_camera_info_and_depth_of_the_rendered_image(
     # the core's figures (test_focused_depth): median 1.3 %, 90 % within 5 %
     assert both.sum() > 0.75 * np.isfinite(truth).sum()
     assert np.median(rel) < 0.03 and np.mean(rel < 0.05) > 0.85
+    # ~/cloud: those depths as points in the optical frame, on the board's true plane
+    cols = cloud_columns(cloud.last)
+    assert cloud.last.header.frame_id == 'lf_camera_optical_frame'
+    pts = np.column_stack([cols['x'], cols['y'], cols['z']])
+    rv, tv = scene['pose']
+    off = np.abs((pts - tv) @ Rotation.from_rotvec(rv).as_matrix()[:, 2])
+    assert len(pts) > 0.5 * np.isfinite(d[::2, ::2]).sum()
+    assert np.median(off / np.linalg.norm(pts, axis=1)) < 0.03
+    assert np.all((cols['intensity'] >= 0) & (cols['intensity'] <= 1))
 
 
 def test_focused_corners_are_tracked_and_a_lost_board_is_named_once(
