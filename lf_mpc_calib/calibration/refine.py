@@ -81,12 +81,24 @@ class RefinementProblem:
         self.point = np.asarray(obs.point)[self.order].astype(np.int64)
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
+        self._clusters = None
         self.blocks = [(p, slice(a, min(a + BLOCK, self.bounds[p + 1])))
                        for p in range(self.n_poses)
                        for a in range(self.bounds[p], self.bounds[p + 1], BLOCK)]
         # per-micro-lens-type terms: theta[10:] (module docstring)
         self.types = (None if lens_type_terms == 'none'
                       else TypeParametrisation(obs.lens_type[self.order], lens_type_terms))
+
+    def clusters(self):
+        """
+        (first ray (G,), cluster of each ray (N,)) of the G clusters of rays whose errors may
+        be correlated: one board corner of one pose, seen in every view. Computed once.
+        """
+        if self._clusters is None:
+            key = self.pose_index * (self.point.max() + 1) + self.point
+            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+            self._clusters = first, inv.reshape(-1)
+        return self._clusters
 
     def evaluate(self, theta, poses, *, jacobian=True, out=None):
         """
@@ -363,20 +375,20 @@ class _LM:
         except np.linalg.LinAlgError:
             return None
 
-    def cluster_meat(self, neq, res, jac, cluster):
+    def cluster_meat(self, neq, res, jac, clusters):
         """
         Sum over clusters of e_c e_c^T (nf, nf): the meat of the cluster-robust covariance.
 
         res (2, N), jac (16 + K, 2, N): the (robustified) residuals and Jacobian at the
-        solution; cluster (N,) int labels of rays whose errors may be correlated (one board
-        corner of one pose seen in every view). e_c is the cluster's score J_c^T r_c with its
+        solution; clusters: (first ray of each cluster (G,), each ray's cluster (N,)) of rays
+        whose errors may be correlated (RefinementProblem.clusters). e_c is the cluster's score J_c^T r_c with its
         pose part eliminated as in the Schur complement (g_m - H_mp H_pp^-1 g_p), so that
         S^-1 (sum e_c e_c^T) S^-1 is the model block of the full sandwich covariance.
         """
         _, h_mp, h_pp, _, _ = neq
         score = np.einsum('krn,rn->kn', jac, res)[self.rows]         # (nf + 6, N)
-        labels, first, inv = np.unique(cluster, return_index=True, return_inverse=True)
-        g = np.stack([np.bincount(inv, weights=row, minlength=len(labels)) for row in score])
+        first, inv = clusters
+        g = np.stack([np.bincount(inv, weights=row, minlength=len(first)) for row in score])
         nf = len(self.free_idx)
         try:
             gain = np.einsum('pmk,pkl->pml', h_mp, np.linalg.inv(h_pp))   # (P, nf, 6)
@@ -384,7 +396,7 @@ class _LM:
             return None
         pose = self.pb.pose_index[first]
         e = g[:nf] - np.einsum('cmk,kc->mc', gain[pose], g[nf:])
-        return e @ e.T, len(labels)
+        return e @ e.T, len(first)
 
     def run(self, theta, poses, max_iterations, progress, ftol=1e-12, first=None):
         """LM from (theta, poses); first: their (residuals, Jacobian) when already evaluated."""
@@ -692,7 +704,7 @@ def _honest_covariance(lm, pb, free, neq, robust, cost):
     sigma2 = 2.0 * cost / max(n_res - n_unknown, 1)
     classic = s_inv * sigma2
     rs, js = robust
-    meat = lm.cluster_meat(neq, rs, js, pb.pose_index * (pb.point.max() + 1) + pb.point)
+    meat = lm.cluster_meat(neq, rs, js, pb.clusters())
     if meat is None:
         return classic
     meat, n_clusters = meat
