@@ -381,9 +381,10 @@ class _LM:
 
         res (2, N), jac (16 + K, 2, N): the (robustified) residuals and Jacobian at the
         solution; clusters: (first ray of each cluster (G,), each ray's cluster (N,)) of rays
-        whose errors may be correlated (RefinementProblem.clusters). e_c is the cluster's score J_c^T r_c with its
-        pose part eliminated as in the Schur complement (g_m - H_mp H_pp^-1 g_p), so that
-        S^-1 (sum e_c e_c^T) S^-1 is the model block of the full sandwich covariance.
+        whose errors may be correlated (RefinementProblem.clusters). e_c is the cluster's
+        score J_c^T r_c with its pose part eliminated as in the Schur complement
+        (g_m - H_mp H_pp^-1 g_p), so that S^-1 (sum e_c e_c^T) S^-1 is the model block of the
+        full sandwich covariance.
         """
         _, h_mp, h_pp, _, _ = neq
         score = np.einsum('krn,rn->kn', jac, res)[self.rows]         # (nf + 6, N)
@@ -670,9 +671,11 @@ def _with_summary(result, solution):
     return replace(result, **error_summary(*solution.summary))
 
 
-def _problem(obs, lens_type_terms):
-    """(grouped, lens-type terms resolved, RefinementProblem) of a validated ``obs``."""
-    grouped = validate_observations(obs)
+def _problem(obs, lens_type_terms, grouped=None):
+    """(grouped, lens-type terms resolved, RefinementProblem) of a validated ``obs``
+    (grouped: validate_observations(obs) when the caller has it)."""
+    if grouped is None:
+        grouped = validate_observations(obs)
     lens_type_terms = _lens_type_terms(obs, lens_type_terms)
     return grouped, lens_type_terms, RefinementProblem(obs, grouped, lens_type_terms)
 
@@ -730,7 +733,7 @@ def _lens_type_terms(obs, terms):
     return terms
 
 
-def _initial_solution(obs, method):
+def _initial_solution(obs, method, grouped=None):
     """
     The closed form by ``method``; 'exact' falls back to 'paper' when its B is not determined.
 
@@ -740,12 +743,12 @@ def _initial_solution(obs, method):
     use still raises the exact method's DegenerateConfigurationError.
     """
     try:
-        return closed_form(obs, method=method)
+        return closed_form(obs, method=method, grouped=grouped)
     except DegenerateConfigurationError as exc:
         if method != 'exact':
             raise
         try:
-            return closed_form(obs, method='paper')
+            return closed_form(obs, method='paper', grouped=grouped)
         except DegenerateConfigurationError:
             raise exc from None
 
@@ -945,7 +948,8 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
         raise InvalidInputError(f"distortion must be 'auto', True or False, got {distortion!r}")
     free, fixed = _free_mask(fix)
     _check_options(loss, f_scale, max_iterations, solver)
-    init = _initial_solution(obs, method)
+    grouped = validate_observations(obs, planar=True)     # once for every solve below
+    init = _initial_solution(obs, method, grouped)
     method = init.method
     if not distortion:
         zero = {n: 0.0 for n in DISTORTION_NAMES}
@@ -954,7 +958,7 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
                           translations=init.translations, pose_ids=init.pose_ids,
                           method=init.method, conditioning=init.conditioning)
         fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | set(DISTORTION_NAMES))
-    problem = _problem(obs, lens_type_terms)     # validated once, shared by every refinement
+    problem = _problem(obs, lens_type_terms, grouped)     # shared by every refinement
     solutions = {}          # id(result): (result, its _Solution), for warm starts and summary
 
     def solve(start, held_fixed, solve_loss, begin=None):
