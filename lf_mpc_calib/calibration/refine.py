@@ -865,7 +865,8 @@ def _held_start(pb, solution, name, loss, f_scale):
         MPCModel.from_vector(theta[:N_MODEL])
     except InvalidInputError:
         return None
-    res, jac = pb.evaluate(theta, poses)
+    with np.errstate(all='ignore'):             # a step out of the domain: refused below
+        res, jac = pb.evaluate(theta, poses)
     if not np.all(np.isfinite(res)):
         return None
     cost, _, _ = _robust(loss, f_scale, res, None)
