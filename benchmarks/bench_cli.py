@@ -16,17 +16,22 @@ registered), target < 0.3 s wall.
 
     python3 benchmarks/bench_cli.py [--quick] [--baseline-nfev 40] [--repeats 3]
 
-Measured 27 Nov 02:20 UTC on main (2 cores, otherwise idle, --quick, two runs: the machine's
-noise is the spread):
+The timed command runs as installed: lf_mpc_calib's modules compiled to bytecode once
+(:func:`installed_env`).
+
+Measured 27 Nov 04:10-04:25 UTC on branch w5-cli (2 cores shared with four other sessions,
+load average 8-11, --quick, four runs: the machine's noise is the spread):
 
     table       calibrate CPU   baseline CPU   ratio CPU       held
-    distorted   0.70-0.86 s     10.3 s         10.9-14.6x      -
-    k1=k2=0     1.20-1.25 s     10.3-10.6 s    8.3-8.8x        k_1, k_2
+    distorted   0.74-0.91 s     11.7-13.9 s    14.3-15.9x      -
+    k1=k2=0     0.85-0.97 s     11.8-13.9 s    13.3-16.4x      k_1, k_2
 
-The holds cost two refits from the solution with the held term at 0, after the solve with all
-four terms: the 15x target is not met on that table. (A start moved by the linearised
-regression on the held term saved one iteration, but reached another minimum or left the
-model's domain on other tables, and was taken out.)
+Each held term is refitted from the minimum of the previous solution's quadratic model with
+that term at 0 (model and poses moved together): one LM step, where a refit from the solution
+with the term merely set to 0 took three. The rest of a run: start and imports ~0.15 s,
+reading the CSV ~0.17 s, closed form ~0.05 s, ~25 ms per LM step (Jacobian and normal
+equations), ~50 ms of error summary. On this loaded machine the 15x target is met on some
+runs and missed by up to 11 % on others.
 
 --quick times each process once (default: best of --repeats).
 """
