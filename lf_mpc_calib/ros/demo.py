@@ -339,7 +339,8 @@ def run(args, out=None):
         for line in _type_lines(calib.session, cam, result):
             say(line)
         if setup:
-            _say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
+            from lf_mpc_calib.ros.demo_plan import say_mount
+            say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
                 cam.ground_truth_model(calib.session.grid), result.model))
 
         # ---- live measurement of a new pose ----
@@ -376,20 +377,6 @@ def run(args, out=None):
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
-
-
-def _say_mount(say, he, truth):
-    """Print the recovered mount against the arm's truth (in the calibrated frame)."""
-    from lf_mpc_calib.camera import transforms
-    err_deg, err_t = transforms.difference(he.mount, truth.mount)
-    sd_t = np.linalg.norm(he.mount_stddev[1]) * 1e3
-    sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
-    say(f'\nhand-eye mount ({he.setup}), recovered vs the arm\'s truth:')
-    say(f'  translation {_fmt(he.mount[1])} mm vs {_fmt(truth.mount[1])} mm')
-    say(f'  rotation vector {np.round(he.mount[0], 5)} vs {np.round(truth.mount[0], 5)}')
-    say(f'  mount error {np.linalg.norm(err_t) * 1e3:.3f} mm, {err_deg[0]:.4f} deg (sigma '
-        f'{sd_t:.3f} mm, {sd_r:.4f} deg); closed form ({he.closed_form_method}) then joint '
-        f'refinement: RMS {he.rms_reprojection_px:.4f} px')
 
 
 def _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc):

@@ -17,9 +17,6 @@ import json
 
 import numpy as np
 
-from lf_mpc_calib.calibration.closed_form import aligned_truth
-from lf_mpc_calib.camera.rotations import rotation_matrix
-from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 PP = ('principal_point_u', 'principal_point_v')
@@ -77,6 +74,10 @@ def plan_loop(caller, sim, calib, args, say, start):
     """Suggest -> move -> capture until the target; prints the outcome; returns the exit
     code (0: calibrated, whether or not the target was reached, which it says)."""
     import time
+
+    from lf_mpc_calib.calibration.closed_form import aligned_truth
+    from lf_mpc_calib.camera.rotations import rotation_matrix
+    from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
     min_poses = calib.session.min_poses
     captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
     say(f'closed loop: target sigma(k) <= {args.target_k_sigma} %, sigma(principal point) '
@@ -148,14 +149,13 @@ def _say_arm(say, sim, calib, result, suggestion):
     """On the simulated arm: the mount against the truth, and where the arm's true chain puts
     the board at the last suggestion's tool pose (calibrated frame; corners compared as sets,
     the detector may number a symmetric board otherwise)."""
-    from lf_mpc_calib.ros.demo import _say_mount
     he = calib.session.hand_eye
     if he is None:
         say('\nhand-eye mount not solved (see the calibrate answer): no tool pose suggested')
         return
     truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
                                         result.model)
-    _say_mount(say, he, truth)
+    say_mount(say, he, truth)
     tool = (suggestion.get('arm') or {}).get('tool_pose_in_base')
     if tool is None:
         say('no tool pose in the last suggestion')
@@ -169,3 +169,21 @@ def _say_arm(say, sim, calib, result, suggestion):
     say(f'last suggested tool pose ({tool["frame_id"]} -> {tool["child_frame_id"]}): the '
         f'arm\'s true chain shows the board there within {gap.max():.2f} mm of the suggestion '
         f'(mean {gap.mean():.2f} mm over its corners)')
+
+
+def say_mount(say, he, truth):
+    """Print the recovered mount against the arm's truth (in the calibrated frame)."""
+    from lf_mpc_calib.camera import transforms
+    err_deg, err_t = transforms.difference(he.mount, truth.mount)
+    sd_t = np.linalg.norm(he.mount_stddev[1]) * 1e3
+    sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
+    say(f'\nhand-eye mount ({he.setup}), recovered vs the arm\'s truth:')
+    say(f'  translation {_mm(he.mount[1])} mm vs {_mm(truth.mount[1])} mm')
+    say(f'  rotation vector {np.round(he.mount[0], 5)} vs {np.round(truth.mount[0], 5)}')
+    say(f'  mount error {np.linalg.norm(err_t) * 1e3:.3f} mm, {err_deg[0]:.4f} deg (sigma '
+        f'{sd_t:.3f} mm, {sd_r:.4f} deg); closed form ({he.closed_form_method}) then joint '
+        f'refinement: RMS {he.rms_reprojection_px:.4f} px')
+
+
+def _mm(p):
+    return f'({p[0] * 1e3:8.2f} {p[1] * 1e3:8.2f} {p[2] * 1e3:8.2f})'
