@@ -7,8 +7,9 @@ and the calibration accepted (no --accept-uncertain) on the three focused preset
 The default capture is simulation.dataset.capture_board / capture_poses: boards spread over
 simulation.dataset.capture_depth_range (1.5 x or more in depth, on the side of the plane
 conjugate to the micro-lenses where they focus), tilted 30 degrees about both axes in turn, a
-16 x 11 board filling 0.9 of the view at the nearest pose, 16 rays per pixel; the multi-focus
-data set's manifest names its 3 lens types, which calibrate-raw tells apart from the frames.
+16 x 11 board filling 0.9 of the view at the nearest pose, 10 poses at 64 rays per pixel
+(FOCUSED_CAPTURE_POSES, FOCUSED_SAMPLES); the multi-focus data set's manifest names its 3 lens
+types, which calibrate-raw tells apart from the frames.
 The truth is the optics' model in the calibration file's gauge (per-type ray fractions and
 type-term centres for the multi-focus camera). A row takes 1-3 min on one core.
 
