@@ -24,10 +24,12 @@ calibrate-raw, each alone on one core; wall times were 5-8 x those):
 
     camera             seed max|dk|/k %  pp px RMS px poses  CPU s  accepted
     focused-keplerian     0        0.06   0.11  0.085    10  172+71  yes
+    focused-keplerian     1        0.04   0.06  0.091    10  139+77  yes
     focused-galilean      0        0.15   0.22  0.096    10  167+89  yes
     focused-galilean      1        0.03   1.05  0.092    10  131+89  yes
     focused-galilean      2        0.12   0.62  0.086    10  133+87  yes
     focused-multifocus    0        0.05   0.24  0.096    10 180+140  yes
+    focused-multifocus    1        0.05   0.18  0.099    10 144+133  yes
 
 Before (6 poses at 16 rays, 26 s CPU to simulate): Keplerian seeds 0/1/2 accepted, k 0.43 /
 0.16 / 0.46 %, pp 0.83 / 0.61 / 0.30 px; Galilean seed 0 refused (sigma of the principal point
@@ -40,7 +42,7 @@ principal point misses 0.5 px on seeds 1 and 2 (v 1.04 px on seed 1: 3.5 residua
 leave-one-pose-out sigmas; u 0.62 px on seed 2): a detection bias shared by the corners of a
 pose that 10 poses do not average out. Not yet tried: a board with more corners (the 20 x 14
 board of bench_focused_raw gave 0.16-0.25 px at 1024 rays) or more rays. Keplerian and
-multi-focus seeds 1-2 not measured here.
+multi-focus seed 2 not measured here.
 """
 
 import argparse
