@@ -15,7 +15,8 @@ side of the plane conjugate to the micro-lenses where they focus; tilted 30 degr
 axes in turn: :func:`~lf_mpc_calib.simulation.dataset.capture_poses`), or with --random-poses
 are drawn at random (tilts up to --max-tilt degrees, board in view). The board is sized as
 the guidance asks (:func:`~lf_mpc_calib.simulation.dataset.capture_board`: for a focused
-camera up to 20 x 14 corners filling 0.95 of the view at the nearest pose), so that
+camera up to 16 x 11 corners filling 0.9 of the view at the nearest pose; focused presets
+render 10 poses at 64 rays per pixel: ``FOCUSED_CAPTURE_POSES``, ``FOCUSED_SAMPLES``), so that
 ``simulate`` and ``calibrate-raw`` with their defaults give a calibration the project trusts.
 ``--scene planes`` renders instead textured planes at 0.55-1.9 x the focus distance, one
 slanted, with the board among them, and writes beside each frame_NNN.png its ground-truth depth
@@ -47,8 +48,9 @@ def register(subparsers):
                     'dataset folder (manifest, white image, raw frames, ground truth).')
     p.add_argument('--preset', choices=PRESETS, default='lytro',
                    help='camera preset (default: %(default)s)')
-    p.add_argument('--poses', type=int, default=6,
-                   help='number of board poses (default: %(default)s)')
+    p.add_argument('--poses', type=int, default=None,
+                   help='number of board poses (default: 6, focused presets 10: their '
+                        'principal point averages over poses; --scene planes: frames, 6)')
     p.add_argument('--seed', type=int, default=0,
                    help='seed of the poses and the noise (default: %(default)s)')
     p.add_argument('-o', '--output', required=True, metavar='DIR', help='dataset folder')
@@ -69,8 +71,9 @@ def register(subparsers):
     p.add_argument('--max-tilt', type=float, default=30.0, metavar='DEG',
                    help='largest random tilt of the board (default: %(default)s)')
     p.add_argument('--samples', type=int, default=None,
-                   help='rays per pixel (anti-aliasing; default: 4, focused presets 16: the '
-                        'detector reads defocused micro-images near their rims)')
+                   help='rays per pixel (anti-aliasing; default: 4, focused presets 64 (16 '
+                        'with --scene planes): the detector reads defocused micro-images up '
+                        'to their rims)')
     p.add_argument('--bayer', choices=BAYER_PATTERNS, default=None,
                    help='write a Bayer mosaic (default: monochrome)')
     p.add_argument('--bit-depth', type=int, choices=(8, 16), default=None,
@@ -138,7 +141,8 @@ def run(args):
         raise InvalidInputError(f'--max-tilt must be degrees in [0, 90), got {args.max_tilt}')
     check_counts(args)
     from lf_mpc_calib.simulation.dataset import (
-        capture_poses, load_poses, random_poses, write_dataset)
+        FOCUSED_CAPTURE_POSES, FOCUSED_SAMPLES, capture_poses, load_poses, random_poses,
+        write_dataset)
     from lf_mpc_calib.simulation.optics import preset
     overrides = {}
     if args.noise is not None:
@@ -150,9 +154,13 @@ def run(args):
     if args.upright:
         overrides['sensor__upright'] = True
     camera = preset(args.preset, scale=args.scale, **overrides)
+    focused = camera.camera_type == 'focused'
+    board_capture = focused and args.scene != 'planes'   # planes: 6 frames, 16 rays
     if args.samples is None:
-        args.samples = 16 if camera.camera_type == 'focused' else 4
+        args.samples = FOCUSED_SAMPLES if board_capture else 16 if focused else 4
     board = _board(args, camera)
+    if args.poses is None:
+        args.poses = FOCUSED_CAPTURE_POSES if board_capture else 6
     if args.scene == 'planes':
         if args.arm:
             raise InvalidInputError('--arm simulates a board on or before a robot arm; it does '
