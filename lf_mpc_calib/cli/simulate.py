@@ -117,7 +117,7 @@ MAX_SAMPLES = 256
 def check_counts(args):
     """Refuse (InvalidInputError) --poses, --samples, --noise, --square outside their bounds."""
     import math
-    if not 1 <= args.poses <= MAX_POSES:
+    if args.poses is not None and not 1 <= args.poses <= MAX_POSES:
         raise InvalidInputError(f'--poses must be a whole number from 1 to {MAX_POSES}, got '
                                 f'{args.poses}')
     if args.samples is not None and not 1 <= args.samples <= MAX_SAMPLES:
