@@ -68,9 +68,34 @@ class InputMonitor:
             return self._clock() - self._times[-1] if self._times else None
 
     def check(self):
-        """Report a stall (logged once per stall; nothing while frames arrive); returns the
-        problem or None. The stall's text does not grow with its age: the age is in
-        :meth:`as_dict`."""
+        """Report a stall (logged once per stall; nothing while frames arrive) and another node
+        of this node's name and namespace (:meth:`check_name`); returns a problem or None.
+        The stall's text does not grow with its age: the age is in :meth:`as_dict`."""
+        clash, stall = self.check_name(), self._check_stall()
+        return stall or clash
+
+    def check_name(self):
+        """Another node with this node's name in its namespace (a second session in the same
+        namespace: their services and topics mix): logged once on channel 'namespace' and
+        returned, cleared when it is gone."""
+        node = self._node
+        try:
+            me = (node.get_name(), node.get_namespace())
+            same = sum(1 for entry in node.get_node_names_and_namespaces()
+                       if tuple(entry[:2]) == me)
+        except Exception:           # a context shutting down (or no graph): nothing to report
+            return None
+        if same <= 1:
+            self._causes.clear('namespace')
+            return None
+        full = node.get_fully_qualified_name()
+        problem = (f'{same} nodes are named {full} in this ROS domain: another session runs '
+                   'in the same namespace and their services and topics mix; start one with '
+                   'another namespace (launch argument namespace:=...) or ROS_DOMAIN_ID')
+        self._causes.error('namespace', problem)
+        return problem
+
+    def _check_stall(self):
         now = self._clock()
         rate, age = self.rate_hz(), self.age_s()
         if age is None:

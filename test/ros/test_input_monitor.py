@@ -171,3 +171,27 @@ def test_the_decode_node_puts_a_stall_on_its_stats_over_dds(
                   reliable, frames=4) as (stats, _):
         last = yaml.safe_load(stats.last.data)
     assert 'stopped' in last['problems']['input'] and last['input']['frames'] == 4
+
+
+def test_two_sessions_in_one_namespace_are_named_and_the_nodes_stay_up(
+        ros_context, ros_node, ros_executor):
+    """A second decode node of the same name and namespace: both name the clash once under
+    problems ('namespace'), and it clears when the other one is gone."""
+    pytest.importorskip('rclpy')
+    from lf_mpc_calib.ros.decode_node import DecodeNode
+    from ros.background import spinning
+    from ros.rclpy_helpers import wait_for
+
+    first = DecodeNode(context=ros_context, namespace='/cam')
+    second = DecodeNode(context=ros_context, namespace='/cam')
+    with spinning(ros_context, first):
+        with spinning(ros_context, second):
+            wait_for(ros_executor, lambda: 'namespace' in first.causes.active
+                     and 'namespace' in second.causes.active, 'the clash named',
+                     timeout_sec=20.0)
+            assert '2 nodes are named /cam/lf_decoder' in first.causes.active['namespace']
+        second.destroy_node()
+        wait_for(ros_executor, lambda: 'namespace' not in first.causes.active,
+                 'the clash cleared', timeout_sec=20.0)
+    assert [c for ch, c in first.causes.history if ch == 'namespace'][-1] == ''
+    assert len([c for ch, c in first.causes.history if ch == 'namespace' and c]) == 1
