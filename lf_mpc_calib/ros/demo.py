@@ -253,7 +253,7 @@ def run(args, out=None):
                       Parameter('seed', value=args.seed)]
         live = getattr(args, 'live', None)
         if live is not None:
-            if setup_of(args) or getattr(args, 'plan', False):
+            if getattr(args, 'hand_eye', None) or getattr(args, 'plan', False):
                 say('lf-mpc-calib demo: error: --live does not go with --hand-eye or --plan')
                 return 2
             sim_params.append(Parameter('rate', value=LIVE_RATE))
@@ -452,11 +452,6 @@ LIVE_RATE = 15.0
 
 LIVE_FRAMES = 24
 """Frames of the live loop of the board drifting around its pose."""
-
-
-def setup_of(args):
-    """The --hand-eye setup or None."""
-    return getattr(args, 'hand_eye', None)
 
 
 def _live(say, caller, sim, decoder, clouds, model, seconds, acc):

@@ -349,8 +349,10 @@ class SimCameraNode(Node):
         from lf_mpc_calib.ros.messages import transform_stamped
         index = int(index) % len(self.rvecs)
         motion = self._motion_loop(index) if self._motion_frames else None
-        msg = self._array_to_image(self.frame(index), self.params['encoding'])
-        msg.header.frame_id = self.frame_id
+        msg = None                  # live mode: the loop's frames go out, not the still one
+        if motion is None:
+            msg = self._array_to_image(self.frame(index), self.params['encoding'])
+            msg.header.frame_id = self.frame_id
         with self._lock:
             self._index, self._msg, self._motion, self._phase = index, msg, motion, 0
         if motion is not None:      # the true board goes out with every frame on /tf
