@@ -201,16 +201,24 @@ class FocusedMeasurer:
     :meth:`set_white`); track_corners: follow the corners from frame to frame in the
     micro-images (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`;
     a full detection on the first frame and whenever tracking loses the board, the reason in
-    ``corner_search``). :meth:`measure` returns a
+    ``corner_search``); ray_step, ray_lens_step: the decimation of the rays
+    (:class:`lf_mpc_calib.measurement.focused_rays.FocusedRays`: every ray_step-th pixel of
+    the micro-images whose lattice indices are multiples of ray_lens_step; built on the first
+    frame that asks for rays). :meth:`measure` returns a
     :class:`lf_mpc_calib.measurement.live.Measurement` whose ``center`` is the image rendered
     from the micro-images at the frame's inverse virtual depth, ``pinhole`` its
     :func:`rendered_pinhole` (None when the model has none) and ``lightfield`` None.
     """
 
     def __init__(self, model, grid, *, lens_types=None, board=None, white=None,
-                 track_corners=True):
+                 track_corners=True, ray_step=8, ray_lens_step=4):
         from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+        if int(ray_step) < 1 or int(ray_lens_step) < 1:
+            raise InvalidInputError(f'ray_step and ray_lens_step must be >= 1, got '
+                                    f'{ray_step}, {ray_lens_step}')
         self.model, self.grid, self.board = model, grid, board
+        self.ray_step, self.ray_lens_step = int(ray_step), int(ray_lens_step)
+        self.rays = None        # FocusedRays, once per white
         self.track_corners = bool(track_corners)
         self.lens_types = lens_types
         self.terms = None if lens_types is None else LensTypeTerms.from_dict(lens_types)
@@ -249,6 +257,7 @@ class FocusedMeasurer:
             from lf_mpc_calib.features.micro_image_tracking import MicroImageCornerTracker
             self.tracker = MicroImageCornerTracker(self.detector, self.board)
         self.white = w
+        self.rays = None
 
     def measure(self, raw, *, points=True, rays=False, all_views=False, depth=False):
         """
@@ -256,10 +265,11 @@ class FocusedMeasurer:
         raw frame's units (uint8/uint16 full scale, floats as they are); points=False: the
         rendered image only; depth=True: also its depth from the micro-images' disparities
         (:class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`, searched near the
-        rendered image's w; NaN where unknown or without a pinhole); rays, all_views: accepted
-        for LiveMeasurer's signature (no RaySet or views here).
+        rendered image's w; NaN where unknown or without a pinhole); rays: also the RaySet of
+        the decimated raw pixels (``rays``, intensity devignetted in [0, 1]); all_views:
+        accepted for LiveMeasurer's signature (no views here).
         """
-        del rays, all_views
+        del all_views
         import time
         from lf_mpc_calib.errors import DetectionError
         from lf_mpc_calib.io.images import as_float_image
@@ -271,19 +281,29 @@ class FocusedMeasurer:
         img = img.mean(axis=2) if img.ndim == 3 else img
         kind = np.asarray(raw).dtype
         top = float(np.iinfo(kind).max) if kind in (np.uint8, np.uint16) else 1.0
-        t0 = time.perf_counter()
         det = self.detector
+        timings, ray_set = {}, None
+        if rays:    # the raw pixels' own rays: no rendering needed
+            t0 = time.perf_counter()
+            if self.rays is None:
+                from lf_mpc_calib.measurement.focused_rays import FocusedRays
+                self.rays = FocusedRays(det, self.model, ray_step=self.ray_step,
+                                        lens_step=self.ray_lens_step, types=self.types,
+                                        terms=self.terms)
+            ray_set = self.rays.ray_set(img, 1.0)
+            timings['rays'] = time.perf_counter() - t0
+        t0 = time.perf_counter()
         try:
             norm = self.live.normalise(img)
             center, w = self.live.render_normalised(norm)
             center *= np.float32(top)
         except DetectionError as exc:
-            return Measurement(None, None, *none, reason=str(exc))
+            return Measurement(None, None, *none, reason=str(exc), rays=ray_set, timings=timings)
         try:
             pinhole = rendered_pinhole(self.model, w, center.shape[::-1])
         except InvalidInputError:
             pinhole = None
-        timings = {'render': time.perf_counter() - t0}
+        timings['render'] = time.perf_counter() - t0
         depth_map = None
         if depth:
             from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
@@ -295,7 +315,7 @@ class FocusedMeasurer:
             timings['depth'] = time.perf_counter() - t0
         if self.board is None or not points:
             return Measurement(None, center, *none, reason='no board to measure',
-                               timings=timings, pinhole=pinhole, depth=depth_map)
+                               rays=ray_set, timings=timings, pinhole=pinhole, depth=depth_map)
         t0 = time.perf_counter()
         obs, why = (None, 'tracking off') if self.tracker is None else self.tracker.track(norm)
         search = 'tracked'
@@ -304,8 +324,9 @@ class FocusedMeasurer:
             try:
                 found = det.detect(img, self.board)
             except DetectionError as exc:
-                return Measurement(None, center, *none, reason=str(exc), timings=timings,
-                                   corner_search=search, pinhole=pinhole, depth=depth_map)
+                return Measurement(None, center, *none, reason=str(exc), rays=ray_set,
+                                   timings=timings, corner_search=search, pinhole=pinhole,
+                                   depth=depth_map)
             obs = found.observations
             if self.tracker is not None:
                 self.tracker.start(found)
@@ -323,5 +344,5 @@ class FocusedMeasurer:
         resid = np.sqrt(np.bincount(pos[ok], weights=d * d, minlength=len(ids))
                         / np.maximum(n, 1))
         timings['triangulate'] = time.perf_counter() - t0
-        return Measurement(None, center, ids, pts, n, resid, timings=timings,
+        return Measurement(None, center, ids, pts, n, resid, rays=ray_set, timings=timings,
                            corner_search=search, pinhole=pinhole, depth=depth_map)

@@ -33,8 +33,12 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   no clear match in that window; edges spread by up to two micro-image tiles; about 70 ms CPU
   per 2048 x 1536 frame), with ``~/depth/camera_info`` = the rendered image's, and ``~/cloud``
   (while subscribed: those depths as points in the optical frame, every ``cloud_step``-th
-  pixel, confidence 1: pixels without a confident depth are left out); no views, rays or
-  refocus outputs. The rendered image takes about
+  pixel, confidence 1: pixels without a confident depth are left out); ``~/rays`` (while
+  subscribed) of the raw pixels under the micro-images
+  (:class:`lf_mpc_calib.measurement.focused_rays.FocusedRays`: every ``ray_step``-th pixel
+  each way from a micro-image's centre, in the micro-images whose lattice indices k, l are
+  multiples of ``ray_view_step``; intensity devignetted by the white); no views or refocus
+  outputs. The rendered image takes about
   9 ms CPU per 2048 x 1536 frame (cached index maps, w walked from the last frame's) and the
   corners about 35 ms more, tracked from frame to frame in the micro-images
   (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`; a full
@@ -136,8 +140,8 @@ class DecodeNode(Node):
             ('measure_points', True, 'find and triangulate board corners in every frame',
              None),
             ('ray_step', 8, 'pixel decimation of ~/rays', D.between(1, 4096)),
-            ('ray_view_step', 4, '~/rays come from views whose i, j are multiples of this',
-             D.between(1, 64)),
+            ('ray_view_step', 4, '~/rays come from views whose i, j are multiples of this '
+             '(focused: micro-images whose lattice indices k, l are)', D.between(1, 64)),
             ('optical_frame', '', 'frame id of the outputs; empty: the calibration file\'s',
              None),
         ] + DEPTH_PARAMETERS + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
@@ -235,7 +239,9 @@ class DecodeNode(Node):
         board = self.board if self.params['measure_points'] else None
         if cal.camera_type == 'focused':   # rendered image and corners from micro-images
             from lf_mpc_calib.measurement.focused import FocusedMeasurer
-            measurer = FocusedMeasurer.from_calibration(cal, board=board)
+            measurer = FocusedMeasurer.from_calibration(
+                cal, board=board, ray_step=self.params['ray_step'],
+                ray_lens_step=self.params['ray_view_step'])
         else:
             measurer = LiveMeasurer.from_calibration(
                 cal, board=board, views=tuple(int(v) for v in self.params['views']),
@@ -322,7 +328,9 @@ class DecodeNode(Node):
         from lf_mpc_calib.measurement.live import LiveMeasurer
         if isinstance(measurer, FocusedMeasurer):
             fresh = FocusedMeasurer(measurer.model, measurer.grid,
-                                    lens_types=measurer.lens_types, board=measurer.board)
+                                    lens_types=measurer.lens_types, board=measurer.board,
+                                    ray_step=measurer.ray_step,
+                                    ray_lens_step=measurer.ray_lens_step)
         else:
             fresh = LiveMeasurer(measurer.model, measurer.grid, board=measurer.board,
                                  views=measurer.views, ray_step=measurer.ray_step,

@@ -193,3 +193,58 @@ def test_focused_corners_are_tracked_and_a_lost_board_is_named_once(
     assert corners[5] == 'tracked' and 'tracking' not in seen[5]['problems']
     logged = [c for ch, c in node.causes.history if ch == 'tracking']
     assert len(logged) == 2 and logged[1] == ''          # once, then cleared once
+
+
+def test_decode_node_rays_of_a_focused_camera_pass_the_corners(
+        ros_context, ros_executor, ros_node, scene):
+    """~/rays with a focused calibration (only while subscribed): the ray of the raw pixel
+    where the optics image a board corner in a micro-image passes that corner, within the
+    pixel's offset from the corner's image; ray_view_step decimates the micro-images."""
+    import yaml
+    from std_msgs.msg import String
+
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    b, (rv, tv) = scene['board'], scene['pose']
+    node = DecodeNode(context=ros_context, parameter_overrides=[
+        Parameter('measure_points', value=False), Parameter('ray_step', value=1),
+        Parameter('ray_view_step', value=2),
+        Parameter('calibration_file', value=str(scene['folder'] / 'truth.yaml')),
+        Parameter('white_image_file', value=str(scene['folder'] / 'white.png'))])
+    rays = MessageCollector(ros_node, PointCloud2, '/lf_decoder/rays', OUT_QOS)
+    stats = MessageCollector(ros_node, String, '/lf_decoder/stats', OUT_QOS)
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        wait_for(ros_executor, lambda: node.rays_pub.get_subscription_count() > 0,
+                 'the rays subscription')
+        pub.publish(array_to_image(scene['raw'], 'mono8'))
+        rays.wait(ros_executor, timeout_sec=30.0)
+        stats.wait(ros_executor, timeout_sec=30.0)
+    assert rays.last.header.frame_id == 'lf_camera_optical_frame'
+    assert 'rays' in yaml.safe_load(stats.last.data)['stages_ms']
+    cols = cloud_columns(rays.last)
+    o = np.column_stack([cols['x'], cols['y'], cols['z']]).astype(float)
+    d = np.column_stack([cols['normal_x'], cols['normal_y'], cols['normal_z']]).astype(float)
+    geometry = node.measurer.rays            # the same pixels, in the order of the cloud
+    assert len(o) == len(geometry.pixels) > 1000
+    lattice = node.measurer.detector.lattice
+    lens = lattice.nearest(geometry.ijuv[:, :2])
+    assert np.all(lens % lattice.cols % 2 == 0) and np.all(lens // lattice.cols % 2 == 0)
+    exact = focused_observations(scene['camera'], b, rv[None], tv[None], radius_fraction=0.8)
+    q = exact.ijuv[:, :2] + exact.ijuv[:, 2:]
+    pix = np.rint(q).astype(np.int64)
+    index = {(int(x), int(y)): n for n, (x, y) in enumerate(geometry.pixels)}
+    found = [(n, index[tuple(p)]) for n, p in enumerate(pix.tolist()) if tuple(p) in index]
+    assert len(found) > 0.15 * len(q)          # a quarter of the micro-images
+    rows, pos = (np.array(v) for v in zip(*found))
+    x = scene['corners'][exact.point[rows]]
+    rel = x - o[pos]
+    dist = np.linalg.norm(rel - np.einsum('ij,ij->i', rel, d[pos])[:, None] * d[pos], axis=1)
+    # a pixel's footprint at the corner: the ray of the next pixel over
+    model = node.measurer.model
+    ijuv = exact.ijuv[rows]
+    a, c = model.rays(ijuv), model.rays(ijuv + [0.0, 0.0, 1.0, 0.0])
+    foot = np.linalg.norm((a[:, :2] - c[:, :2]) + (a[:, 2:] - c[:, 2:]) * x[:, 2:], axis=1)
+    offset = np.linalg.norm(pix[rows] - q[rows], axis=1)
+    assert np.all(dist <= 1.05 * offset * foot + 1e-4 * x[:, 2]), np.max(dist / foot)
+    assert np.all((cols['intensity'] >= 0) & (cols['intensity'] <= 1))
