@@ -17,6 +17,8 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
   timed there); frames of textured planes at 0.30-0.50 m (MPC frame), whose true depth in the
   rendered image's pixels (simulation.focused_raw.scene_depth_truth) gives the median relative
   error and the coverage (the part of the planes' pixels with a depth) of both;
+- ~/rays: not offered before; now FocusedRays' gather of the decimated pixels' intensities
+  per frame (its geometry once per calibration and white, timed apart);
 --r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
 sensor of that size, so more micro-images, the same per micro-image).
 
@@ -146,6 +148,21 @@ def depth_stage(cam, det, raws, scenes):
     return c_old, w_old, score(old), c_new, w_new, score(new), frames[0][1]
 
 
+def rays_stage(cam, det, raws32):
+    """~/rays (not offered before): (geometry once, per frame) s CPU and the ray count, at the
+    node's default decimation (ray_step 8, ray_view_step 4) and at every pixel (1, 1)."""
+    from lf_mpc_calib.measurement.focused_rays import FocusedRays
+    out = []
+    for step, lens in ((8, 4), (1, 1)):
+        c0 = time.process_time()
+        rays = FocusedRays(det, cam.ground_truth_model(det.grid), ray_step=step,
+                           lens_step=lens)
+        build = time.process_time() - c0
+        per_frame = timed(lambda r: rays.ray_set(r, 1.0), raws32)[0]
+        out.append((step, lens, build, per_frame, len(rays)))
+    return out
+
+
 def run(size, n, samples):
     cam = preset('focused-keplerian') if size is None else \
         preset('focused-keplerian', sensor__width=size[0], sensor__height=size[1])
@@ -189,6 +206,10 @@ def run(size, n, samples):
     print(f'   3-D corner error, median: full detection {1e3 * e_old:.2f} mm, tracked '
           f'{1e3 * e_new:.2f} mm ({100 * e_old / depth:.2f} / {100 * e_new / depth:.2f} % of '
           f'the distance); first frame: {first}')
+    rays = rays_stage(cam, det, raws32)
+    print(f'{wd}x{h}  ~/rays    not offered before; now ' + '; '.join(
+        f'{1e3 * per:.2f} ms CPU a frame for {count} rays (ray_step {st}, ray_view_step {ln}; '
+        f'geometry {1e3 * b:.0f} ms once)' for st, ln, b, per, count in rays))
     d_raws, scenes = planes(cam, max(2, n // 4), samples)
     d_old, dw_old, (r_old, cov_old), d_new, dw_new, (r_new, cov_new), w0 = depth_stage(
         cam, det, d_raws, scenes)
