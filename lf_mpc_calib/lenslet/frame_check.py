@@ -35,10 +35,11 @@ def _correlation(a, b):
     return float(np.dot(a, b)) / den if den > 0 else 0.0
 
 
-def frame_warnings(raw, white):
+def frame_warnings(raw, white, *, sample_pixels=SAMPLE_PIXELS):
     """
     Messages (list of str, empty when none) saying why ``raw`` (H, W[, C]) looks like the
-    white image (H, W[, C]) itself, or like a frame transposed against it.
+    white image (H, W[, C]) itself, or like a frame transposed against it; about
+    ``sample_pixels`` pixels compared (the same regular subsample of both).
     """
     raw, white = np.asarray(raw), np.asarray(white)
     if raw.ndim not in (2, 3) or white.ndim not in (2, 3):
@@ -49,7 +50,7 @@ def frame_warnings(raw, white):
                     f'{white.shape[1]}x{white.shape[0]}: width and height swapped (is the frame '
                     'transposed or turned by 90 degrees?)']
         return []
-    step = max(1, int(np.sqrt(raw.shape[0] * raw.shape[1] / SAMPLE_PIXELS)))
+    step = max(1, int(np.sqrt(raw.shape[0] * raw.shape[1] / max(1, int(sample_pixels)))))
     raw_s, white_s = _grey(raw, step), _grey(white, step)
     r, w = raw_s.ravel(), white_s.ravel()
     with np.errstate(all='ignore'):

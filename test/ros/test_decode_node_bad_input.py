@@ -125,3 +125,36 @@ def test_a_depth_range_the_camera_cannot_serve_is_logged_once(
     assert not depth.messages and node.frames_processed == 3   # the other outputs go on
     depth_log = [c for ch, c in node.causes.history if ch == 'depth']
     assert len(depth_log) == 1 and words in depth_log[0]
+
+
+def test_a_white_or_transposed_frame_is_named_once_and_cleared_by_a_good_one(
+        ros_context, ros_executor, ros_node, scene):
+    """The white image as frames: named once under problems ('frame check'), processed
+    anyway, cleared by the next good frame; a transposed frame is caught at the next scheduled
+    check (every 10th frame) and cleared the same way."""
+    import cv2
+
+    from lf_mpc_calib.ros.decode_node import FRAME_CHECK_EVERY
+    raw = scene['raw']
+    assert raw.shape[0] == raw.shape[1]          # square: a transposed frame keeps its size
+    white = cv2.imread(str(scene['folder'] / 'white.png'), cv2.IMREAD_GRAYSCALE)
+    node = _node(ros_context, scene)
+    stats = MessageCollector(ros_node, String, '/lf_decoder/stats', OUT_QOS)
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    frames = [white, white, raw] + [raw] * (FRAME_CHECK_EVERY - 3) + [raw.T.copy(), raw]
+    problems = []
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        for frame in frames:
+            _send(ros_executor, pub, node, [array_to_image(frame, 'mono8')],
+                  lambda: node.frames_processed)
+            problems.append(dict(node.last_stats['problems']))
+        wait_for(ros_executor, lambda: any('frame check' in yaml.safe_load(m.data)['problems']
+                                           for m in stats.messages), 'the problem on ~/stats')
+    named = [p.get('frame check', '') for p in problems]
+    assert 'the frame is (nearly) the white image' in named[0] and named[1] == named[0]
+    assert all(n == '' for n in named[2:FRAME_CHECK_EVERY])
+    assert 'transposed' in named[FRAME_CHECK_EVERY] and named[-1] == ''
+    assert node.frames_processed == len(frames)          # processed anyway
+    logged = [c for ch, c in node.causes.history if ch == 'frame check']
+    assert len(logged) == 4 and logged[1] == logged[3] == ''
