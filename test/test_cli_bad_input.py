@@ -929,3 +929,44 @@ def test_an_absurd_calibration_is_refused_naming_the_value_and_the_bound(change,
     with pytest.raises(CalibrationFileError, match=re.escape(f'{key} = {value:g}')) as info:
         loads(dumps(cal))
     assert bound in str(info.value)
+
+
+def _bare_file(name, change):
+    """A preset's true calibration with ``change`` to its model and neither image_size, views
+    nor a lenslet grid: only the intrinsics to judge."""
+    from lf_mpc_calib.io.calibration_file import CalibrationFile
+    from lf_mpc_calib.simulation.optics import preset
+    camera = preset(name, scale=0.12)
+    return CalibrationFile(
+        camera_type='focused' if name.startswith('focused') else 'conventional',
+        model=camera.ground_truth_model(camera.lenslet_grid()).replace(**change), stddev={},
+        errors={'rms_reprojection_px': 0.1, 'rms_ray_reprojection_mm': 0.1},
+        rotation_vectors=np.zeros((0, 3)), translations=np.zeros((0, 3)))
+
+
+@pytest.mark.parametrize('name', ['lytro', 'focused-keplerian', 'focused-multifocus'])
+def test_a_true_calibration_without_size_or_grid_loads(name):
+    from lf_mpc_calib.io.calibration_file import dumps, loads
+    cal = _bare_file(name, {})
+    assert cal.image_size is None and cal.lenslet_grid is None and cal.views is None
+    assert loads(dumps(cal)).model.to_vector() == pytest.approx(cal.model.to_vector())
+
+
+@pytest.mark.parametrize('name', ['lytro', 'focused-keplerian'])
+@pytest.mark.parametrize('change,bound', [({'k_i': 1e-300}, 'expected 1e-11 to 10 m per step'),
+                                          ({'k_j': 1e300}, 'expected 1e-11 to 10 m per step'),
+                                          ({'k_u': -1e300}, 'under 170 degrees'),
+                                          ({'k_v': 1e-300}, 'expected at least'),
+                                          ({'u_0': 1e6}, 'under 170 degrees'),
+                                          ({'k_i': 3e-9}, 'differ'),
+                                          ({'k_u': 2e-6}, 'differ')])
+def test_an_absurd_calibration_without_size_or_grid_is_refused(name, change, bound):
+    """No image_size, views or lattice: the intrinsics alone still refuse the absurd, naming
+    the value and the bound (issue 26 part 4)."""
+    import re
+    from lf_mpc_calib.errors import CalibrationFileError
+    from lf_mpc_calib.io.calibration_file import dumps, loads
+    (key, value), = change.items()
+    with pytest.raises(CalibrationFileError, match=re.escape(f'{key} = {value:g}')) as info:
+        loads(dumps(_bare_file(name, change)))
+    assert bound in str(info.value) and 'implausible calibration' in str(info.value)

@@ -12,6 +12,13 @@ centres span no baseline or an absurd one:
   MIN_VIEW_SPAN_DEG;
 - the projection centres (s, t) spanning MIN_BASELINE_M to MAX_BASELINE_M over the views the
   micro-image size allows (conventional) or the micro-images of the sensor (focused).
+
+Whatever the file gives (a file with neither ``image_size`` nor a lenslet grid included), the
+six intrinsics alone are bounded too: the rays of the pixels every image has (u, v = 0, 1 of
+view (0, 0); focused: -1, 0, 1 around a micro-image's centre) within the field of view above;
+one step of i, j between MIN_BASELINE_M / MAX_INDEX_SPAN and MAX_BASELINE_M metres and one
+pixel of u, v at least MIN_VIEW_SPAN_DEG / MAX_INDEX_SPAN (no image spans more than
+MAX_INDEX_SPAN steps); |k_i / k_j| and |k_u / k_v| within 1 / MAX_ASPECT .. MAX_ASPECT.
 """
 
 import math
@@ -26,6 +33,10 @@ MIN_VIEW_SPAN_DEG = 0.01
 """The pixels of one view (micro-image) see at least this angle."""
 MIN_BASELINE_M, MAX_BASELINE_M = 1e-6, 10.0
 """The projection centres span at least a micrometre and at most ten metres."""
+MAX_INDEX_SPAN = 100_000
+"""No image spans more views, micro-image centres or pixels than this along i, j, u or v."""
+MAX_ASPECT = 10.0
+"""Steps of i against j, and pixels of u against v, differ at most this much in size."""
 SAMPLES = 5
 """Sample values per index (i, j, u, v) between its extremes."""
 
@@ -66,7 +77,35 @@ def check_plausible(model, camera_type, *, image_size=None, views=None, grid=Non
     ranges = _ranges(camera_type, image_size, views, grid)
     _check_baseline(model, camera_type, ranges)
     _check_view_span(model, camera_type, ranges)
+    if ranges[2] is None and ranges[3] is None:   # the pixels every image has
+        least = (0.0, 1.0) if camera_type == 'conventional' else (-1.0, 1.0)
+        ranges = ranges[:2] + [least, least]
     _check_field_of_view(model, ranges)
+    _check_intrinsics(model)
+
+
+def _check_intrinsics(model):
+    """The bounds of the intrinsics alone (module docstring)."""
+    lo_step = MIN_BASELINE_M / MAX_INDEX_SPAN
+    lo_pixel = math.tan(math.radians(MIN_VIEW_SPAN_DEG)) / MAX_INDEX_SPAN
+    for name, k in (('k_i', model.k_i), ('k_j', model.k_j)):
+        if not lo_step <= abs(k) <= MAX_BASELINE_M:
+            raise InvalidInputError(
+                f'{name} = {k:.6g} m per step; expected {lo_step:g} to {MAX_BASELINE_M:g} m '
+                f'per step (a baseline from {MIN_BASELINE_M:g} to {MAX_BASELINE_M:g} m over '
+                f'at most {MAX_INDEX_SPAN} steps)')
+    for name, k in (('k_u', model.k_u), ('k_v', model.k_v)):
+        if not abs(k) >= lo_pixel:
+            raise InvalidInputError(
+                f'{name} = {k:.6g} per px; expected at least {lo_pixel:.3g} per px (at least '
+                f'{MIN_VIEW_SPAN_DEG:g} degrees over at most {MAX_INDEX_SPAN} px)')
+    for (a, ka), (b, kb) in ((('k_i', model.k_i), ('k_j', model.k_j)),
+                             (('k_u', model.k_u), ('k_v', model.k_v))):
+        ratio = abs(ka / kb)
+        if not 1.0 / MAX_ASPECT <= ratio <= MAX_ASPECT:
+            raise InvalidInputError(
+                f'{a} = {ka:.6g} and {b} = {kb:.6g} differ {ratio:.3g}-fold in size; expected '
+                f'within {MAX_ASPECT:g}-fold (steps and pixels about as wide as high)')
 
 
 def _check_baseline(model, camera_type, ranges):
@@ -123,5 +162,5 @@ def _check_field_of_view(model, ranges):
             f'k_2 = {model.k_2:.6g}, k_3 = {model.k_3:.6g}, k_4 = {model.k_4:.6g})')
 
 
-__all__ = ['check_plausible', 'MAX_BASELINE_M', 'MAX_HALF_ANGLE_DEG', 'MIN_BASELINE_M',
-           'MIN_VIEW_SPAN_DEG']
+__all__ = ['check_plausible', 'MAX_ASPECT', 'MAX_BASELINE_M', 'MAX_HALF_ANGLE_DEG',
+           'MAX_INDEX_SPAN', 'MIN_BASELINE_M', 'MIN_VIEW_SPAN_DEG']
