@@ -13,7 +13,8 @@ shift inside the searched window, are unknown (NaN): never a guessed value.
 Multi-focus cameras (the detector's ``lens_types``, T > 1): lens types differ in focus and in
 scale (:mod:`lf_mpc_calib.calibration.type_terms`), so only micro-images of one type are
 compared (nearest and second-nearest lattice neighbours of the same type), the type's terms
-map its measured disparity to the model's, w = ((1 + a_T) w_T + kappa_T) / (1 + g_T), and
+map its measured disparity to the model's, w = ((1 + a_T) w_T + kappa_T) / (1 + g_T) (the
+'-radial' terms, a distortion of the micro-images about their centres, are not applied), and
 every micro-image takes the depth of the best-focused types around it: of itself and its
 nearest neighbours, the types whose textured micro-images are sharpest (mean squared Laplacian
 over variance near their centres; FOCUS_RATIO) give the median of their confident w; none:
