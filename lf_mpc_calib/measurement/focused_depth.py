@@ -111,6 +111,9 @@ class MicroImageDepth:
                 self.steps.append(e)
                 self.pairs.append((a, b))
         self._cen = cen.astype(np.float32)
+        core = disk_offsets(TEXTURE_RADIUS * self.r_in, 1.0).astype(np.float32)
+        self._core_maps = (self._cen[:, 0:1] + core[None, :, 0],
+                           self._cen[:, 1:2] + core[None, :, 1])
         self._offsets = {}
         self._nearest = {}
         self._scale = self._shift = None
@@ -126,11 +129,6 @@ class MicroImageDepth:
                 fwd[a], back[b] = b, a
                 region += [fwd, back]
             self._region = np.column_stack(region)
-            lap = disk_offsets(TEXTURE_RADIUS * self.r_in, 1.0).astype(np.float32)
-            shifts = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
-            o = (lap[None, :, :] + shifts[:, None, :]).reshape(-1, 2)
-            self._sharp_maps = (self._cen[:, 0:1] + o[None, :, 0],
-                                self._cen[:, 1:2] + o[None, :, 1])
 
     def _maps(self, cands):
         """Per direction e: the (x, y) maps (len(inside), K) f32 of the points p of a disk
@@ -159,23 +157,23 @@ class MicroImageDepth:
         cands = w_global + self.step * np.arange(-n, n + 1)
         return cands[np.sign(cands) == np.sign(w_global)]
 
+    def _core(self, img):
+        """(len(inside), K) f32: ``img`` near every micro-image's centre (TEXTURE_RADIUS)."""
+        return cv2.remap(img, *self._core_maps, cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE)
+
     def textured(self, norm):
         """(len(inside),) bool: micro-images with texture near their centre (MIN_TEXTURE)."""
-        core = disk_offsets(TEXTURE_RADIUS * self.r_in, 1.0).astype(np.float32)
-        mx = self._cen[:, 0:1] + core[None, :, 0]
-        my = self._cen[:, 1:2] + core[None, :, 1]
-        v = cv2.remap(norm, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        return v.std(axis=1) > MIN_TEXTURE
+        return self._core(norm).std(axis=1) > MIN_TEXTURE
 
-    def sharpness(self, norm):
+    def sharpness(self, norm, core=None):
         """(len(inside),) mean squared Laplacian / variance of the micro-images near their
-        centres (TEXTURE_RADIUS): larger where the micro-lens is better focused."""
-        mx, my = self._sharp_maps
-        v = cv2.remap(norm, mx, my, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        v = v.reshape(len(v), 5, -1)
-        lap = 4.0 * v[:, 0] - v[:, 1:].sum(axis=1)
+        centres (TEXTURE_RADIUS; ``core``: :meth:`_core` of ``norm`` when at hand): larger
+        where the micro-lens is better focused."""
+        core = self._core(norm) if core is None else core
+        lap = self._core(cv2.Laplacian(norm, cv2.CV_32F, ksize=1))
         with np.errstate(invalid='ignore', divide='ignore'):
-            return np.mean(lap * lap, axis=1) / v[:, 0].var(axis=1)
+            return np.mean(lap * lap, axis=1) / core.var(axis=1)
 
     def micro_image_w(self, norm, w_global):
         """
@@ -191,7 +189,8 @@ class MicroImageDepth:
         if len(cands) < 3 or not self.inside.size:
             return out
         norm = np.ascontiguousarray(norm, np.float32)
-        textured = self.textured(norm)
+        core = self._core(norm)
+        textured = core.std(axis=1) > MIN_TEXTURE
         cost = np.zeros((len(cands), len(self.inside)))
         count = np.zeros(len(self.inside))
         for e, (a, b), (mx, my) in zip(self.steps, self.pairs, self._maps(cands)):
@@ -233,7 +232,7 @@ class MicroImageDepth:
         if self._scale is not None:         # the type's disparity -> the model's
             w_in = self._scale * w_in + self._shift
         if self.multi:
-            w_in = self._best_focused(w_in, textured, self.sharpness(norm))
+            w_in = self._best_focused(w_in, textured, self.sharpness(norm, core))
         out[self.inside] = w_in
         return out
 
