@@ -22,6 +22,15 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
 --r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
 sensor of that size, so more micro-images, the same per micro-image).
 
+Depth accuracy per preset (Keplerian, Galilean, multi-focus) on the planes of
+``simulate --preset focused-* --scene planes`` (simulation.scene.focused_planes_scene, the truth
+in the pixels of the image rendered at its w), calibration the camera's truth (a multi-focus
+camera's with its lens types, as ``simulate`` writes it): median relative error and coverage
+of MicroImageDepth, beside OpenCV StereoSGBM on two sub-aperture-like images rendered from the
+micro-images (patches shifted by +-r/4 along x, r the usable micro-image radius: a horizontal
+baseline of r/2 raw px), upsampled 2x, whose disparity d (rendered px) gives the model's w_P =
+baseline |w| / d and the depth through the calibrated model; the same truth and pixels.
+
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_focused_live.py --quick
 """
 
@@ -163,6 +172,72 @@ def rays_stage(cam, det, raws32):
     return out
 
 
+def sgbm_depth(live, norm, model, w, baseline):
+    """Depth (rows, cols) f32 (NaN where unknown) of the image rendered at w from StereoSGBM on
+    two views rendered from patches +-baseline / 2 raw px apart along x (module docstring)."""
+    mx, my = live.maps(w)
+    views = []
+    for s in (0.5 * baseline * np.sign(w), -0.5 * baseline * np.sign(w)):   # left, right
+        v = cv2.remap(norm, mx + np.float32(s), my, cv2.INTER_LINEAR,
+                      borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+        v = np.round(255 * np.clip(v, 0.0, 1.0)).astype(np.uint8)
+        views.append(cv2.resize(v, None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC))
+    block = 5
+    sgbm = cv2.StereoSGBM_create(minDisparity=0, numDisparities=64, blockSize=block,
+                                 P1=8 * block ** 2, P2=32 * block ** 2, uniquenessRatio=10,
+                                 speckleWindowSize=50, speckleRange=2)
+    d = sgbm.compute(*views).astype(np.float32) / 32.0         # 1/16 px, at 2x
+    d = cv2.resize(d, (mx.shape[1], mx.shape[0]), interpolation=cv2.INTER_NEAREST)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        w_p = np.where(d > 0, np.sign(w) * baseline * abs(w) / d, np.nan)
+        depth = 1.0 / (-w_p * model.k_u / model.k_i - model.k_3) \
+            + 0.5 * (1.0 / model.k_3 + 1.0 / model.k_4)
+    depth[~(depth > 0)] = np.nan
+    return depth.astype(np.float32)
+
+
+def preset_accuracy(name, size, n, samples):
+    """Median relative error, coverage and CPU s per frame of MicroImageDepth and of
+    StereoSGBM (:func:`sgbm_depth`) on n frames of the planes of ``simulate --scene planes``."""
+    from lf_mpc_calib.measurement.focused import FocusedMeasurer, type_class_map
+    from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
+    from lf_mpc_calib.simulation.focused_raw import lens_types_of
+    from lf_mpc_calib.simulation.scene import focused_planes_scene
+    from lf_mpc_calib.simulation.scene_dataset import focused_depth_truth
+    cam = preset(name) if size is None else \
+        preset(name, sensor__width=size[0], sensor__height=size[1])
+    grid = cam.lenslet_grid()
+    lens_types = None
+    if cam.mla.n_types > 1:         # what simulate --scene planes writes in ground_truth.yaml
+        rule = type_class_map(grid, lens_types_of(cam, grid.centres()), cam.mla.n_types)
+        lens_types = {**cam.ground_truth_lens_types().to_dict(), **rule}
+    model = cam.ground_truth_model(grid)
+    meas = FocusedMeasurer(model, grid, lens_types=lens_types,
+                           white=render_white(cam, samples=max(samples, 4)))
+    depth = MicroImageDepth(meas.detector, terms=meas.terms)
+    baseline = 0.5 * depth.r_in
+    rng = np.random.default_rng(0)
+    scores = {'ours': [], 'sgbm': []}
+    cpu = {'ours': 0.0, 'sgbm': 0.0}
+    for _ in range(n):
+        scene, w = focused_planes_scene(cam, rng)
+        truth = focused_depth_truth(cam, scene, w)
+        raw = render_scene(cam, scene, samples=samples, rng=rng).astype(np.float32)
+        norm = meas.live.normalise(raw)
+        depth.depth_image(norm, model, w, truth.shape[::-1])          # the maps, once
+        meas.live.maps(w)
+        for key, fn in (('ours', lambda: depth.depth_image(norm, model, w, truth.shape[::-1])),
+                        ('sgbm', lambda: sgbm_depth(meas.live, norm, model, w, baseline))):
+            c0 = time.process_time()
+            img = fn()
+            cpu[key] += time.process_time() - c0
+            both = np.isfinite(img) & np.isfinite(truth)
+            scores[key].append((np.abs(img[both] - truth[both]) / truth[both],
+                                both.sum() / max(np.isfinite(truth).sum(), 1)))
+    return {k: (float(np.median(np.concatenate([r for r, _ in v]))),
+                float(np.mean([c for _, c in v])), cpu[k] / n) for k, v in scores.items()}
+
+
 def run(size, n, samples):
     cam = preset('focused-keplerian') if size is None else \
         preset('focused-keplerian', sensor__width=size[0], sensor__height=size[1])
@@ -220,6 +295,15 @@ def run(size, n, samples):
     print(f'   depth vs truth: median relative error before {100 * r_old:.2f} %, now '
           f'{100 * r_new:.2f} %; coverage of the planes before {100 * cov_old:.0f} %, now '
           f'{100 * cov_new:.0f} %')
+    n_acc = 1 if n <= 12 else 2
+    print(f'{wd}x{h}  depth accuracy on the planes of simulate --scene planes ({n_acc} frame(s) '
+          f'per preset; CPU ms per frame; SGBM: two rendered views, baseline r/2, 2x)')
+    for name in ('focused-keplerian', 'focused-galilean', 'focused-multifocus'):
+        acc = preset_accuracy(name, size, n_acc, samples)
+        (r_o, c_o, t_o), (r_s, c_s, t_s) = acc['ours'], acc['sgbm']
+        print(f'   {name:19s} micro-image depth: median {100 * r_o:5.2f} %, coverage '
+              f'{100 * c_o:3.0f} %, {1e3 * t_o:6.1f} ms ({1 / t_o:5.1f} fps)  |  StereoSGBM: '
+              f'median {100 * r_s:5.2f} %, coverage {100 * c_s:3.0f} %, {1e3 * t_s:6.1f} ms')
     return wd, h, 1 / c_new, 1 / p_new, 1 / d_new
 
 

@@ -189,7 +189,8 @@ def focused_depth(args):
     mx, my = live.maps(w)
     center = np.clip(cv2.remap(norm, mx, my, cv2.INTER_LINEAR), 0.0, 1.0)
     pinhole = rendered_pinhole(measurer.model, w, center.shape[::-1])
-    depth = MicroImageDepth(measurer.detector).depth_image(norm, measurer.model, w, pinhole.size)
+    depth = MicroImageDepth(measurer.detector, terms=measurer.terms).depth_image(
+        norm, measurer.model, w, pinhole.size)
     elapsed = time.perf_counter() - t
     pts, uv = rendered_depth_points(pinhole, depth)
     known = np.isfinite(depth).mean()

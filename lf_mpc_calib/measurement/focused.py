@@ -309,7 +309,7 @@ class FocusedMeasurer:
             from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
             t0 = time.perf_counter()
             if self.depth is None or self.depth.det is not det:
-                self.depth = MicroImageDepth(det)     # index maps, once per white
+                self.depth = MicroImageDepth(det, terms=self.terms)   # maps, once per white
             depth_map = np.full(center.shape, np.nan, np.float32) if pinhole is None else \
                 self.depth.depth_image(norm, self.model, w, pinhole.size)
             timings['depth'] = time.perf_counter() - t0

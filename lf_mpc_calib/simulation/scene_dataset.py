@@ -15,9 +15,10 @@ each frame ``depth_NNN.npy``: the ground-truth depth of its rectified central vi
 rendered from the micro-images at the manifest's ``render_w`` (the scene distance's inverse
 virtual depth, :func:`focused_depth_truth`; ``lf-mpc-calib depth --render-w`` renders there)
 with planes from :func:`lf_mpc_calib.simulation.scene.focused_planes_scene` and no board
-(ground_truth.yaml then holds the back wall's pose). The manifest adds ``scene: planes``,
-``depth`` (the depth file names) and ``scenes`` (each frame's surfaces), so
-:func:`lf_mpc_calib.simulation.dataset.read_dataset` reads it like any other dataset.
+(ground_truth.yaml then holds the back wall's pose, and a multi-focus camera's lens types).
+The manifest adds ``scene: planes``, ``depth`` (the depth file names) and ``scenes`` (each
+frame's surfaces), so :func:`lf_mpc_calib.simulation.dataset.read_dataset` reads it like any
+other dataset.
 """
 
 from pathlib import Path
@@ -52,6 +53,21 @@ def focused_depth_truth(camera, scene, w):
     width, height = camera.sensor.size
     size = (int(np.ceil(width * abs(w))), int(np.ceil(height * abs(w))))
     return scene_depth_truth(rendered_pinhole(camera.ground_truth_model(), w, size), scene)
+
+
+def _with_lens_types(truth, camera):
+    """The ground truth CalibrationFile with a multi-focus camera's lens types (the terms of
+    its model and which micro-image has which type: what ``depth`` needs to compare only
+    micro-images of one type and scale them by the type's terms)."""
+    import dataclasses
+    from lf_mpc_calib.measurement.focused import type_class_map
+    from lf_mpc_calib.simulation.focused_raw import lens_types_of
+    if camera.camera_type != 'focused' or camera.mla.n_types == 1:
+        return truth
+    grid = truth.lenslet_grid
+    rule = type_class_map(grid, lens_types_of(camera, grid.centres()), camera.mla.n_types)
+    return dataclasses.replace(truth, lens_types={
+        **camera.ground_truth_lens_types().to_dict(), **(rule or {})})
 
 
 def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, noise=None,
@@ -101,7 +117,8 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
         tvecs.append(pose.tvec)
         if progress is not None:
             progress(k + 1, n)
-    save_calibration(root / GROUND_TRUTH, ground_truth_file(camera, rvecs, tvecs))
+    save_calibration(root / GROUND_TRUTH, _with_lens_types(
+        ground_truth_file(camera, rvecs, tvecs), camera))
     manifest = {
         'format': FORMAT, 'format_version': FORMAT_VERSION, 'scene': 'planes',
         'preset': camera.name, 'scale': float(camera.scale),
