@@ -2,9 +2,10 @@
 Benchmark: calibrate-raw on a preset and on its column-shifted / portrait twins (issue 26 part 5).
 
 Each twin is the preset's camera with its micro-lens array turned by 90 degrees (column-shifted)
-or the whole camera turned by 90 degrees (portrait), turned DEG more; all see the same board
-poses (in their MPC frames: simulate's default board and capture, seed --seed) rendered
-alike. Printed per camera: grid mean / max centre error vs the optics (px), the calibration's
+or the whole camera turned by 90 degrees (portrait), turned DEG more (rows:DEG: the preset
+turned DEG only); all see board poses drawn alike (in their MPC frames: simulate's default
+board and capture, seed --seed; a pose redrawn to keep the board in view may differ).
+Printed per camera: grid mean / max centre error vs the optics (px), the calibration's
 relative errors of k_i..k_4 (%), principal point error (px), RMS reprojection, whether the
 pose set was judged to determine the camera, and the CPU time (process_time) of calibrate-raw
 (rendering not counted) with its ratio to the row-major run.
@@ -80,7 +81,7 @@ def main():
                     help='rays per pixel (simulate renders focused presets with 64)')
     ap.add_argument('--seed', type=int, default=1)
     ap.add_argument('--turns', nargs='*', default=['columns:5', 'portrait:-5'],
-                    help='twins as LAYOUT:DEG (LAYOUT columns or portrait)')
+                    help='twins as LAYOUT:DEG (LAYOUT rows, columns or portrait)')
     args = ap.parse_args()
     base = preset(args.preset, scale=args.scale)
     cameras = [('rows', base)]
