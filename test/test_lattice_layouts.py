@@ -304,3 +304,15 @@ def test_column_shifted_multifocus_array_calibrates_with_its_lens_types(tmp_path
         got, want = abs(getattr(cal.model, name)), abs(getattr(gt, name))
         assert abs(got - want) < 3 * cal.stddev[name] + 1e-3 * want, name
     assert abs(cal.model.k_i / gt.k_i - 1) < 0.01 and abs(cal.model.k_j / gt.k_j - 1) < 0.01
+
+
+def test_truth_refuses_a_grid_numbered_along_another_row_direction():
+    # an array built at 30 degrees renders the lenses of a column-shifted lattice, which an
+    # estimated grid numbers along rows at 90 degrees: the optics' truth for that grid would be
+    # in another frame, so it is refused, not returned wrong
+    cam = preset('lytro', scale=0.1, mla__rotation=np.radians(30.0))
+    grid = estimate_grid(quantize(render_white(cam, samples=1), 8))
+    assert abs(np.degrees(grid.rotation) - 90.0) < 0.05
+    with pytest.raises(InvalidInputError, match='another frame'):
+        cam.ground_truth_model(grid)
+    assert cam.ground_truth_model() is not None      # its own grid (rows at 30 degrees)
