@@ -51,7 +51,8 @@ def run(args):
             np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='', fmt='%.4f')
     with open_atomically(args.output, 'w') as f:     # last: written only when all else was
         yaml.safe_dump(doc, f, sort_keys=False)
-    print(f'{grid.lattice} lattice: {grid.shape[0]} x {grid.shape[1]} lenses, pitch '
+    layout = '' if grid.layout == 'rows' else ' (column-shifted: lens rows run down the image)'
+    print(f'{grid.lattice} lattice{layout}: {grid.shape[0]} x {grid.shape[1]} lenses, pitch '
           f'{grid.pitch:.4f} px, row spacing {grid.row_spacing:.4f} px, rotation '
           f'{np.degrees(grid.rotation):.4f} deg; {len(est.centres)} spots, rms residual '
           f'{est.rms_px:.3f} px -> {args.output}', file=sys.stdout)

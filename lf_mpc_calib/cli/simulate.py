@@ -5,6 +5,7 @@
         [--noise SIGMA] [--poses-file POSES.yaml] [--board 8x6 --square 0.02]
         [--samples 4] [--bayer rggb] [--bit-depth 16] [--upright] [--scene planes]
         [--arm eye-in-hand|eye-to-hand]
+        [--lattice-layout rows|columns] [--lattice-rotation DEG] [--portrait]
 
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
@@ -28,6 +29,10 @@ at that w (the manifest's ``render_w``: pass it to ``depth --render-w``).
 ``--arm`` simulates a robot arm (:mod:`lf_mpc_calib.simulation.arm`) that moves the camera (or
 the board) to those poses: the manifest gets ``arm`` and ``robot_poses`` (base -> tool per
 frame), ground_truth.yaml the ``hand_eye`` key.
+``--lattice-layout columns`` turns the preset's micro-lens array by 90 degrees (a hexagonal
+lattice shifted along the image columns), ``--lattice-rotation`` by up to 10 degrees more either
+way, ``--portrait`` turns the whole camera by 90 degrees (sensor width and height swapped):
+:func:`~lf_mpc_calib.simulation.lattice_turn.turn_lattice`.
 """
 
 import re
@@ -36,7 +41,7 @@ import time
 
 import numpy as np
 
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, UsageError
 from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS
 
 
@@ -87,6 +92,14 @@ def register(subparsers):
                    help='simulate a robot arm carrying the camera (eye-in-hand) or the board '
                         '(eye-to-hand): the manifest lists the robot pose (base -> tool) of '
                         'every frame and ground_truth.yaml the hand_eye mount')
+    p.add_argument('--lattice-layout', choices=('rows', 'columns'), default='rows',
+                   help="rows: the preset's micro-lens array; columns: turned by 90 degrees, its "
+                        'half-pitch shift along the image columns (default: %(default)s)')
+    p.add_argument('--lattice-rotation', type=float, default=0.0, metavar='DEG',
+                   help='turn the micro-lens array by this many degrees more, from -10 to 10 '
+                        '(default: %(default)s)')
+    p.add_argument('--portrait', action='store_true',
+                   help='a camera mounted in portrait: sensor and array turned by 90 degrees')
     p.add_argument('--quiet', action='store_true', help='no progress lines')
     p.set_defaults(func=run)
 
@@ -154,6 +167,13 @@ def run(args):
     if args.upright:
         overrides['sensor__upright'] = True
     camera = preset(args.preset, scale=args.scale, **overrides)
+    if args.lattice_layout != 'rows' or args.lattice_rotation != 0.0 or args.portrait:
+        from lf_mpc_calib.simulation.lattice_turn import turn_lattice
+        try:
+            camera = turn_lattice(camera, layout=args.lattice_layout,
+                                  degrees=args.lattice_rotation, portrait=args.portrait)
+        except InvalidInputError as exc:
+            raise UsageError(f'--lattice-rotation: {exc}') from None
     focused = camera.camera_type == 'focused'
     board_capture = focused and args.scene != 'planes'   # planes: 6 frames, 16 rays
     if args.samples is None:

@@ -15,10 +15,11 @@ Steps (all vectorised; a Lytro-size 3280 x 3280 white image takes under a second
    dark all round then take their exact (anti-aliased) bright-area centroid. Micro-images cut
    by the image border are left out.
 4. The lattice: hexagonal or rectangular from the nearest-neighbour distances, the rotation from
-   the six- or four-fold mean angle of the neighbour vectors, lattice indices assigned around a
-   central spot over growing radii (affine, then quadratic and cubic maps once the region is
-   wide, so noise is not extrapolated), then a least-squares fit of origin, pitch, row spacing
-   and rotation to all centres with outliers rejected.
+   the six- or four-fold mean angle of the neighbour vectors (the equivalent row direction
+   nearest an image axis: near 90 degrees for a column-shifted lattice), lattice indices
+   assigned around a central spot over growing radii (affine, then quadratic and cubic maps
+   once the region is wide, so noise is not extrapolated), then a least-squares fit of origin,
+   pitch, row spacing and rotation to all centres with outliers rejected.
 
 Coordinates are raw pixels, x right, y down, origin at the centre of pixel (0, 0).
 """
@@ -32,7 +33,7 @@ from scipy.spatial import cKDTree
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
 from lf_mpc_calib.lenslet.grid import (LATTICES, LatticeDeformation, LensletGrid, numbered_grid,
-                                       regular_indices)
+                                       regular_indices, row_direction)
 
 _MIN_SPOTS = 9
 
@@ -373,7 +374,10 @@ def _rotation_and_type(centres, lattice):
         raise DetectionError(
             f'no consistent {lattice} lattice: neighbour directions do not share a '
             f'{nfold}-fold symmetry (coherence {abs(z):.2f})')
-    rot = float(np.angle(z) / nfold)
+    # of the nfold equivalent row directions, the one nearest an image axis: a hexagonal
+    # lattice turned by 30 or 90 degrees (column-shifted, a portrait camera) is numbered along
+    # its columns, so its index rectangle covers the image as a row-major one does
+    rot = row_direction(lattice, float(np.angle(z) / nfold))
     # angle of each vector relative to the row direction, folded to [-90, 90)
     rel = np.angle(np.exp(1j * (ang - rot)))
     along = (np.abs(rel) < np.pi / 12) | (np.abs(rel) > np.pi - np.pi / 12)

@@ -22,6 +22,36 @@ import numpy as np
 from lf_mpc_calib.errors import InvalidInputError, shorten
 
 LATTICES = ('hex', 'rect')
+LAYOUTS = ('rows', 'columns')
+
+
+def layout_of(rotation):
+    """
+    'rows' when a lattice's lens rows (angle ``rotation`` rad) run nearer the image's x axis
+    than its y axis, else 'columns' (a column-shifted lattice: rows at about +-90 degrees).
+    """
+    a = abs(float(np.angle(np.exp(2j * float(rotation)))) / 2.0)      # folded to [0, pi/2]
+    return 'rows' if a <= np.pi / 4 else 'columns'
+
+
+def row_direction(lattice, rotation):
+    """
+    The row angle (rad) of the lattice's canonical numbering: the equivalent row direction
+    (``rotation`` + n 60 degrees on a hexagonal lattice, + n 90 on a rectangular one, + n 180)
+    nearest an image axis, in (-45, 45] degrees (layout 'rows') or (45, 135] ('columns': a
+    hexagonal lattice turned by 30 or 90 degrees, whose half-pitch shift runs along the image
+    columns). Ties (15 degrees on a hexagonal lattice) and every rectangular lattice keep rows.
+    """
+    step = np.pi / 3 if lattice == 'hex' else np.pi / 2
+    cands = float(rotation) + step * np.arange(int(round(np.pi / step)))
+    rows = np.angle(np.exp(2j * cands)) / 2.0                    # each folded to (-90, 90]
+    off_x = np.abs(rows)
+    off_y = np.pi / 2 - off_x
+    best_x, best_y = int(np.argmin(off_x)), int(np.argmin(off_y))
+    if off_x[best_x] <= off_y[best_y] + 1e-9:
+        return float(rows[best_x])
+    r = float(rows[best_y])
+    return r + np.pi if r <= -np.pi / 4 else r
 
 
 def _monomials(u, v, degree):
@@ -222,6 +252,11 @@ class LensletGrid:
     def column_vector(self):
         """(2,) step from one row of lenses to the next, in pixels."""
         return self.row_spacing * np.array([-np.sin(self.rotation), np.cos(self.rotation)])
+
+    @property
+    def layout(self):
+        """'rows' (lens rows along the image's x axis) or 'columns' (along y): layout_of."""
+        return layout_of(self.rotation)
 
     def centres_of(self, kl):
         """Centres (N, 2) of micro-images with lattice indices kl (N, 2) = (k, l)."""

@@ -596,6 +596,13 @@ class Camera:
             if grid is None:
                 grid = self.lenslet_grid()
             th = self.mla.rotation
+            if abs(math.remainder(float(grid.rotation) - th, 2 * math.pi)) > 0.05:
+                raise InvalidInputError(
+                    f'the grid numbers this lattice along rows at '
+                    f'{math.degrees(grid.rotation):.2f} deg, the array along '
+                    f'{math.degrees(th):.2f} deg: its truth would be in another frame (turn '
+                    f'the camera with simulation.lattice_turn.turn_lattice, which keeps the '
+                    f'rotation within the range estimated grids use)')
             o = rot_z(-th)[:2, :2] @ (np.asarray(grid.origin, float) - c)
             u0, v0 = -sg * px * o / (D + b)
             k1, k2 = lens.distortion
