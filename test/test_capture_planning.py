@@ -115,11 +115,12 @@ def test_suggestion_after_a_calibration_matches_its_reported_sigmas(scene):
 
 @pytest.mark.parametrize('setup', ['eye-in-hand', 'eye-to-hand'])
 def test_tool_pose_puts_the_board_where_suggested_on_the_simulated_arm(setup):
-    from lf_mpc_calib.pipeline.capture_planning import tool_pose
+    from lf_mpc_calib.calibration.arm_planning import ArmConstraints
     from lf_mpc_calib.simulation.arm import default_arm
     arm = default_arm(setup)
     rv, tv = np.array([0.1, -0.3, 0.05]), np.array([0.01, -0.02, 0.35])
-    w, t = tool_pose(setup, arm.mount, arm.board, rv, tv)
+    w, t = ArmConstraints(setup, arm.mount, arm.board).tool_poses(rv, tv)
+    w, t = w[0], t[0]
     # the simulated arm's own chain: the board it shows from that tool pose
     bw, bt = arm.board_poses(w[None], t[None])
     np.testing.assert_allclose(bw[0], rv, atol=1e-12)
@@ -129,7 +130,10 @@ def test_tool_pose_puts_the_board_where_suggested_on_the_simulated_arm(setup):
 def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
     """Eye-in-hand: captures with the arm's base -> tool poses, calibration and mount solved;
     the suggested tool pose, put into the simulated arm's true chain, shows the board where
-    the suggestion says (in the calibrated frame)."""
+    the suggestion says (in the calibrated frame), inside the workspace box and tilt limit;
+    a box the board cannot be seen from is refused with the reason."""
+    from scipy.spatial.transform import Rotation
+
     from lf_mpc_calib.simulation.arm import default_arm
     cam = preset('lytro', scale=0.3)
     board = default_board(cam)
@@ -147,14 +151,31 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
     assert before.arm['tool_pose_in_base'] is None and 'not solved' in before.arm['note']
     session.calibrate()
     session.solve_hand_eye()
-    out = suggest_next(session, PlanSettings(depth_range_m=DEPTHS), rng=np.random.default_rng(0))
+    # limits the captures' own tool poses (the sim arm's) break in part
+    box = tuple(np.r_[robot[1].min(axis=0) - 0.02, robot[1].max(axis=0) + 0.02])
+    z = Rotation.from_rotvec(robot[0]).apply([0.0, 0.0, 1.0])
+    tilt = np.degrees(np.arccos(-z[:, 2]))
+    limit = float(np.median(tilt))
+    settings = PlanSettings(depth_range_m=DEPTHS, workspace_box=box, max_tool_tilt_deg=limit,
+                            candidates=40)
+    out = suggest_next(session, settings, rng=np.random.default_rng(0))
     tool = out.arm['tool_pose_in_base']
     assert tool['frame_id'] == arm.base_frame and tool['child_frame_id'] == arm.tool_frame
+    t = np.array(tool['translation_m'])
+    assert np.all(t >= np.array(box[:3])) and np.all(t <= np.array(box[3:])), (t, box)
+    z = Rotation.from_rotvec(tool['rotation_vector']).apply([0.0, 0.0, 1.0])
+    assert np.degrees(np.arccos(-z[2])) <= limit + 1e-9
+    reply = out.to_dict('cam')
+    assert reply['predicted_sigma_after']['mount_translation'] > 0
+    assert reply['predicted_sigma_after']['mount_rotation'] > 0
+    far = PlanSettings(depth_range_m=DEPTHS, workspace_box=(5.0, 5.0, 5.0, 6.0, 6.0, 6.0),
+                       candidates=10)
+    with pytest.raises(DegenerateConfigurationError, match='tool outside the workspace box'):
+        suggest_next(session, far, rng=np.random.default_rng(0))
     true_arm = arm.in_calibrated_frame(cam.ground_truth_model(session.grid),
                                        session.published_result.model)
     bw, bt = true_arm.board_poses(np.array(tool['rotation_vector'])[None],
                                   np.array(tool['translation_m'])[None])
-    from scipy.spatial.transform import Rotation
     s, pts = out.suggestion, board.points()
     shown = Rotation.from_rotvec(bw[0]).apply(pts) + bt[0]
     asked = Rotation.from_rotvec(s.rotation_vector).apply(pts) + s.translation

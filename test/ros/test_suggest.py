@@ -79,3 +79,29 @@ def test_suggest_gives_a_pose_within_the_constraints_latched_and_followed(
         # the next suggestion accounts for the capture
         d2 = json.loads(call_service(ros_executor, suggest, timeout_sec=30.0).message)
         assert d2['captures'] == 1 and d2['board_pose'] != pose
+
+
+@pytest.mark.parametrize('setup', ['eye-in-hand', 'eye-to-hand'])
+def test_the_simulated_arm_works_inside_the_default_arm_limits(setup):
+    """The node's default workspace box and tool-tilt limit hold the simulated arm's tool
+    poses: at the simulated camera's default poses and at the planner's candidates."""
+    from scipy.spatial.transform import Rotation
+
+    from lf_mpc_calib.ros.suggestions import PARAMETERS
+    from lf_mpc_calib.simulation.arm import default_arm
+    from lf_mpc_calib.simulation.dataset import capture_poses
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.planning_scene import simulated_planner
+    d = {p[0]: p[1] for p in PARAMETERS}
+    box, ref = np.array(d['plan_workspace_box']), np.array(d['plan_tool_tilt_reference'])
+    cam = preset('lytro', scale=0.5)
+    board = default_board(cam)
+    rv, tv = capture_poses(cam, board, 12, rng=np.random.default_rng(0))
+    planner = simulated_planner(cam, board, noise_px=0.1, target_k_pct=0.3, target_pp_px=0.3,
+                                rng=np.random.default_rng(0))
+    crv, ctv, _ = planner.random_poses(200)
+    w, t = default_arm(setup).robot_poses(np.vstack([rv, crv]), np.vstack([tv, ctv]))
+    assert np.all((t >= box[:3]) & (t <= box[3:]))
+    z = Rotation.from_rotvec(w).apply([0.0, 0.0, 1.0])
+    tilt = np.degrees(np.arccos(np.clip(z @ ref / np.linalg.norm(ref), -1, 1)))
+    assert tilt.max() <= d['plan_max_tool_tilt_deg']
