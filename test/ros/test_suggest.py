@@ -105,3 +105,39 @@ def test_the_simulated_arm_works_inside_the_default_arm_limits(setup):
     z = Rotation.from_rotvec(w).apply([0.0, 0.0, 1.0])
     tilt = np.degrees(np.arccos(np.clip(z @ ref / np.linalg.norm(ref), -1, 1)))
     assert tilt.max() <= d['plan_max_tool_tilt_deg']
+
+
+def test_suggest_on_an_arm_refuses_a_workspace_box_the_board_cannot_be_seen_from(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Eye-in-hand, the mount solved: a workspace box far from where the board can be seen
+    is refused with the reason (success false), and the node answers on."""
+    from lf_mpc_calib.simulation.arm import default_arm
+    from lf_mpc_calib.simulation.dataset import capture_poses
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+    cam = preset('lytro', scale=0.3)
+    board = default_board(cam)
+    arm = default_arm('eye-in-hand')
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(tmp_path)),
+        Parameter('base_frame', value=arm.base_frame),
+        Parameter('tool_frame', value=arm.tool_frame),
+        Parameter('plan_depth_range', value=DEPTHS), Parameter('plan_seed', value=0),
+        Parameter('plan_workspace_box', value=[5.0, 5.0, 5.0, 6.0, 6.0, 6.0])])
+    session = node.session                      # filled before the node spins
+    session.set_white(quantize(render_white(cam), 8))
+    rv, tv = capture_poses(cam, board, 5, rng=np.random.default_rng(4))
+    robot = arm.robot_poses(rv, tv)
+    for k in range(len(rv)):
+        raw = render_raw(cam, board, rv[k], tv[k], rng=np.random.default_rng(k))
+        assert session.capture(quantize(raw, 8), robot_pose=(robot[0][k], robot[1][k])).accepted
+    session.calibrate()
+    session.solve_hand_eye()
+    with spinning(ros_context, node):
+        suggest = ros_node.create_client(Trigger, '/lf_calibration/suggest')
+        for _ in range(2):                      # refused, and refused again: still up
+            answer = call_service(ros_executor, suggest, timeout_sec=60.0)
+            assert not answer.success
+            assert 'no pose satisfies the constraints' in answer.message
+            assert 'tool outside the workspace box' in answer.message
+            assert 'workspace box [5, 5, 5, 6, 6, 6] m' in answer.message
