@@ -183,3 +183,39 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
     # and the board are estimated: the corners land within a few mm
     gap = np.linalg.norm(shown[:, None] - asked[None], axis=2).min(axis=1)
     assert gap.max() < 5e-3, gap.max()
+
+
+@pytest.fixture(scope='module')
+def focused_scene():
+    """A focused-Keplerian session with its white image only (no capture needed with a
+    depth range and the nominal model)."""
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints
+    cam = preset('focused-keplerian', scale=0.3)
+    board = default_board(cam)
+    session = CalibrationSession(board, camera_type='focused',
+                                 white=quantize(render_white(cam, samples=2), 8))
+    _, c = planning_constraints(cam)
+    # a band over the nearer half of the range (the simulator's own band ends where the
+    # range begins), so that it excludes candidates
+    return dict(cam=cam, board=board, session=session, depth=c.depth_range_m,
+                band=float(np.mean(c.depth_range_m)))
+
+
+def test_focused_suggestion_keeps_out_of_the_focus_band_and_is_seen(focused_scene):
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    sc = focused_scene
+    session, cam, board = sc['session'], sc['cam'], sc['board']
+    settings = PlanSettings(depth_range_m=sc['depth'], focus_band_m=sc['band'], candidates=20)
+    out = suggest_next(session, settings, nominal=cam.ground_truth_model(session.grid),
+                       rng=np.random.default_rng(0))
+    s = out.suggestion
+    z, _, _, _ = pose_geometry(s.rotation_vector, s.translation, board.points())
+    assert sc['depth'][0] <= z <= sc['depth'][1] and abs(z) >= sc['band'], z
+    assert out.central_uv is None and out.to_dict('cam')['board_pose']['frame_id'] == 'cam'
+    # the simulated optics (not the MPC model) see every corner in >= 2 micro-images there
+    obs = focused_observations(cam, board, s.rotation_vector[None], s.translation[None])
+    assert np.bincount(obs.point, minlength=len(board.points())).min() >= 2
+    # a focus band covering the whole depth range is refused with both ranges
+    wide = PlanSettings(depth_range_m=sc['depth'], focus_band_m=10.0)
+    with pytest.raises(DegenerateConfigurationError, match='covers the whole depth range'):
+        suggest_next(session, wide, nominal=cam.ground_truth_model(session.grid))

@@ -9,7 +9,10 @@ calibration where the calibration has it, else fitted under the model:
 :func:`~lf_mpc_calib.calibration.board_pose.fit_board_pose`) and asks
 :class:`~lf_mpc_calib.calibration.planning.PosePlanner` for the next board pose (A-optimal on
 sigma / target). Conventional cameras: the candidates' rows are predicted in the decoder's
-usable views, a view's size from the white image. On an arm with the mount solved the
+usable views, a view's size from the white image. Focused cameras: in every micro-image of
+the lenslet grid, a corner seen where it falls within FOCUSED_RADIUS_FRACTION of half the
+pitch of the centre (in >= 2 micro-images), outside the band ``focus_band_m`` around the
+plane conjugate to the micro-lenses (Z = 0 of the MPC frame). On an arm with the mount solved the
 planner gets :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints` (the settings'
 workspace box and tool-tilt limit, the solved mount and board pose): every suggested tool
 pose is inside them and the mount's sigma is in the criterion.
@@ -25,6 +28,8 @@ from lf_mpc_calib.calibration.planning import QUANTITIES, SCALES, PoseConstraint
 from lf_mpc_calib.errors import InvalidInputError, LFCalibError
 
 DEPTH_WIDENING = 1.25
+FOCUSED_RADIUS_FRACTION = 0.9
+"""Focused: part of a micro-image (radius: half the pitch) where a corner counts as seen."""
 """Without a depth range: the captures' nearest / farthest board widened by this factor."""
 
 
@@ -34,7 +39,10 @@ class PlanSettings:
     What is asked and where the board may go. target_k_pct (% of k_i..k_v), target_pp_px;
     corner_noise_px: assumed before a calibration measures it; depth_range_m (near, far)
     board-centre Z in the optical frame, or None (from the captures so far); max_tilt_deg,
-    max_roll_deg; candidates: poses drawn per suggestion. On an arm: workspace_box (6,)
+    max_roll_deg; candidates: poses drawn per suggestion; focus_band_m: focused cameras, the
+    half-width (m) of the band kept clear around the plane conjugate to the micro-lenses
+    (Z = 0 of the MPC frame), 0: only the model's test of each corner in >= 2 micro-images.
+    On an arm: workspace_box (6,)
     [x_min, y_min, z_min, x_max, y_max, z_max] m of the tool's origin in the base frame or
     None; tilt_reference (3,) base-frame direction the tool's z axis is measured from,
     max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: the mount's sigma aimed
@@ -48,6 +56,7 @@ class PlanSettings:
     max_tilt_deg: float = 30.0
     max_roll_deg: float = 15.0
     candidates: int = 120
+    focus_band_m: float = 0.0
     workspace_box: tuple = None
     tilt_reference: tuple = (0.0, 0.0, -1.0)
     max_tool_tilt_deg: float = 180.0
@@ -155,13 +164,21 @@ def capture_poses(session, model, result=None):
 
 
 def session_constraints(session, depth_range_m, settings):
-    """:class:`PoseConstraints` of a conventional session: its usable views, a view's size."""
-    if session.camera_type != 'conventional':
-        raise InvalidInputError('pose planning in a session is for conventional cameras so '
-                                f'far, got {session.camera_type!r}')
+    """:class:`PoseConstraints` of a session: conventional, its usable views and a view's
+    size; focused, the grid's micro-images and the focus band."""
     if not session.ready:
         raise InvalidInputError('no white image yet: the views the board must be seen in are '
                                 'not known')
+    if session.camera_type == 'focused':
+        if getattr(session, 'lens_types', 1) > 1:
+            raise InvalidInputError('pose planning does not model the per-type terms of a '
+                                    f'multi-focus camera (lens_types {session.lens_types})')
+        band = float(settings.focus_band_m)
+        return PoseConstraints(
+            views=session.grid.centres(), depth_range_m=tuple(depth_range_m),
+            micro_image_radius=FOCUSED_RADIUS_FRACTION * session.grid.pitch / 2,
+            excluded_depths_m=(-band, band) if band > 0 else None,
+            max_tilt_deg=settings.max_tilt_deg, max_roll_deg=settings.max_roll_deg)
     dec = session.decoder
     jj, ii = np.nonzero(session.use)
     views = np.column_stack([np.asarray(dec.i_values)[ii], np.asarray(dec.j_values)[jj]])
@@ -273,7 +290,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     planner = PosePlanner(model, board, constraints, noise_px=noise,
                           target_k_pct=settings.target_k_pct,
                           target_pp_px=settings.target_pp_px, rng=rng,
-                          pose_filter=outline_filter(model, session.board, constraints),
+                          pose_filter=(outline_filter(model, session.board, constraints)
+                                       if constraints.image_size is not None else None),
                           arm=arm, target_mount_mm=settings.target_mount_mm,
                           target_mount_deg=settings.target_mount_deg)
     robot = session.robot_poses if arm is not None else [None] * len(rvecs)
@@ -289,7 +307,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     from scipy.spatial.transform import Rotation
     corners = Rotation.from_rotvec(suggestion.rotation_vector).apply(board) + \
         suggestion.translation
-    central = model.project(corners, np.zeros((len(corners), 2)))
+    central = (model.project(corners, np.zeros((len(corners), 2)))
+               if session.camera_type == 'conventional' else None)   # focused: no views
     return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
                              central)

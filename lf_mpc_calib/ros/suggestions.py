@@ -2,8 +2,10 @@
 ``~/suggest`` and ``~/suggested_pose`` of the calibration node: where to put the board next.
 
 A thin adapter over :func:`lf_mpc_calib.pipeline.capture_planning.suggest_next` (conventional
-cameras). ``~/suggest`` (std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector,
-translation in m, board -> optical frame), ``predicted_sigma_after`` the capture and
+and single-type focused cameras; focused: ``plan_focus_band`` kept clear around the plane
+conjugate to the micro-lenses, a band covering the depth range refused). ``~/suggest``
+(std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector, translation in m, board ->
+optical frame), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
 ``why``, ``model`` ('calibration' after a ~/calibrate, else 'nominal': the
@@ -42,6 +44,10 @@ PARAMETERS = [
     ('plan_corner_noise', 0.15, '~/suggest: corner noise (px) assumed before a calibration '
      'measures it', D.positive),
     ('plan_seed', -1, '~/suggest: seed of the candidate poses (-1: random)', None),
+    ('plan_focus_band', 0.0, '~/suggest, focused cameras: half-width (m) of the band kept '
+     'clear around the plane conjugate to the micro-lenses (Z = 0 of the optical frame); '
+     "0: only the model's test that each corner is seen in >= 2 micro-images",
+     D.between(0.0, 100.0)),
     ('plan_workspace_box', [-1.5, -1.5, 0.0, 1.5, 1.5, 1.5], '~/suggest on an arm: '
      '[x_min, y_min, z_min, x_max, y_max, z_max] m of the tool origin in the base frame; '
      '[0.0]: no box', lambda v: None if len(v) <= 1 or (
@@ -77,7 +83,7 @@ class SuggestionService:
         self.settings = PlanSettings(
             target_k_pct=p['target_k_sigma'], target_pp_px=p['target_pp_sigma'],
             corner_noise_px=p['plan_corner_noise'], depth_range_m=depth,
-            max_tilt_deg=p['plan_max_tilt_deg'],
+            max_tilt_deg=p['plan_max_tilt_deg'], focus_band_m=p['plan_focus_band'],
             workspace_box=(tuple(p['plan_workspace_box']) if len(p['plan_workspace_box']) == 6
                            else None),
             tilt_reference=tuple(p['plan_tool_tilt_reference']),

@@ -141,3 +141,45 @@ def test_suggest_on_an_arm_refuses_a_workspace_box_the_board_cannot_be_seen_from
             assert 'no pose satisfies the constraints' in answer.message
             assert 'tool outside the workspace box' in answer.message
             assert 'workspace box [5, 5, 5, 6, 6, 6] m' in answer.message
+
+
+def test_suggest_for_a_focused_camera_keeps_out_of_the_focus_band_or_refuses(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Focused-Keplerian: the suggestion lies outside plan_focus_band around the plane
+    conjugate to the micro-lenses; a band covering the depth range is refused with both
+    ranges (success false) and the node answers on."""
+    from lf_mpc_calib.simulation.dataset import ground_truth_file
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints
+    from lf_mpc_calib.simulation.render import quantize, render_white
+    cam = preset('focused-keplerian', scale=0.3)
+    board = default_board(cam)
+    white = quantize(render_white(cam, samples=2), 8)
+    nominal = tmp_path / 'nominal.yaml'
+    save_calibration(nominal, ground_truth_file(cam, np.zeros((1, 3)),
+                                                np.array([[0.0, 0.0, 1.0]])))
+    depths = [float(v) for v in planning_constraints(cam)[1].depth_range_m]
+    band = float(np.mean(depths))
+    for width, ok in ((band, True), (10.0, False)):
+        node = CalibrationNode(context=ros_context, parameter_overrides=[
+            Parameter('camera_type', value='focused'),
+            Parameter('board_cols', value=board.cols), Parameter('board_rows', value=board.rows),
+            Parameter('square_size', value=float(board.square)),
+            Parameter('output_dir', value=str(tmp_path / f'out{ok}')),
+            Parameter('nominal_model_file', value=str(nominal)),
+            Parameter('plan_depth_range', value=depths), Parameter('plan_seed', value=0),
+            Parameter('plan_focus_band', value=width)])
+        node.session.set_white(white)
+        with spinning(ros_context, node):
+            suggest = ros_node.create_client(Trigger, '/lf_calibration/suggest')
+            for _ in range(1 if ok else 2):     # refused, and refused again: still up
+                answer = call_service(ros_executor, suggest, timeout_sec=60.0)
+                assert answer.success is ok, answer.message
+                if not ok:
+                    assert 'covers the whole depth range' in answer.message
+                    continue
+                pose = json.loads(answer.message)['board_pose']
+                z, _, _, _ = pose_geometry(np.array(pose['rotation_vector']),
+                                           np.array(pose['translation_m']), board.points())
+                assert band <= z <= depths[1], (z, band, depths)
+        node.destroy_node()
