@@ -18,8 +18,16 @@ seed:
 Targets (issue 28): planned <= 0.6 x random and fewer than default; |error| <= 3 sigma;
 prediction within 25 % of the reported sigma.
 
+With --arm eye-in-hand|eye-to-hand the camera rides on (or watches) the simulated arm
+(simulation/arm.default_arm): the planner gets ArmConstraints with the arm's true mount and
+board pose, the default workspace box and tool-tilt limit of the calibration node, and the
+mount targets (--target-mount-mm, --target-mount-deg) join the criterion; the planned
+captures are calibrated, then calibrate_hand_eye: the mount's error against the truth and
+its reported sigma are printed, and every planned tool pose is checked against the limits.
+
     OMP_NUM_THREADS=1 python3 benchmarks/bench_planning.py [--presets lytro focused-keplerian]
         [--seeds 0 1 2 3 4] [--noise 0.1] [--target-k 0.3] [--target-pp 0.3]
+        [--arm eye-in-hand] [--target-mount-mm 0.1] [--target-mount-deg 0.02]
 """
 
 import argparse
@@ -31,13 +39,25 @@ os.environ.setdefault('OMP_NUM_THREADS', '1')
 import numpy as np  # noqa: E402
 
 from lf_mpc_calib.calibration import calibrate  # noqa: E402
+from lf_mpc_calib.calibration.arm_planning import ArmConstraints  # noqa: E402
+from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye  # noqa: E402
+from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration  # noqa: E402
+from lf_mpc_calib.camera import transforms  # noqa: E402
+from lf_mpc_calib.errors import LFCalibError  # noqa: E402
 from lf_mpc_calib.calibration.closed_form import aligned_truth  # noqa: E402
 from lf_mpc_calib.camera.rotations import rotation_matrix  # noqa: E402
 from lf_mpc_calib.simulation.dataset import capture_poses  # noqa: E402
 from lf_mpc_calib.simulation.focused_observations import focused_observations  # noqa: E402
 from lf_mpc_calib.simulation.observations import simulate_observations  # noqa: E402
 from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
+from lf_mpc_calib.simulation.arm import default_arm  # noqa: E402
 from lf_mpc_calib.simulation.planning_scene import simulated_planner  # noqa: E402
+
+HAND_EYE_ITERATIONS = 400
+"""Refinement evaluations allowed (a focused preset's joint problem needs over 100)."""
+ARM_LIMITS = dict(workspace_box=(-1.5, -1.5, 0.0, 1.5, 1.5, 1.5),
+                  tilt_reference=(0.0, 0.0, -1.0), max_tool_tilt_deg=75.0)
+"""The calibration node's defaults (config/calibration.yaml)."""
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 
@@ -88,11 +108,40 @@ def observations(camera, board, model, constraints, rv, tv, noise, seed):
                                  noise_px=noise, rng=rng)
 
 
-def check(camera, board, planner, rv, tv, noise, seed):
-    """(worst |error| / sigma, worst predicted / reported sigma - 1) of the calibration."""
+def mount_check(truth_arm, truth_model, obs, res, planner, rv, tv):
+    """The planned captures' hand-eye calibration: ((error mm, error deg, reported sigma mm,
+    sigma deg, predicted sigma mm, deg, tool poses outside the limits), the joint
+    calibration: what the planner's prediction on an arm is compared with)."""
+    robot = truth_arm.robot_poses(rv, tv)
+    outside = int(np.any(planner.arm.violations(*robot), axis=0).sum())
+    pred = planner.predicted()
+    try:
+        he = calibrate_hand_eye(obs, res, *robot, setup=truth_arm.setup,
+                                max_iterations=HAND_EYE_ITERATIONS)
+    except LFCalibError as exc:       # said, and the camera-only calibration checked
+        print(f'    hand-eye calibration failed: {exc}', flush=True)
+        nan = float('nan')
+        return (nan, nan, nan, nan, pred['mount_translation'], pred['mount_rotation'],
+                outside), None
+    joint = attach_joint_calibration(he, obs, res)
+    truth = truth_arm.in_calibrated_frame(truth_model, res.model)
+    err_deg, err_t = transforms.difference(he.mount, truth.mount)
+    return (1e3 * float(np.linalg.norm(err_t)), float(err_deg[0]),
+            1e3 * float(np.linalg.norm(he.mount_stddev[1])),
+            float(np.degrees(np.linalg.norm(he.mount_stddev[0]))),
+            pred['mount_translation'], pred['mount_rotation'], outside), joint
+
+
+def check(camera, board, planner, rv, tv, noise, seed, arm=None):
+    """(worst |error| / sigma, worst predicted / reported sigma - 1) of the calibration (and
+    on an arm, mount_check's figures)."""
     truth = planner.model
     obs = observations(camera, board, truth, planner.constraints, rv, tv, noise, seed)
     res = calibrate(obs, camera_type=camera.camera_type)
+    mount = None
+    if arm is not None:
+        mount, joint = mount_check(arm, truth, obs, res, planner, rv, tv)
+        res = res if joint is None else joint
     aligned, _, _ = aligned_truth(truth, res.model, rotation_matrix(rv), tv)
     reported = {n: 100 * res.stddev[n] / abs(getattr(res.model, n)) for n in SCALES}
     errors = {n: 100 * abs(getattr(res.model, n) / getattr(aligned, n) - 1) for n in SCALES}
@@ -105,7 +154,7 @@ def check(camera, board, planner, rv, tv, noise, seed):
     dev = max(abs(predicted[q] / reported[q] - 1) for q in reported)
     worst = max(reported, key=lambda q: reported[q] / (planner.target_k_pct if q in SCALES
                                                        else planner.target_pp_px))
-    return z, dev, worst, reported[worst]
+    return z, dev, worst, reported[worst], mount
 
 
 def main():
@@ -116,7 +165,12 @@ def main():
     ap.add_argument('--target-k', type=float, default=0.3, help='sigma(k) target, %%')
     ap.add_argument('--target-pp', type=float, default=0.3, help='sigma(pp) target, px')
     ap.add_argument('--max', type=int, default=80, help='captures tried at most')
+    ap.add_argument('--arm', choices=('eye-in-hand', 'eye-to-hand'), default=None,
+                    help='plan on the simulated arm (the mount in the criterion)')
+    ap.add_argument('--target-mount-mm', type=float, default=0.1)
+    ap.add_argument('--target-mount-deg', type=float, default=0.02)
     args = ap.parse_args()
+    truth_arm = None if args.arm is None else default_arm(args.arm)
     print(f'noise {args.noise} px, target sigma(k) <= {args.target_k} %, sigma(pp) <= '
           f'{args.target_pp} px')
     print(f'{"preset":18s} seed planned random default  ratio  |err|/sig  pred/rep-1 '
@@ -129,20 +183,32 @@ def main():
             t0 = time.process_time()
 
             def make(s=seed):
-                return simulated_planner(camera, board, noise_px=args.noise,
-                                         target_k_pct=args.target_k,
-                                         target_pp_px=args.target_pp,
-                                         rng=np.random.default_rng(s))
+                p = simulated_planner(camera, board, noise_px=args.noise,
+                                      target_k_pct=args.target_k,
+                                      target_pp_px=args.target_pp,
+                                      rng=np.random.default_rng(s))
+                if truth_arm is not None:
+                    p.arm = ArmConstraints(args.arm, truth_arm.mount, truth_arm.board,
+                                           **ARM_LIMITS)
+                    p.target_mount_mm = args.target_mount_mm
+                    p.target_mount_deg = args.target_mount_deg
+                return p
             planner = make()
             rv, tv = plan(planner, 'planned', args.max)
             n_random = len(plan(make(), 'random', args.max)[0])
             n_default = default_count(make, camera, board, seed, args.max)
-            z, dev, worst, rep = check(camera, board, planner, rv, tv, args.noise, seed)
+            z, dev, worst, rep, mount = check(camera, board, planner, rv, tv, args.noise,
+                                              seed, truth_arm)
             ratios.append(len(rv) / n_random)
             print(f'{name:18s} {seed:4d} {len(rv):7d} {n_random:6d} '
                   f'{n_default if n_default else ">" + str(args.max):>7} '
                   f'{len(rv) / n_random:6.2f} {z:10.2f} {dev:11.2f} '
                   f'{worst:17s} {rep:.3f} {time.process_time() - t0:8.1f}', flush=True)
+            if mount is not None:
+                print(f'{"":18s}      {args.arm} mount error {mount[0]:.4f} mm, '
+                      f'{mount[1]:.4f} deg; reported sigma {mount[2]:.4f} mm, '
+                      f'{mount[3]:.4f} deg; predicted {mount[4]:.4f} mm, {mount[5]:.4f} deg;'
+                      f' tool poses outside the limits: {mount[6]} of {len(rv)}', flush=True)
         print(f'{name:18s} mean planned / random {np.mean(ratios):.2f}')
 
 

@@ -115,11 +115,12 @@ def test_suggestion_after_a_calibration_matches_its_reported_sigmas(scene):
 
 @pytest.mark.parametrize('setup', ['eye-in-hand', 'eye-to-hand'])
 def test_tool_pose_puts_the_board_where_suggested_on_the_simulated_arm(setup):
-    from lf_mpc_calib.pipeline.capture_planning import tool_pose
+    from lf_mpc_calib.calibration.arm_planning import ArmConstraints
     from lf_mpc_calib.simulation.arm import default_arm
     arm = default_arm(setup)
     rv, tv = np.array([0.1, -0.3, 0.05]), np.array([0.01, -0.02, 0.35])
-    w, t = tool_pose(setup, arm.mount, arm.board, rv, tv)
+    w, t = ArmConstraints(setup, arm.mount, arm.board).tool_poses(rv, tv)
+    w, t = w[0], t[0]
     # the simulated arm's own chain: the board it shows from that tool pose
     bw, bt = arm.board_poses(w[None], t[None])
     np.testing.assert_allclose(bw[0], rv, atol=1e-12)
@@ -129,7 +130,10 @@ def test_tool_pose_puts_the_board_where_suggested_on_the_simulated_arm(setup):
 def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
     """Eye-in-hand: captures with the arm's base -> tool poses, calibration and mount solved;
     the suggested tool pose, put into the simulated arm's true chain, shows the board where
-    the suggestion says (in the calibrated frame)."""
+    the suggestion says (in the calibrated frame), inside the workspace box and tilt limit;
+    a box the board cannot be seen from is refused with the reason."""
+    from scipy.spatial.transform import Rotation
+
     from lf_mpc_calib.simulation.arm import default_arm
     cam = preset('lytro', scale=0.3)
     board = default_board(cam)
@@ -147,14 +151,31 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
     assert before.arm['tool_pose_in_base'] is None and 'not solved' in before.arm['note']
     session.calibrate()
     session.solve_hand_eye()
-    out = suggest_next(session, PlanSettings(depth_range_m=DEPTHS), rng=np.random.default_rng(0))
+    # limits the captures' own tool poses (the sim arm's) break in part
+    box = tuple(np.r_[robot[1].min(axis=0) - 0.02, robot[1].max(axis=0) + 0.02])
+    z = Rotation.from_rotvec(robot[0]).apply([0.0, 0.0, 1.0])
+    tilt = np.degrees(np.arccos(-z[:, 2]))
+    limit = float(np.median(tilt))
+    settings = PlanSettings(depth_range_m=DEPTHS, workspace_box=box, max_tool_tilt_deg=limit,
+                            candidates=40)
+    out = suggest_next(session, settings, rng=np.random.default_rng(0))
     tool = out.arm['tool_pose_in_base']
     assert tool['frame_id'] == arm.base_frame and tool['child_frame_id'] == arm.tool_frame
+    t = np.array(tool['translation_m'])
+    assert np.all(t >= np.array(box[:3])) and np.all(t <= np.array(box[3:])), (t, box)
+    z = Rotation.from_rotvec(tool['rotation_vector']).apply([0.0, 0.0, 1.0])
+    assert np.degrees(np.arccos(-z[2])) <= limit + 1e-9
+    reply = out.to_dict('cam')
+    assert reply['predicted_sigma_after']['mount_translation'] > 0
+    assert reply['predicted_sigma_after']['mount_rotation'] > 0
+    far = PlanSettings(depth_range_m=DEPTHS, workspace_box=(5.0, 5.0, 5.0, 6.0, 6.0, 6.0),
+                       candidates=10)
+    with pytest.raises(DegenerateConfigurationError, match='tool outside the workspace box'):
+        suggest_next(session, far, rng=np.random.default_rng(0))
     true_arm = arm.in_calibrated_frame(cam.ground_truth_model(session.grid),
                                        session.published_result.model)
     bw, bt = true_arm.board_poses(np.array(tool['rotation_vector'])[None],
                                   np.array(tool['translation_m'])[None])
-    from scipy.spatial.transform import Rotation
     s, pts = out.suggestion, board.points()
     shown = Rotation.from_rotvec(bw[0]).apply(pts) + bt[0]
     asked = Rotation.from_rotvec(s.rotation_vector).apply(pts) + s.translation
@@ -162,3 +183,39 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
     # and the board are estimated: the corners land within a few mm
     gap = np.linalg.norm(shown[:, None] - asked[None], axis=2).min(axis=1)
     assert gap.max() < 5e-3, gap.max()
+
+
+@pytest.fixture(scope='module')
+def focused_scene():
+    """A focused-Keplerian session with its white image only (no capture needed with a
+    depth range and the nominal model)."""
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints
+    cam = preset('focused-keplerian', scale=0.3)
+    board = default_board(cam)
+    session = CalibrationSession(board, camera_type='focused',
+                                 white=quantize(render_white(cam, samples=2), 8))
+    _, c = planning_constraints(cam)
+    # a band over the nearer half of the range (the simulator's own band ends where the
+    # range begins), so that it excludes candidates
+    return dict(cam=cam, board=board, session=session, depth=c.depth_range_m,
+                band=float(np.mean(c.depth_range_m)))
+
+
+def test_focused_suggestion_keeps_out_of_the_focus_band_and_is_seen(focused_scene):
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    sc = focused_scene
+    session, cam, board = sc['session'], sc['cam'], sc['board']
+    settings = PlanSettings(depth_range_m=sc['depth'], focus_band_m=sc['band'], candidates=20)
+    out = suggest_next(session, settings, nominal=cam.ground_truth_model(session.grid),
+                       rng=np.random.default_rng(0))
+    s = out.suggestion
+    z, _, _, _ = pose_geometry(s.rotation_vector, s.translation, board.points())
+    assert sc['depth'][0] <= z <= sc['depth'][1] and abs(z) >= sc['band'], z
+    assert out.central_uv is None and out.to_dict('cam')['board_pose']['frame_id'] == 'cam'
+    # the simulated optics (not the MPC model) see every corner in >= 2 micro-images there
+    obs = focused_observations(cam, board, s.rotation_vector[None], s.translation[None])
+    assert np.bincount(obs.point, minlength=len(board.points())).min() >= 2
+    # a focus band covering the whole depth range is refused with both ranges
+    wide = PlanSettings(depth_range_m=sc['depth'], focus_band_m=10.0)
+    with pytest.raises(DegenerateConfigurationError, match='covers the whole depth range'):
+        suggest_next(session, wide, nominal=cam.ground_truth_model(session.grid))

@@ -262,11 +262,12 @@ class HandEyeProblem:
 
     Parameters x = (w_M, t_M, w_B, t_B, the free model parameters in PARAMETER_NAMES order).
     Captures are the pose ids of ``obs``; ``g`` = (w (P, 3), t (P, 3)) the robot chain G_k in
-    the order of the sorted pose ids.
+    the order of the sorted pose ids; grouped: ``obs`` grouped by pose, if already checked
+    (the planner's one-capture informations), else validated here.
     """
 
-    def __init__(self, obs, model, g, free):
-        grouped = validate_observations(obs)
+    def __init__(self, obs, model, g, free, grouped=None):
+        grouped = validate_observations(obs) if grouped is None else grouped
         self.pb = RefinementProblem(obs, grouped)
         self.pose_ids = grouped.pose_ids
         self.theta0 = model.to_vector()

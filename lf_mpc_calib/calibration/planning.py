@@ -9,12 +9,21 @@ six parameters eliminated) gives the Fisher information the pose adds. Informati
 poses, so the predicted covariance after a capture is inv(I_so_far + I_pose) sigma^2 for the
 measured corner noise sigma (px).
 
-Criterion: **A-optimal on the normalised sigmas of what is asked**: with q = (k_i, k_j, k_u,
-k_v in % of their value, principal point u, v in px) and their targets t, the pose chosen
-minimises sum_q (sigma_q / t_q)^2 (the trace of the normalised covariance). The target is
-reached when every sigma_q <= t_q. Candidates are drawn at random within the constraints
-(:class:`PoseConstraints`); constraints no candidate satisfies are refused with the count of
-draws each one rejected.
+Criterion: **A-optimal (not D-optimal) on the normalised sigmas of what is asked**: with
+q = (k_i, k_j, k_u, k_v in % of their value, principal point u, v in px) and their targets
+t, the pose chosen minimises sum_q (sigma_q / t_q)^2 (the trace of the normalised
+covariance). The target is reached when every sigma_q <= t_q. Candidates are drawn at
+random within the constraints (:class:`PoseConstraints`); constraints no candidate
+satisfies are refused with the count of draws each one rejected.
+
+On a robot arm (``arm``: :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints`)
+each candidate's tool pose (the base -> tool pose that brings the camera, eye-in-hand, or
+the board, eye-to-hand, there) must lie in the workspace box and tool-tilt limit, checked
+before any candidate is scored; the information is the joint hand-eye problem's (mount,
+board pose and intrinsics; the arm ties the captures' poses together), and the criterion
+adds the mount: (sigma_t / target_mm)^2 + (sigma_w / target_deg)^2 summed over the mount's
+translation (mm) and rotation-vector (deg) components, reported as ``mount_translation``
+(mm) and ``mount_rotation`` (deg): the root of each trace.
 
 Poses map board to the MPC (optical) frame, X_cam = R X_board + t (DESIGN.md "Frames").
 """
@@ -24,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from lf_mpc_calib.calibration.arm_planning import MOUNT_NAMES, joint_informations
 from lf_mpc_calib.calibration.refine import pose_information
 from lf_mpc_calib.camera.model import DISTORTION_NAMES, as_points
 from lf_mpc_calib.camera.observations import Observations
@@ -31,6 +41,8 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 QUANTITIES = SCALES + ('principal_point_u', 'principal_point_v')
+MOUNT_QUANTITIES = ('mount_translation', 'mount_rotation')
+"""On an arm: sqrt(trace) of the mount's translation (mm) and rotation-vector (deg) sigmas."""
 CANDIDATES = 120
 """Candidate poses drawn per suggestion."""
 MAX_DRAWS = 40
@@ -94,9 +106,10 @@ class PoseConstraints:
 class Suggestion:
     """
     The next pose: rotation_vector (3,), translation (3,) board -> camera; predicted: {q:
-    sigma after the capture} (QUANTITIES; % for the scales, px for the principal point);
-    criterion: sum (sigma_q / target_q)^2; reached: whether every sigma meets its target;
-    why: one line.
+    sigma after the capture} (QUANTITIES, and MOUNT_QUANTITIES on an arm; % for the scales,
+    px for the principal point, mm / deg for the mount); criterion: sum (sigma_q /
+    target_q)^2; reached: whether every sigma meets its target; why: one line; tool_pose: on
+    an arm, the base -> tool pose (w (3,), t (3,)) that brings the camera or board there.
     """
 
     rotation_vector: np.ndarray
@@ -105,6 +118,7 @@ class Suggestion:
     criterion: float
     reached: bool
     why: str
+    tool_pose: tuple = None
 
     def to_dict(self):
         """Plain types (a Trigger reply's JSON, a YAML file)."""
@@ -112,7 +126,10 @@ class Suggestion:
                 'translation_m': [float(v) for v in self.translation],
                 'predicted_sigma': {k: float(v) for k, v in self.predicted.items()},
                 'criterion': float(self.criterion), 'reached': bool(self.reached),
-                'why': self.why}
+                'why': self.why,
+                **({} if self.tool_pose is None else {'tool_pose_in_base': {
+                    'rotation_vector': [float(v) for v in self.tool_pose[0]],
+                    'translation_m': [float(v) for v in self.tool_pose[1]]}})}
 
 
 def pose_geometry(rotation_vector, translation, board):
@@ -135,7 +152,10 @@ class PosePlanner:
     the model has at 0); rng: numpy Generator of the candidates; pose_filter(rvec, tvec) ->
     bool: a further test of where the board may go (e.g. the whole board inside the raw
     image), or None; sigma_scale: {quantity: factor} the predicted sigmas are multiplied by
-    (a calibration's reported sigmas against the prediction for its captures), or None.
+    (a calibration's reported sigmas against the prediction for its captures), or None;
+    arm: :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints` on a robot arm (the
+    tool poses checked, the mount in the criterion), or None; target_mount_mm,
+    target_mount_deg: the mount's targets on an arm.
     """
 
     model: object
@@ -148,6 +168,9 @@ class PosePlanner:
     fix: tuple = None
     pose_filter: object = None
     sigma_scale: dict = None
+    arm: object = None
+    target_mount_mm: float = 0.1
+    target_mount_deg: float = 0.02
     information: np.ndarray = field(default=None, init=False)
 
     def __post_init__(self):
@@ -157,10 +180,25 @@ class PosePlanner:
         if not (self.target_k_pct > 0 and self.target_pp_px > 0):
             raise InvalidInputError(f'targets must be > 0, got {self.target_k_pct} %, '
                                     f'{self.target_pp_px} px')
+        if self.arm is not None and not (self.target_mount_mm > 0 and self.target_mount_deg > 0):
+            raise InvalidInputError(f'mount targets must be > 0, got {self.target_mount_mm} mm, '
+                                    f'{self.target_mount_deg} deg')
         if self.fix is None:
             self.fix = tuple(n for n in DISTORTION_NAMES if getattr(self.model, n) == 0.0)
         self.names = None
         self.captures = 0
+
+    @property
+    def quantities(self):
+        """The quantities predicted: QUANTITIES (+ MOUNT_QUANTITIES on an arm)."""
+        return QUANTITIES + (MOUNT_QUANTITIES if self.arm is not None else ())
+
+    def target(self, quantity):
+        """The target of one quantity (% / px / mm / deg)."""
+        if quantity in SCALES:
+            return self.target_k_pct
+        return {'mount_translation': self.target_mount_mm,
+                'mount_rotation': self.target_mount_deg}.get(quantity, self.target_pp_px)
 
     # ---- prediction ------------------------------------------------------------------------
     def rows(self, rotation_vector, translation):
@@ -195,25 +233,36 @@ class PosePlanner:
         return Observations(np.zeros(len(point), int), point, self.board[point],
                             np.column_stack([ij[ok], uv[ok]]))
 
-    def pose_informations(self, rvecs, tvecs, rows=None):
-        """(P, nf, nf) unit-noise information of each pose (rows: their Observations)."""
+    def pose_informations(self, rvecs, tvecs, rows=None, chains=None):
+        """(P, nf, nf) unit-noise information of each pose (rows: their Observations). On an
+        arm, of the joint hand-eye problem (12 + nf; chains: the captures' robot chains G
+        (w (P, 3), t (P, 3)), default from the arm's mount and board estimates)."""
         rows = [self.rows(r, t) for r, t in zip(rvecs, tvecs)] if rows is None else rows
+        if self.arm is not None and chains is None:
+            chains = self.arm.chains(rvecs, tvecs)
         out = []
         for start in range(0, len(rows), BATCH):
             part = rows[start:start + BATCH]
+            end = start + len(part)
+            if self.arm is not None:
+                self.names, info = joint_informations(
+                    self.model, part, (chains[0][start:end], chains[1][start:end]),
+                    self.arm.mount, self.arm.board, fix=self.fix)
+                out.append(info)
+                continue
             obs = Observations.concatenate([
                 Observations(np.full(len(o), k), o.point, o.board, o.ijuv)
                 for k, o in enumerate(part)])
             self.names, info = pose_information(
-                obs, self.model, rvecs[start:start + len(part)],
-                tvecs[start:start + len(part)], fix=self.fix)
+                obs, self.model, rvecs[start:end], tvecs[start:end], fix=self.fix)
             out.append(info)
         return np.concatenate(out)
 
     def _gradient(self):
-        """(6, nf): d (normalised quantity) / d (free parameter)."""
+        """(6 (+ 6 on an arm), nf): d (normalised quantity) / d (free parameter); on an arm
+        the last six rows are the mount's translation (mm) and rotation vector (deg)."""
         m, names = self.model, list(self.names)
-        g = np.zeros((len(QUANTITIES), len(names)))
+        g = np.zeros((len(QUANTITIES) + (6 if self.arm is not None else 0), len(names)))
         for q, n in enumerate(SCALES):
             if n in names:
                 g[q, names.index(n)] = 100.0 / abs(getattr(m, n)) / self.target_k_pct
@@ -223,59 +272,76 @@ class PosePlanner:
                 g[q, names.index(off)] = -1.0 / k / self.target_pp_px
             if scale in names:
                 g[q, names.index(scale)] = o / k ** 2 / self.target_pp_px
+        if self.arm is not None:
+            for c in range(3):
+                g[6 + c, names.index(MOUNT_NAMES[3 + c])] = 1e3 / self.target_mount_mm
+                g[9 + c, names.index(MOUNT_NAMES[c])] = np.degrees(1.0) / self.target_mount_deg
         return g
 
     def sigmas(self, information):
-        """{quantity: sigma} (% / px) and the A criterion for a total information (nf, nf)."""
+        """{quantity: sigma} (% / px / mm / deg) and the A criterion for a total information
+        (nf, nf)."""
+        quantities = self.quantities
+        undetermined = {q: float('inf') for q in quantities}, float('inf')
         g = self._gradient()
         d = np.sqrt(np.maximum(np.diag(information), 1e-300))
         try:
             cov = np.linalg.inv(information / np.outer(d, d)) / np.outer(d, d)
         except np.linalg.LinAlgError:
-            return {q: float('inf') for q in QUANTITIES}, float('inf')
+            return undetermined
         var = np.einsum('qa,ab,qb->q', g, cov, g) * self.noise_px ** 2
+        if self.arm is not None:      # the mount: the trace of its translation, rotation
+            var = np.concatenate([var[:6], [var[6:9].sum(), var[9:12].sum()]])
         if self.sigma_scale is not None:
-            var = var * np.array([self.sigma_scale.get(q, 1.0) for q in QUANTITIES]) ** 2
+            var = var * np.array([self.sigma_scale.get(q, 1.0) for q in quantities]) ** 2
         if np.any(var < 0) or not np.all(np.isfinite(var)):
-            return {q: float('inf') for q in QUANTITIES}, float('inf')
-        targets = [self.target_k_pct] * 4 + [self.target_pp_px] * 2
-        sig = {q: float(np.sqrt(v)) * t for q, v, t in zip(QUANTITIES, var, targets)}
+            return undetermined
+        sig = {q: float(np.sqrt(v)) * self.target(q) for q, v in zip(quantities, var)}
         return sig, float(var.sum())
 
     def predicted(self):
         """{quantity: sigma} of the captures so far (inf while undetermined)."""
         if self.information is None:
-            return {q: float('inf') for q in QUANTITIES}
+            return {q: float('inf') for q in self.quantities}
         return self.sigmas(self.information)[0]
 
     def reached(self, sig=None):
         """Whether every sigma meets its target (and MIN_CAPTURES are in)."""
         sig = self.predicted() if sig is None else sig
         return (self.captures + (sig is not None) >= MIN_CAPTURES
-                and all(sig[q] <= self.target_k_pct for q in SCALES)
-                and all(sig[q] <= self.target_pp_px for q in QUANTITIES[4:]))
+                and all(sig[q] <= self.target(q) for q in self.quantities))
 
     # ---- captures and candidates -----------------------------------------------------------
-    def add_capture(self, rotation_vector, translation, rows=None):
+    def add_capture(self, rotation_vector, translation, rows=None, robot_pose=None):
         """Account for a capture (followed suggestion or not): its rows predicted, or
-        ``rows`` (Observations of that one pose: the corners actually detected); a pose whose
-        rows are predicted unseen raises."""
+        ``rows`` (Observations of that one pose: the corners actually detected); on an arm,
+        robot_pose (w (3,), t (3,)) base -> tool where it was measured (default: from the
+        arm's mount and board estimates). A pose whose rows are predicted unseen raises."""
         rows = self.rows(rotation_vector, translation) if rows is None else rows
         if rows is None:
             raise InvalidInputError('the captured pose does not show the board where the '
                                     'constraints say it is seen')
+        chains = None
+        if self.arm is not None and robot_pose is not None:
+            from lf_mpc_calib.camera import transforms
+            g = tuple(np.asarray(v, float).reshape(1, 3) for v in robot_pose)
+            chains = g if self.arm.setup == 'eye-in-hand' else transforms.invert(g)
         info = self.pose_informations(np.atleast_2d(rotation_vector),
-                                      np.atleast_2d(translation), [rows])[0]
+                                      np.atleast_2d(translation), [rows], chains)[0]
         self.information = info if self.information is None else self.information + info
         self.captures += 1
 
-    def random_poses(self, n):
-        """n random poses within the constraints: (rvecs (n, 3), tvecs (n, 3), rows)."""
+    def random_poses(self, n, at_least=None):
+        """n random poses within the constraints: (rvecs (k, 3), tvecs (k, 3), rows), k = n,
+        or at_least (default n) <= k < n when the draws find no more."""
         c = self.constraints
         near, far = c.depth_range_m
         centre = self.board.mean(axis=0)
         rv, tv, rows = [], [], []
         rejected = {'depth in the excluded band': 0, 'board not seen': 0}
+        if self.arm is not None:
+            rejected.update({'tool outside the workspace box': 0,
+                             'tool tilted over the limit': 0})
         for _ in range(MAX_DRAWS * n):
             z = float(np.exp(self.rng.uniform(np.log(near), np.log(far)))) if near > 0 \
                 else float(self.rng.uniform(near, far))
@@ -288,6 +354,12 @@ class PosePlanner:
             lo, hi = self._lateral_range(z)
             xy = self.rng.uniform(lo, hi)
             t = np.array([xy[0], xy[1], z]) - rot.apply(centre)
+            if self.arm is not None:          # discarded before its rows are predicted
+                outside, tilted = self.arm.violations(*self.arm.tool_poses(rot.as_rotvec(), t))
+                if outside[0] or tilted[0]:
+                    rejected['tool outside the workspace box' if outside[0]
+                             else 'tool tilted over the limit'] += 1
+                    continue
             r = self.rows(rot.as_rotvec(), t)
             if r is None:
                 rejected['board not seen'] += 1
@@ -297,11 +369,15 @@ class PosePlanner:
             rows.append(r)
             if len(rv) == n:
                 return np.array(rv), np.array(tv), rows
+        if rv and len(rv) >= (n if at_least is None else at_least):
+            return np.array(rv), np.array(tv), rows
+        arm = '' if self.arm is None else f'; {self.arm.describe()}'
         raise DegenerateConfigurationError(
             f'no pose satisfies the constraints: {len(rv)} of {n} found in {MAX_DRAWS * n} '
-            f'draws (depths {near:.3f}-{far:.3f} m, tilt <= {c.max_tilt_deg:g} deg; rejected: '
-            + ', '.join(f'{why} {k}' for why, k in rejected.items())
-            + '); allow more depths or a smaller board')
+            f'draws (depths {near:.3f}-{far:.3f} m, tilt <= {c.max_tilt_deg:g} deg{arm}; '
+            'rejected: ' + ', '.join(f'{why} {k}' for why, k in rejected.items())
+            + '); allow more depths or a smaller board'
+            + ('' if self.arm is None else ', or widen the workspace box or tool-tilt limit'))
 
     def _lateral_range(self, z):
         """(lo (2,), hi (2,)) board-centre x, y at depth z where the view sees it."""
@@ -326,7 +402,8 @@ class PosePlanner:
 
     def suggest(self, n_candidates=CANDIDATES):
         """The :class:`Suggestion` among n_candidates random feasible poses (A-optimal)."""
-        rv, tv, rows = self.random_poses(n_candidates)
+        rv, tv, rows = self.random_poses(n_candidates, at_least=1)
+        n_candidates = len(rv)
         infos = self.pose_informations(rv, tv, rows)
         base = np.zeros_like(infos[0]) if self.information is None else self.information
         # before the set determines the camera: a ridge of 1e-9 of the candidates' scale
@@ -336,9 +413,14 @@ class PosePlanner:
         best = int(np.argmin([s[1] for s in scores]))
         sig, crit = scores[best]
         z, ax, ay, roll = pose_geometry(rv[best], tv[best], self.board)
-        worst = max(QUANTITIES, key=lambda q: sig[q] / (self.target_k_pct if q in SCALES
-                                                        else self.target_pp_px))
-        why = (f'of {n_candidates} poses within the constraints, the one that most reduces '
-               f'sum (sigma / target)^2 (A-optimal): board at {z:.3f} m, tilted {ax:.0f} / '
-               f'{ay:.0f} deg about x / y; worst after it: {worst} {sig[worst]:.3g}')
-        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why)
+        worst = max(self.quantities, key=lambda q: sig[q] / self.target(q))
+        tool = None
+        if self.arm is not None:
+            w, t = self.arm.tool_poses(rv[best], tv[best])
+            tool = (w[0], t[0])
+        why = (f'of {n_candidates} poses within the constraints'
+               + ('' if tool is None else ' (tool poses inside the arm\'s limits)')
+               + f', the one that most reduces sum (sigma / target)^2 (A-optimal): board at '
+               f'{z:.3f} m, tilted {ax:.0f} / {ay:.0f} deg about x / y; worst after it: '
+               f'{worst} {sig[worst]:.3g}')
+        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool)

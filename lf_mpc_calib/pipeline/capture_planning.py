@@ -9,18 +9,27 @@ calibration where the calibration has it, else fitted under the model:
 :func:`~lf_mpc_calib.calibration.board_pose.fit_board_pose`) and asks
 :class:`~lf_mpc_calib.calibration.planning.PosePlanner` for the next board pose (A-optimal on
 sigma / target). Conventional cameras: the candidates' rows are predicted in the decoder's
-usable views, a view's size from the white image.
+usable views, a view's size from the white image. Focused cameras: in every micro-image of
+the lenslet grid, a corner seen where it falls within FOCUSED_RADIUS_FRACTION of half the
+pitch of the centre (in >= 2 micro-images), outside the band ``focus_band_m`` around the
+plane conjugate to the micro-lenses (Z = 0 of the MPC frame). On an arm with the mount solved the
+planner gets :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints` (the settings'
+workspace box and tool-tilt limit, the solved mount and board pose): every suggested tool
+pose is inside them and the mount's sigma is in the criterion.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from lf_mpc_calib.calibration.arm_planning import ArmConstraints
 from lf_mpc_calib.calibration.board_pose import fit_board_pose
 from lf_mpc_calib.calibration.planning import QUANTITIES, SCALES, PoseConstraints, PosePlanner
 from lf_mpc_calib.errors import InvalidInputError, LFCalibError
 
 DEPTH_WIDENING = 1.25
+FOCUSED_RADIUS_FRACTION = 0.9
+"""Focused: part of a micro-image (radius: half the pitch) where a corner counts as seen."""
 """Without a depth range: the captures' nearest / farthest board widened by this factor."""
 
 
@@ -30,7 +39,14 @@ class PlanSettings:
     What is asked and where the board may go. target_k_pct (% of k_i..k_v), target_pp_px;
     corner_noise_px: assumed before a calibration measures it; depth_range_m (near, far)
     board-centre Z in the optical frame, or None (from the captures so far); max_tilt_deg,
-    max_roll_deg; candidates: poses drawn per suggestion.
+    max_roll_deg; candidates: poses drawn per suggestion; focus_band_m: focused cameras, the
+    half-width (m) of the band kept clear around the plane conjugate to the micro-lenses
+    (Z = 0 of the MPC frame), 0: only the model's test of each corner in >= 2 micro-images.
+    On an arm: workspace_box (6,)
+    [x_min, y_min, z_min, x_max, y_max, z_max] m of the tool's origin in the base frame or
+    None; tilt_reference (3,) base-frame direction the tool's z axis is measured from,
+    max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: the mount's sigma aimed
+    at.
     """
 
     target_k_pct: float = 0.3
@@ -40,6 +56,12 @@ class PlanSettings:
     max_tilt_deg: float = 30.0
     max_roll_deg: float = 15.0
     candidates: int = 120
+    focus_band_m: float = 0.0
+    workspace_box: tuple = None
+    tilt_reference: tuple = (0.0, 0.0, -1.0)
+    max_tool_tilt_deg: float = 180.0
+    target_mount_mm: float = 0.1
+    target_mount_deg: float = 0.02
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,9 +73,10 @@ class SessionSuggestion:
     corner noise used (after a calibration: the RMS of the per-quantity effective noise);
     captures: captures accounted for; depth_range_m: the range searched; arm: on an arm,
     {'setup', 'tool_pose_in_base': {frame_id, child_frame_id, rotation_vector,
-    translation_m} or None, 'note'} (the base -> tool pose that brings the camera, or the
-    board, there: :func:`tool_pose`); central_uv (C, 2): the suggested board's corners in the
-    central view (px, the model's projection; drawn on ~/detections).
+    translation_m} or None, 'tool_tilt_deg', 'limits', 'note'} (the base -> tool pose that
+    brings the camera, or the board, there: ArmConstraints.tool_poses); central_uv (C, 2):
+    the suggested board's corners in the central view (px, the model's projection; drawn on
+    ~/detections).
     """
 
     suggestion: object
@@ -93,21 +116,32 @@ def reported_sigmas(result):
     return out
 
 
-def sigma_scale(result, unit_sigmas):
+def reported_mount_sigmas(hand_eye):
+    """{'mount_translation': mm, 'mount_rotation': deg}: the root of the trace of a
+    HandEyeResult's mount translation and rotation-vector variances."""
+    return {'mount_translation': 1e3 * float(np.linalg.norm(hand_eye.mount_stddev[1])),
+            'mount_rotation': float(np.degrees(np.linalg.norm(hand_eye.mount_stddev[0])))}
+
+
+def sigma_scale(result, unit_sigmas, hand_eye=None):
     """
     {quantity: factor} that makes the planner's prediction for the captures so far
     (``unit_sigmas``: at unit corner noise) equal the sigmas the calibration ``result``
-    reports. Each factor is that quantity's effective corner noise (px): it folds in what
-    independent noise misses (the detector's error shared by the views of one corner, which
-    the reported cluster-robust sigmas count), so the target is judged on what the
-    calibration reports. Quantities without a finite ratio take the RMS of the others.
+    (and on an arm its ``hand_eye``: the mount) reports. Each factor is that quantity's
+    effective corner noise (px): it folds in what independent noise misses (the detector's
+    error shared by the views of one corner, which the reported cluster-robust sigmas count),
+    so the target is judged on what the calibration reports. Quantities without a finite
+    ratio take the RMS of the others.
     """
     rep = reported_sigmas(result)
-    ratio = {q: rep[q] / unit_sigmas[q] for q in QUANTITIES
-             if np.isfinite(rep[q]) and np.isfinite(unit_sigmas[q]) and unit_sigmas[q] > 0}
+    if hand_eye is not None:
+        rep.update(reported_mount_sigmas(hand_eye))
+    ratio = {q: rep[q] / unit_sigmas[q] for q in unit_sigmas
+             if q in rep and np.isfinite(rep[q]) and np.isfinite(unit_sigmas[q])
+             and unit_sigmas[q] > 0}
     fallback = (float(np.sqrt(np.mean(np.square(list(ratio.values()))))) if ratio
                 else float(result.rms_reprojection_px) / np.sqrt(2.0))
-    return {q: float(ratio.get(q, fallback)) for q in QUANTITIES}
+    return {q: float(ratio.get(q, fallback)) for q in unit_sigmas}
 
 
 def capture_poses(session, model, result=None):
@@ -130,13 +164,21 @@ def capture_poses(session, model, result=None):
 
 
 def session_constraints(session, depth_range_m, settings):
-    """:class:`PoseConstraints` of a conventional session: its usable views, a view's size."""
-    if session.camera_type != 'conventional':
-        raise InvalidInputError('pose planning in a session is for conventional cameras so '
-                                f'far, got {session.camera_type!r}')
+    """:class:`PoseConstraints` of a session: conventional, its usable views and a view's
+    size; focused, the grid's micro-images and the focus band."""
     if not session.ready:
         raise InvalidInputError('no white image yet: the views the board must be seen in are '
                                 'not known')
+    if session.camera_type == 'focused':
+        if getattr(session, 'lens_types', 1) > 1:
+            raise InvalidInputError('pose planning does not model the per-type terms of a '
+                                    f'multi-focus camera (lens_types {session.lens_types})')
+        band = float(settings.focus_band_m)
+        return PoseConstraints(
+            views=session.grid.centres(), depth_range_m=tuple(depth_range_m),
+            micro_image_radius=FOCUSED_RADIUS_FRACTION * session.grid.pitch / 2,
+            excluded_depths_m=(-band, band) if band > 0 else None,
+            max_tilt_deg=settings.max_tilt_deg, max_roll_deg=settings.max_roll_deg)
     dec = session.decoder
     jj, ii = np.nonzero(session.use)
     views = np.column_stack([np.asarray(dec.i_values)[ii], np.asarray(dec.j_values)[jj]])
@@ -150,38 +192,35 @@ def session_constraints(session, depth_range_m, settings):
                            max_roll_deg=settings.max_roll_deg)
 
 
-def tool_pose(setup, mount, board_pose, rotation_vector, translation):
-    """
-    The base -> tool pose (w (3,), t (3,)) that puts the board at ``rotation_vector``,
-    ``translation`` (board -> optical): eye-in-hand, mount T_tool_optical and board_pose
-    T_base_board (the camera moves); eye-to-hand, mount T_base_optical and board_pose
-    T_tool_board (the board moves). From G M C = B (:mod:`~lf_mpc_calib.calibration.hand_eye`).
-    """
-    from lf_mpc_calib.camera import transforms
-    c = (np.asarray(rotation_vector, float), np.asarray(translation, float))
-    g = transforms.compose(transforms.compose(board_pose, transforms.invert(c)),
-                           transforms.invert(mount))
-    return g if setup == 'eye-in-hand' else transforms.invert(g)
+def arm_constraints(session, settings):
+    """:class:`ArmConstraints` of a session on an arm with its mount solved, else None."""
+    he = session.hand_eye
+    if session.arm is None or he is None:
+        return None
+    return ArmConstraints(he.setup, he.mount, he.board, workspace_box=settings.workspace_box,
+                          tilt_reference=settings.tilt_reference,
+                          max_tool_tilt_deg=settings.max_tool_tilt_deg)
 
 
-def _arm_part(session, suggestion):
+def _arm_part(session, suggestion, arm):
     """The ``arm`` of a SessionSuggestion (None off an arm)."""
     if session.arm is None:
         return None
-    he = session.hand_eye
     out = {'setup': session.arm['setup'], 'tool_pose_in_base': None}
-    if he is None:
+    if arm is None:
         out['note'] = ('the mount is not solved yet: ~/calibrate with robot poses that '
-                       'determine it; the board pose above is in the optical frame')
+                       'determine it; the board pose above is in the optical frame, the '
+                       'workspace box and tool-tilt limit not checked')
         return out
-    w, t = tool_pose(he.setup, he.mount, he.board, suggestion.rotation_vector,
-                     suggestion.translation)
+    w, t = suggestion.tool_pose
     out['tool_pose_in_base'] = {'frame_id': session.arm['base_frame'],
                                 'child_frame_id': session.arm['tool_frame'],
                                 'rotation_vector': [float(v) for v in w],
                                 'translation_m': [float(v) for v in t]}
-    out['note'] = ('from the solved mount; not checked against a workspace box or tool-tilt '
-                   'limits (not planned yet)')
+    out['tool_tilt_deg'] = float(arm.tool_tilt_deg(w)[0])
+    out['limits'] = arm.describe()
+    out['note'] = ('from the solved mount; inside the limits; the mount\'s predicted sigma '
+                   '(mount_translation mm, mount_rotation deg) is in predicted_sigma_after')
     return out
 
 
@@ -247,20 +286,29 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     rvecs, tvecs = capture_poses(session, model, result)
     depth = _depth_range(settings, tvecs, rvecs, board)
     constraints = session_constraints(session, depth, settings)
+    arm = arm_constraints(session, settings) if result is not None else None
     planner = PosePlanner(model, board, constraints, noise_px=noise,
                           target_k_pct=settings.target_k_pct,
                           target_pp_px=settings.target_pp_px, rng=rng,
-                          pose_filter=outline_filter(model, session.board, constraints))
-    for r, t, det in zip(rvecs, tvecs, session.detections):
-        planner.add_capture(r, t, rows=det.observations)
+                          pose_filter=(outline_filter(model, session.board, constraints)
+                                       if constraints.image_size is not None else None),
+                          arm=arm, target_mount_mm=settings.target_mount_mm,
+                          target_mount_deg=settings.target_mount_deg)
+    robot = session.robot_poses if arm is not None else [None] * len(rvecs)
+    for r, t, det, g in zip(rvecs, tvecs, session.detections, robot):
+        planner.add_capture(r, t, rows=det.observations, robot_pose=g)
     if result is not None:
-        planner.sigma_scale = sigma_scale(result, planner.predicted())
-        noise = float(np.sqrt(np.mean(np.square(list(planner.sigma_scale.values())))))
+        planner.sigma_scale = sigma_scale(result, planner.predicted(),
+                                          None if arm is None else session.hand_eye)
+        noise = float(np.sqrt(np.mean(np.square(
+            [planner.sigma_scale[q] for q in QUANTITIES]))))
     now = planner.predicted()
     suggestion = planner.suggest(n_candidates=settings.candidates)
     from scipy.spatial.transform import Rotation
     corners = Rotation.from_rotvec(suggestion.rotation_vector).apply(board) + \
         suggestion.translation
-    central = model.project(corners, np.zeros((len(corners), 2)))
+    central = (model.project(corners, np.zeros((len(corners), 2)))
+               if session.camera_type == 'conventional' else None)   # focused: no views
     return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
-                             planner.captures, depth, _arm_part(session, suggestion), central)
+                             planner.captures, depth, _arm_part(session, suggestion, arm),
+                             central)

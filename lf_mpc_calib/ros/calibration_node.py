@@ -36,7 +36,7 @@ says so in the answer and on ``~/status`` (``write_error``).
 ``~/suggest`` (Trigger) and the latched ``~/suggested_pose`` (geometry_msgs/PoseStamped in the
 optical frame): the next board pose that most reduces the predicted uncertainty of k_i..k_v
 and the principal point, planned with the calibration or, before one, ``nominal_model_file``
-(:mod:`lf_mpc_calib.ros.suggestions`; conventional cameras).
+(:mod:`lf_mpc_calib.ros.suggestions`; conventional and focused cameras).
 
 ``~/detections`` (sensor_msgs/Image rgb8, only while subscribed, ``detections_rate`` Hz): the
 central view (focused: the rendered image) with the board's corners coloured by quality, the

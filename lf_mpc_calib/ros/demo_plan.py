@@ -138,17 +138,18 @@ def plan_loop(caller, sim, calib, args, say, start):
         say(f'{q:18s} {pred}  {reported[q]:9.4f} {errors[q]:8.4f} '
             f'{errors[q] / reported[q]:10.2f}')
     if sim.arm is not None:
-        _say_arm(say, sim, calib, result, suggestion)
+        _say_arm(say, sim, calib, result, suggestion, followed)
     say(f'\ncaptures used: {len(captured)}; target predicted: {"yes" if reached else "no"}; '
         f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
         f'{time.perf_counter() - start:.1f} s')
     return 0
 
 
-def _say_arm(say, sim, calib, result, suggestion):
-    """On the simulated arm: the mount against the truth, and where the arm's true chain puts
-    the board at the last suggestion's tool pose (calibrated frame; corners compared as sets,
-    the detector may number a symmetric board otherwise)."""
+def _say_arm(say, sim, calib, result, suggestion, followed):
+    """On the simulated arm: the mount against the truth (and the sigma predicted before the
+    last capture), and where the arm's true chain puts the board at the last suggestion's
+    tool pose (calibrated frame; corners compared as sets, the detector may number a
+    symmetric board otherwise)."""
     he = calib.session.hand_eye
     if he is None:
         say('\nhand-eye mount not solved (see the calibrate answer): no tool pose suggested')
@@ -156,6 +157,10 @@ def _say_arm(say, sim, calib, result, suggestion):
     truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
                                         result.model)
     say_mount(say, he, truth)
+    pred = followed['predicted_sigma_after'] if followed else {}
+    if pred.get('mount_translation') is not None and pred.get('mount_rotation') is not None:
+        say(f'  mount sigma predicted before the last capture: {pred["mount_translation"]:.3f}'
+            f' mm, {pred["mount_rotation"]:.4f} deg')
     tool = (suggestion.get('arm') or {}).get('tool_pose_in_base')
     if tool is None:
         say('no tool pose in the last suggestion')

@@ -2,15 +2,20 @@
 ``~/suggest`` and ``~/suggested_pose`` of the calibration node: where to put the board next.
 
 A thin adapter over :func:`lf_mpc_calib.pipeline.capture_planning.suggest_next` (conventional
-cameras). ``~/suggest`` (std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector,
-translation in m, board -> optical frame), ``predicted_sigma_after`` the capture and
+and single-type focused cameras; focused: ``plan_focus_band`` kept clear around the plane
+conjugate to the micro-lenses, a band covering the depth range refused). ``~/suggest``
+(std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector, translation in m, board ->
+optical frame), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
 ``why``, ``model`` ('calibration' after a ~/calibrate, else 'nominal': the
 ``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
 ``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
-(eye-to-hand) there, once ``~/calibrate`` has solved the mount (null before, with a note; not
-yet checked against a workspace box or tool-tilt limits). The same board pose goes out on
+(eye-to-hand) there, once ``~/calibrate`` has solved the mount (null before, with a note),
+inside ``plan_workspace_box`` and ``plan_max_tool_tilt_deg`` (candidates outside are
+discarded before scoring; limits no candidate meets: success false with the reason), and
+the mount's predicted sigmas (``mount_translation`` mm, ``mount_rotation`` deg) in
+``predicted_sigma_after``, the mount being in the criterion. The same board pose goes out on
 ``~/suggested_pose`` (geometry_msgs/PoseStamped, latched, frame the optical frame). A
 suggestion the user does not follow is no error: the next one accounts for what was
 captured.
@@ -39,6 +44,25 @@ PARAMETERS = [
     ('plan_corner_noise', 0.15, '~/suggest: corner noise (px) assumed before a calibration '
      'measures it', D.positive),
     ('plan_seed', -1, '~/suggest: seed of the candidate poses (-1: random)', None),
+    ('plan_focus_band', 0.0, '~/suggest, focused cameras: half-width (m) of the band kept '
+     'clear around the plane conjugate to the micro-lenses (Z = 0 of the optical frame); '
+     "0: only the model's test that each corner is seen in >= 2 micro-images",
+     D.between(0.0, 100.0)),
+    ('plan_workspace_box', [-1.5, -1.5, 0.0, 1.5, 1.5, 1.5], '~/suggest on an arm: '
+     '[x_min, y_min, z_min, x_max, y_max, z_max] m of the tool origin in the base frame; '
+     '[0.0]: no box', lambda v: None if len(v) <= 1 or (
+         len(v) == 6 and all(lo < hi for lo, hi in zip(v[:3], v[3:]))) else
+     'expected [x_min, y_min, z_min, x_max, y_max, z_max] with each min < max, or [0.0]'),
+    ('plan_tool_tilt_reference', [0.0, 0.0, -1.0], '~/suggest on an arm: base-frame '
+     "direction the tool's z axis is measured from",
+     lambda v: None if len(v) == 3 and any(x != 0 for x in v) else
+     'expected a non-zero [x, y, z]'),
+    ('plan_max_tool_tilt_deg', 75.0, "~/suggest on an arm: largest angle of the tool's z "
+     'axis from plan_tool_tilt_reference, degrees (180: no limit)', D.between(1.0, 180.0)),
+    ('target_mount_translation', 0.1, '~/suggest on an arm: sigma of the mount translation '
+     'aimed at, mm (root of the trace)', D.positive),
+    ('target_mount_rotation', 0.02, '~/suggest on an arm: sigma of the mount rotation aimed '
+     'at, degrees (root of the trace)', D.positive),
 ]
 """The node's parameters of the suggestions (declared with the node's own)."""
 
@@ -59,7 +83,13 @@ class SuggestionService:
         self.settings = PlanSettings(
             target_k_pct=p['target_k_sigma'], target_pp_px=p['target_pp_sigma'],
             corner_noise_px=p['plan_corner_noise'], depth_range_m=depth,
-            max_tilt_deg=p['plan_max_tilt_deg'])
+            max_tilt_deg=p['plan_max_tilt_deg'], focus_band_m=p['plan_focus_band'],
+            workspace_box=(tuple(p['plan_workspace_box']) if len(p['plan_workspace_box']) == 6
+                           else None),
+            tilt_reference=tuple(p['plan_tool_tilt_reference']),
+            max_tool_tilt_deg=p['plan_max_tool_tilt_deg'],
+            target_mount_mm=p['target_mount_translation'],
+            target_mount_deg=p['target_mount_rotation'])
         self.nominal = self._load_nominal(p['nominal_model_file'])
         self.seed = int(p['plan_seed'])
         self.count = 0                          # suggestions made

@@ -79,3 +79,107 @@ def test_suggest_gives_a_pose_within_the_constraints_latched_and_followed(
         # the next suggestion accounts for the capture
         d2 = json.loads(call_service(ros_executor, suggest, timeout_sec=30.0).message)
         assert d2['captures'] == 1 and d2['board_pose'] != pose
+
+
+@pytest.mark.parametrize('setup', ['eye-in-hand', 'eye-to-hand'])
+def test_the_simulated_arm_works_inside_the_default_arm_limits(setup):
+    """The node's default workspace box and tool-tilt limit hold the simulated arm's tool
+    poses: at the simulated camera's default poses and at the planner's candidates."""
+    from scipy.spatial.transform import Rotation
+
+    from lf_mpc_calib.ros.suggestions import PARAMETERS
+    from lf_mpc_calib.simulation.arm import default_arm
+    from lf_mpc_calib.simulation.dataset import capture_poses
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.planning_scene import simulated_planner
+    d = {p[0]: p[1] for p in PARAMETERS}
+    box, ref = np.array(d['plan_workspace_box']), np.array(d['plan_tool_tilt_reference'])
+    cam = preset('lytro', scale=0.5)
+    board = default_board(cam)
+    rv, tv = capture_poses(cam, board, 12, rng=np.random.default_rng(0))
+    planner = simulated_planner(cam, board, noise_px=0.1, target_k_pct=0.3, target_pp_px=0.3,
+                                rng=np.random.default_rng(0))
+    crv, ctv, _ = planner.random_poses(200)
+    w, t = default_arm(setup).robot_poses(np.vstack([rv, crv]), np.vstack([tv, ctv]))
+    assert np.all((t >= box[:3]) & (t <= box[3:]))
+    z = Rotation.from_rotvec(w).apply([0.0, 0.0, 1.0])
+    tilt = np.degrees(np.arccos(np.clip(z @ ref / np.linalg.norm(ref), -1, 1)))
+    assert tilt.max() <= d['plan_max_tool_tilt_deg']
+
+
+def test_suggest_on_an_arm_refuses_a_workspace_box_the_board_cannot_be_seen_from(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Eye-in-hand, the mount solved: a workspace box far from where the board can be seen
+    is refused with the reason (success false), and the node answers on."""
+    from lf_mpc_calib.simulation.arm import default_arm
+    from lf_mpc_calib.simulation.dataset import capture_poses
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+    cam = preset('lytro', scale=0.3)
+    board = default_board(cam)
+    arm = default_arm('eye-in-hand')
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(tmp_path)),
+        Parameter('base_frame', value=arm.base_frame),
+        Parameter('tool_frame', value=arm.tool_frame),
+        Parameter('plan_depth_range', value=DEPTHS), Parameter('plan_seed', value=0),
+        Parameter('plan_workspace_box', value=[5.0, 5.0, 5.0, 6.0, 6.0, 6.0])])
+    session = node.session                      # filled before the node spins
+    session.set_white(quantize(render_white(cam), 8))
+    rv, tv = capture_poses(cam, board, 4, rng=np.random.default_rng(4))
+    robot = arm.robot_poses(rv, tv)
+    for k in range(len(rv)):
+        raw = render_raw(cam, board, rv[k], tv[k], rng=np.random.default_rng(k))
+        assert session.capture(quantize(raw, 8), robot_pose=(robot[0][k], robot[1][k])).accepted
+    session.calibrate()
+    session.solve_hand_eye()
+    with spinning(ros_context, node):
+        suggest = ros_node.create_client(Trigger, '/lf_calibration/suggest')
+        for _ in range(2):                      # refused, and refused again: still up
+            answer = call_service(ros_executor, suggest, timeout_sec=60.0)
+            assert not answer.success
+            assert 'no pose satisfies the constraints' in answer.message
+            assert 'tool outside the workspace box' in answer.message
+            assert 'workspace box [5, 5, 5, 6, 6, 6] m' in answer.message
+
+
+def test_suggest_for_a_focused_camera_keeps_out_of_the_focus_band_or_refuses(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Focused-Keplerian: the suggestion lies outside plan_focus_band around the plane
+    conjugate to the micro-lenses; a band covering the depth range is refused with both
+    ranges (success false) and the node answers on."""
+    from lf_mpc_calib.simulation.dataset import ground_truth_file
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints
+    from lf_mpc_calib.simulation.render import quantize, render_white
+    cam = preset('focused-keplerian', scale=0.3)
+    board = default_board(cam)
+    white = quantize(render_white(cam, samples=2), 8)
+    nominal = tmp_path / 'nominal.yaml'
+    save_calibration(nominal, ground_truth_file(cam, np.zeros((1, 3)),
+                                                np.array([[0.0, 0.0, 1.0]])))
+    depths = [float(v) for v in planning_constraints(cam)[1].depth_range_m]
+    band = float(np.mean(depths))
+    for width, ok in ((band, True), (10.0, False)):
+        node = CalibrationNode(context=ros_context, parameter_overrides=[
+            Parameter('camera_type', value='focused'),
+            Parameter('board_cols', value=board.cols), Parameter('board_rows', value=board.rows),
+            Parameter('square_size', value=float(board.square)),
+            Parameter('output_dir', value=str(tmp_path / f'out{ok}')),
+            Parameter('nominal_model_file', value=str(nominal)),
+            Parameter('plan_depth_range', value=depths), Parameter('plan_seed', value=0),
+            Parameter('plan_focus_band', value=width)])
+        node.session.set_white(white)
+        with spinning(ros_context, node):
+            suggest = ros_node.create_client(Trigger, '/lf_calibration/suggest')
+            for _ in range(1 if ok else 2):     # refused, and refused again: still up
+                answer = call_service(ros_executor, suggest, timeout_sec=60.0)
+                assert answer.success is ok, answer.message
+                if not ok:
+                    assert 'covers the whole depth range' in answer.message
+                    continue
+                pose = json.loads(answer.message)['board_pose']
+                z, _, _, _ = pose_geometry(np.array(pose['rotation_vector']),
+                                           np.array(pose['translation_m']), board.points())
+                assert band <= z <= depths[1], (z, band, depths)
+        node.destroy_node()

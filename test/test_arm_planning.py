@@ -1,0 +1,99 @@
+"""Pose planning on a robot arm: tool poses inside the limits, the mount's sigma predicted."""
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from lf_mpc_calib.calibration.arm_planning import ArmConstraints
+from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
+from lf_mpc_calib.calibration.planning import PoseConstraints, PosePlanner
+from lf_mpc_calib.calibration.refine import calibrate
+from lf_mpc_calib.camera import transforms
+from lf_mpc_calib.errors import DegenerateConfigurationError
+from lf_mpc_calib.simulation.arm import default_arm
+from lf_mpc_calib.simulation.observations import (
+    PAPER_IMAGE_SIZE, board_points, paper_camera, simulate_observations, view_grid)
+
+NOISE = 0.3
+VIEWS = view_grid(3)
+BOARD = board_points(5, 5, 7e-3)
+CONSTRAINTS = PoseConstraints(views=VIEWS, depth_range_m=(0.06, 0.12),
+                              image_size=PAPER_IMAGE_SIZE, max_tilt_deg=30.0)
+SETUPS = ('eye-in-hand', 'eye-to-hand')
+
+
+def planner(seed, arm):
+    return PosePlanner(paper_camera(), BOARD, CONSTRAINTS, noise_px=NOISE, target_k_pct=0.3,
+                       target_pp_px=0.3, rng=np.random.default_rng(seed), arm=arm,
+                       target_mount_mm=0.02, target_mount_deg=0.02)
+
+
+def tilt_deg(tool_rvecs):
+    """Angle of the tool's z axis from straight down (base frame), computed here."""
+    z = Rotation.from_rotvec(tool_rvecs).apply([0.0, 0.0, 1.0])
+    return np.degrees(np.arccos(np.clip(-z[:, 2], -1.0, 1.0)))
+
+
+@pytest.mark.parametrize('setup', SETUPS)
+def test_suggested_tool_poses_stay_inside_the_workspace_box_and_tilt_limit(setup):
+    truth = default_arm(setup)
+    # limits that the unconstrained candidates break more often than not
+    rv, tv, _ = planner(0, None).random_poses(200)
+    w, t = truth.robot_poses(rv, tv)
+    box = np.r_[np.percentile(t, 20, axis=0), np.percentile(t, 95, axis=0)]
+    limit = float(np.percentile(tilt_deg(w), 60))
+    inside = np.all((t >= box[:3]) & (t <= box[3:]), axis=1) & (tilt_deg(w) <= limit)
+    assert inside.mean() < 0.5
+    arm = ArmConstraints(setup, truth.mount, truth.board, workspace_box=box,
+                         max_tool_tilt_deg=limit)
+    p = planner(1, arm)
+    for _ in range(5):
+        s = p.suggest(n_candidates=30)
+        # the arm's own chain (simulation.arm) to the suggested board pose: the same tool pose
+        w, t = truth.robot_poses(s.rotation_vector, s.translation)
+        np.testing.assert_allclose(w[0], s.tool_pose[0], atol=1e-9)
+        np.testing.assert_allclose(t[0], s.tool_pose[1], atol=1e-9)
+        assert np.all(t[0] >= box[:3]) and np.all(t[0] <= box[3:]), (t[0], box)
+        assert tilt_deg(w)[0] <= limit + 1e-9
+        assert s.to_dict()['tool_pose_in_base']['translation_m'] == pytest.approx(t[0])
+        p.add_capture(s.rotation_vector, s.translation)
+    assert set(p.predicted()) >= {'mount_translation', 'mount_rotation'}
+
+
+def test_a_workspace_box_the_board_cannot_be_seen_from_is_refused_with_the_reason():
+    truth = default_arm('eye-in-hand')
+    arm = ArmConstraints('eye-in-hand', truth.mount, truth.board,
+                         workspace_box=(2.0, 2.0, 2.0, 2.5, 2.5, 2.5))
+    with pytest.raises(DegenerateConfigurationError,
+                       match='tool outside the workspace box [1-9][0-9]*.*widen the workspace'):
+        planner(0, arm).suggest(n_candidates=10)
+    arm = ArmConstraints('eye-in-hand', truth.mount, truth.board, max_tool_tilt_deg=0.01)
+    with pytest.raises(DegenerateConfigurationError, match='tool tilted over the limit'):
+        planner(0, arm).suggest(n_candidates=10)
+
+
+@pytest.mark.parametrize('setup', SETUPS)
+def test_predicted_mount_sigma_matches_the_hand_eye_calibration(setup):
+    truth = default_arm(setup)
+    p = planner(2, ArmConstraints(setup, truth.mount, truth.board))
+    rv, tv = [], []
+    for _ in range(8):
+        s = p.suggest(n_candidates=30)
+        rv.append(s.rotation_vector)
+        tv.append(s.translation)
+        robot = truth.robot_poses(s.rotation_vector, s.translation)
+        p.add_capture(s.rotation_vector, s.translation, robot_pose=(robot[0][0], robot[1][0]))
+    rv, tv = np.array(rv), np.array(tv)
+    obs = simulate_observations(paper_camera(), rv, tv, BOARD, VIEWS, noise_px=NOISE,
+                                rng=np.random.default_rng(5))
+    res = calibrate(obs, distortion=False)
+    he = calibrate_hand_eye(obs, res, *truth.robot_poses(rv, tv), setup=setup)
+    reported_mm = 1e3 * np.linalg.norm(he.mount_stddev[1])
+    reported_deg = np.degrees(np.linalg.norm(he.mount_stddev[0]))
+    predicted = p.predicted()
+    assert predicted['mount_translation'] == pytest.approx(reported_mm, rel=0.25)
+    assert predicted['mount_rotation'] == pytest.approx(reported_deg, rel=0.25)
+    err_deg, err_t = transforms.difference(
+        he.mount, truth.in_calibrated_frame(paper_camera(), res.model).mount)
+    assert 1e3 * np.linalg.norm(err_t) <= 3 * predicted['mount_translation']
+    assert err_deg[0] <= 3 * predicted['mount_rotation']
