@@ -1033,9 +1033,13 @@ def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
     nf = int(free.sum())
     info = np.empty((pb.n_poses, nf, nf))
     for p in range(pb.n_poses):
-        a = sel[:, :, pb.bounds[p]:pb.bounds[p + 1]].reshape(nf + N_POSE, -1)
-        h = a @ a.T
-        h_mp, h_pp = h[:nf, nf:], h[nf:, nf:]
-        info[p] = h[:nf, :nf] - h_mp @ np.linalg.pinv(h_pp) @ h_mp.T
+        a = sel[:, :, pb.bounds[p]:pb.bounds[p + 1]].reshape(nf + N_POSE, -1).T
+        # the model columns with their part in the pose's span projected out (QR): the
+        # Schur complement H_mm - H_mp H_pp^-1 H_pm without its cancellation, which left
+        # round-off of 1e-10 of the diagonal, as large as a one-pose set's undetermined
+        # eigenvalues (the planner's first choice then followed the round-off)
+        q, _ = np.linalg.qr(a[:, nf:])
+        b = a[:, :nf] - q @ (q.T @ a[:, :nf])
+        info[p] = b.T @ b
     names = tuple(n for n, f in zip(PARAMETER_NAMES, free) if f)
     return names, info
