@@ -19,19 +19,21 @@ registered), target < 0.3 s wall.
 The timed command runs as installed: lf_mpc_calib's modules compiled to bytecode once
 (:func:`installed_env`).
 
-Measured 27 Nov 04:10-04:25 UTC on branch w5-cli (2 cores shared with four other sessions,
-load average 8-11, --quick, four runs: the machine's noise is the spread):
+Latest table, 27 Nov 06:05-06:15 UTC (2 cores shared with six other sessions, load average
+10-14, --quick, four runs: the machine's noise is the spread):
 
     table       calibrate CPU   baseline CPU   ratio CPU       held
-    distorted   0.74-0.91 s     11.7-13.9 s    14.3-15.9x      -
-    k1=k2=0     0.85-0.97 s     11.8-13.9 s    13.3-16.4x      k_1, k_2
+    distorted   0.74-0.97 s     12.3-12.8 s    12.7-17.3x      -
+    k1=k2=0     0.74-0.92 s     11.2-12.3 s    12.6-15.5x      k_1, k_2
 
-Each held term is refitted from the minimum of the previous solution's quadratic model with
-that term at 0 (model and poses moved together): one LM step, where a refit from the solution
-with the term merely set to 0 took three. The rest of a run: start and imports ~0.15 s,
-reading the CSV ~0.17 s, closed form ~0.05 s, ~25 ms per LM step (Jacobian and normal
-equations), ~50 ms of error summary. On this loaded machine the 15x target is met on some
-runs and missed by up to 11 % on others.
+(per run: distorted 12.7, 17.3, 15.1, 16.5x; k1=k2=0 12.6, 15.5, 15.1, 14.2x: the 15x target
+is met on five of the eight, and missed by up to 16 % on the runs the load slowed most.)
+
+With distortion='auto' each held term is refitted from the minimum of the previous solution's
+quadratic model with that term at 0 (model and poses moved together; one LM step), and gives
+the result of a refit from scratch (test_refine_held_start.py). The rest of a run: start and
+imports ~0.15 s, reading the CSV ~0.17 s, closed form ~0.05 s, ~25 ms per LM step (Jacobian
+and normal equations), ~50 ms of error summary.
 
 --quick times each process once (default: best of --repeats).
 """
