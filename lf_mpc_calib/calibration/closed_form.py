@@ -432,19 +432,22 @@ def _paper(obs, grouped):
     return model, rot, trans, rc
 
 
-def closed_form(obs, *, method='exact'):
+def closed_form(obs, *, method='exact', grouped=None):
     """
     Closed-form intrinsics and board poses from planar-board observations.
 
     obs: Observations (>= 2 poses, each >= 2 views and >= 3 non-collinear points, Z = 0).
     method: 'exact' (NOTES §2 with the shear of §3; default) or 'paper' (as printed).
+    grouped: what ``validate_observations(obs, planar=True)`` returned, when the caller
+    has already validated ``obs`` (validated here when None).
     Returns an :class:`InitialSolution`. Raises InvalidInputError for bad input and
     DegenerateConfigurationError when the poses do not determine the intrinsics (from the
     conditioning of the stacked system for B).
     """
     if method not in METHODS:
         raise InvalidInputError(f'method must be one of {METHODS}, got {method!r}')
-    grouped = validate_observations(obs, planar=True)
+    if grouped is None:
+        grouped = validate_observations(obs, planar=True)
     solve = _exact if method == 'exact' else _paper
     model, rot, trans, rc = solve(obs, grouped)
     model, rot, trans = canonical_signs(model, rot, trans)

@@ -50,6 +50,8 @@ LOSSES = ('linear', 'huber', 'soft_l1', 'cauchy', 'arctan')
 SOLVERS = ('lm', 'trf')
 N_MODEL = len(PARAMETER_NAMES)          # 10 model parameters
 N_POSE = 6                              # rotation vector (3) + translation (3)
+BLOCK = 16384
+"""Rays evaluated at once (a pose's rays in blocks: their temporaries stay in the cache)."""
 MAX_ITERATIONS = 500
 """LM steps a refinement may try. A converging one stops long before (6-30 steps); a poor
 start needs more: a Galilean frame set with a 17-row pose started 44 % off stopped at 100 steps
@@ -79,18 +81,34 @@ class RefinementProblem:
         self.point = np.asarray(obs.point)[self.order].astype(np.int64)
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
+        self._clusters = None
+        self.blocks = [(p, slice(a, min(a + BLOCK, self.bounds[p + 1])))
+                       for p in range(self.n_poses)
+                       for a in range(self.bounds[p], self.bounds[p + 1], BLOCK)]
         # per-micro-lens-type terms: theta[10:] (module docstring)
         self.types = (None if lens_type_terms == 'none'
                       else TypeParametrisation(obs.lens_type[self.order], lens_type_terms))
 
-    def evaluate(self, theta, poses, *, jacobian=True):
+    def clusters(self):
+        """
+        (first ray (G,), cluster of each ray (N,)) of the G clusters of rays whose errors may
+        be correlated: one board corner of one pose, seen in every view. Computed once.
+        """
+        if self._clusters is None:
+            key = self.pose_index * (self.point.max() + 1) + self.point
+            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+            self._clusters = first, inv.reshape(-1)
+        return self._clusters
+
+    def evaluate(self, theta, poses, *, jacobian=True, out=None):
         """
         Return residuals (2, N) and, if asked, the Jacobian (16 + K, 2, N) (else None).
 
         theta (10 + K,): the model, then the K free lens-type terms (K = 0 without types).
+        out: a Jacobian no longer needed, whose memory the new one may take (or None).
         """
         if self.types is None:
-            return self.evaluate_mpc(theta, poses, jacobian=jacobian)
+            return self.evaluate_mpc(theta, poses, jacobian=jacobian, out=out)
         x = theta[N_MODEL:]
         if not self.types.view:
             res, jac = self.evaluate_mpc(theta, poses, jacobian=jacobian)
@@ -106,61 +124,80 @@ class RefinementProblem:
             return res, None
         return res, np.concatenate([jac[:N_MODEL + N_POSE], extra, jac[N_MODEL + N_POSE:]])
 
-    def evaluate_mpc(self, theta, poses, *, jacobian=True, st=None):
+    def evaluate_mpc(self, theta, poses, *, jacobian=True, st=None, out=None):
         """
-        Return residuals (2, N) and, if asked, the Jacobian (16, 2, N) (else None).
+        Return residuals (2, N) and, if asked, the Jacobian (16, 2, N) (else None; written
+        into ``out`` when that is a (16, 2, N) float array: a 38 MB Jacobian of an Illum-size
+        table costs more in fresh pages than in arithmetic).
 
         Rays where Eq. 18 has no inverse give NaN residuals. st: (s (N,), t (N,)) view-plane
         positions to use instead of (k_i i, k_j j) (the lens-type view scales); with the
         Jacobian, ``self._d_st`` then holds (d res / d s, d res / d t), each (2, N).
+        Computed in blocks of at most BLOCK rays of one pose (their temporaries stay in cache).
         """
-        k_i, k_j, k_u, k_v, u_0, v_0, k_1, k_2, k_3, k_4 = (float(v) for v in theta[:N_MODEL])
         rot, drot = rotation_matrix_jacobian(poses[:, :3])
-        pc = np.empty((3, self.n))
-        dpw = np.empty((3, 3, self.n)) if jacobian else None   # [k, c]: dPc_c / dw_k
-        for p in range(self.n_poses):
-            sl = slice(self.bounds[p], self.bounds[p + 1])
-            b = self.board_t[:, sl]
-            pc[:, sl] = rot[p] @ b + poses[p, 3:, None]
-            if jacobian:
-                dpw[:, :, sl] = (drot[p].reshape(9, 3) @ b).reshape(3, 3, -1)
-        s, t = (k_i * self.i, k_j * self.j) if st is None else st
+        model = _unchecked_model(theta)
+        res = np.empty((2, self.n))
+        jac = v = d_st = None
+        if jacobian:
+            shape = (16, 2, self.n)
+            jac = out if (out is not None and out.shape == shape
+                          and out.dtype == np.float64) else np.empty(shape)
+            # dR/dw_k = [v_k]x R (rotation_matrix_jacobian): v (P, 3 k, 3)
+            v = np.stack([_vee(drot[:, k] @ np.swapaxes(rot, 1, 2)) for k in range(3)], axis=1)
+            if st is not None:
+                d_st = (np.empty((2, self.n)), np.empty((2, self.n)))
+        for p, sl in self.blocks:
+            self._evaluate_block(model, rot[p], poses[p, 3:], sl, st, res,
+                                 None if jac is None else jac[:, :, sl],
+                                 None if v is None else v[p], d_st)
+        if d_st is not None:
+            self._d_st = d_st
+        return res, jac
+
+    def _evaluate_block(self, model, rot, trans, sl, st, res, jac, v, d_st):
+        """evaluate_mpc on the rays ``sl`` of one pose (rot (3, 3), trans (3,), v (3, 3)):
+        writes res[:, sl] and, when jac (16, 2, n) is given, the block's Jacobian."""
+        k_i, k_j, k_u, k_v = model.k_i, model.k_j, model.k_u, model.k_v
+        u_0, v_0, k_1, k_2, k_3, k_4 = (model.u_0, model.v_0, model.k_1, model.k_2,
+                                        model.k_3, model.k_4)
+        ii, jj = self.i[sl], self.j[sl]
+        rb = rot @ self.board_t[:, sl]                          # R b: the board point turned
+        pc = rb + trans[:, None]
+        s, t = (k_i * ii, k_j * jj) if st is None else (st[0][sl], st[1][sl])
         inv_z = 1.0 / pc[2]
         xu = (pc[0] - s) * inv_z
         yu = (pc[1] - t) * inv_z
-        model = _unchecked_model(theta)
         x, y, _ = model._distort_xy(s, t, xu, yu)
-        res = np.empty((2, self.n))
         a_u = 1.0 / k_u
         a_v = 1.0 / k_v
         u_pred = (x - u_0) * a_u
         v_pred = (y - v_0) * a_v
-        np.subtract(u_pred, self.u, out=res[0])
-        np.subtract(v_pred, self.v, out=res[1])
-        if not jacobian:
-            return res, None
-        jac = np.zeros((16, 2, self.n))
+        np.subtract(u_pred, self.u[sl], out=res[0, sl])
+        np.subtract(v_pred, self.v[sl], out=res[1, sl])
+        if jac is None:
+            return
+        jac[2, 1] = jac[3, 0] = jac[4, 1] = jac[5, 0] = 0.0     # k_u, u_0 act on u alone
+        r2 = x * x + y * y
         if k_1 == 0.0 and k_2 == 0.0:
-            m_xx = m_yy = np.ones(self.n)
-            m_xy = np.zeros(self.n)
-            r2 = x * x + y * y
+            mu_x, mu_y = np.full(len(x), a_u), np.zeros(len(x))   # d u / d (q_x, q_y)
+            mv_x, mv_y = np.zeros(len(x)), np.full(len(x), a_v)   # d v / d (q_x, q_y)
         else:
-            r2 = x * x + y * y
             g = 1.0 + k_1 * r2 + k_2 * r2 * r2
             gp2 = 2.0 * (k_1 + 2.0 * k_2 * r2)
             inv_det = 1.0 / (g * (g + gp2 * r2))
             m_xx = (g + gp2 * y * y) * inv_det
             m_yy = (g + gp2 * x * x) * inv_det
             m_xy = -gp2 * x * y * inv_det
-        mu_x, mu_y = a_u * m_xx, a_u * m_xy          # d u / d (q_x, q_y)
-        mv_x, mv_y = a_v * m_xy, a_v * m_yy          # d v / d (q_x, q_y)
+            mu_x, mu_y = a_u * m_xx, a_u * m_xy
+            mv_x, mv_y = a_v * m_xy, a_v * m_yy
         # model parameters acting through q = (x^u - k_3 s, y^u - k_4 t)
-        dqx_dki = -self.i * (inv_z + k_3)
-        dqy_dkj = -self.j * (inv_z + k_4)
-        if st is not None:
+        dqx_dki = -ii * (inv_z + k_3)
+        dqy_dkj = -jj * (inv_z + k_4)
+        if d_st is not None:
             dqx_ds, dqy_dt = -(inv_z + k_3), -(inv_z + k_4)
-            self._d_st = (np.stack([mu_x * dqx_ds, mv_x * dqx_ds]),
-                          np.stack([mu_y * dqy_dt, mv_y * dqy_dt]))
+            d_st[0][:, sl] = (mu_x * dqx_ds, mv_x * dqx_ds)
+            d_st[1][:, sl] = (mu_y * dqy_dt, mv_y * dqy_dt)
         np.multiply(mu_x, dqx_dki, out=jac[0, 0])
         np.multiply(mv_x, dqx_dki, out=jac[0, 1])
         np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
@@ -170,28 +207,27 @@ class RefinementProblem:
         np.multiply(mu_y, -t, out=jac[9, 0])
         np.multiply(mv_y, -t, out=jac[9, 1])
         # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
-        du_r = -(mu_x * x + mu_y * y) * r2
-        dv_r = -(mv_x * x + mv_y * y) * r2
-        jac[6, 0] = du_r
-        jac[6, 1] = dv_r
-        np.multiply(du_r, r2, out=jac[7, 0])
-        np.multiply(dv_r, r2, out=jac[7, 1])
+        np.multiply(-(mu_x * x + mu_y * y), r2, out=jac[6, 0])
+        np.multiply(-(mv_x * x + mv_y * y), r2, out=jac[6, 1])
+        np.multiply(jac[6, 0], r2, out=jac[7, 0])
+        np.multiply(jac[6, 1], r2, out=jac[7, 1])
         # pixel scale and offset
         np.multiply(u_pred, -a_u, out=jac[2, 0])
         np.multiply(v_pred, -a_v, out=jac[3, 1])
         jac[4, 0] = -a_u
         jac[5, 1] = -a_v
-        # pose: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]]
+        # pose: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]] gives d = d res / dPc = d res / dt;
+        # with dR/dw_k = [v_k]x R, d res / dw_k = v_k . (R b x d)
+        q = np.empty((3, len(x)))
         for row, (cx, cy) in enumerate(((mu_x, mu_y), (mv_x, mv_y))):
-            d0 = cx * inv_z
-            d1 = cy * inv_z
-            d2 = -(cx * xu + cy * yu) * inv_z
-            jac[13, row] = d0
-            jac[14, row] = d1
-            jac[15, row] = d2
-            for k in range(3):
-                jac[10 + k, row] = d0 * dpw[k, 0] + d1 * dpw[k, 1] + d2 * dpw[k, 2]
-        return res, jac
+            d0, d1, d2 = jac[13, row], jac[14, row], jac[15, row]
+            np.multiply(cx, inv_z, out=d0)
+            np.multiply(cy, inv_z, out=d1)
+            np.multiply(-(cx * xu + cy * yu), inv_z, out=d2)
+            np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+            np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+            np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
+            np.matmul(v, q, out=jac[10:13, row])
 
     def sparse_jacobian(self, jac, free):
         """
@@ -210,6 +246,12 @@ class RefinementProblem:
         import scipy.sparse  # only the 'trf' path needs scipy (keeps the CLI start fast)
         return scipy.sparse.csr_matrix((block.reshape(-1), cols.reshape(-1), indptr),
                                        shape=(2 * self.n, nf + N_POSE * self.n_poses))
+
+
+def _vee(m):
+    """The vector v (..., 3) of skew-symmetric matrices m (..., 3, 3) = [v]x."""
+    return 0.5 * np.stack([m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
+                           m[..., 1, 0] - m[..., 0, 1]], axis=-1)
 
 
 def _jacobian_rows(free):
@@ -273,7 +315,7 @@ class _LM:
         """Return H_mm (nf, nf), H_mp (P, nf, 6), H_pp (P, 6, 6), g_m (nf,), g_p (P, 6)."""
         pb = self.pb
         nf = len(self.free_idx)
-        sel = jac[self.rows]                                          # (nf + 6, 2, N)
+        rows = self.rows
         h_mm = np.zeros((nf, nf))
         h_mp = np.empty((pb.n_poses, nf, N_POSE))
         h_pp = np.empty((pb.n_poses, N_POSE, N_POSE))
@@ -281,12 +323,12 @@ class _LM:
         g_p = np.empty((pb.n_poses, N_POSE))
         for p in range(pb.n_poses):
             sl = slice(pb.bounds[p], pb.bounds[p + 1])
-            h = np.zeros((nf + N_POSE, nf + N_POSE))
-            g = np.zeros(nf + N_POSE)
+            h = g = 0.0
             for row in range(2):
-                a = sel[:, row, sl]
-                h += a @ a.T
-                g += a @ res[row, sl]
+                a = jac[:, row, sl]     # every row (a view): the held ones are dropped below
+                h = h + a @ a.T
+                g = g + a @ res[row, sl]
+            h, g = h[np.ix_(rows, rows)], g[rows]
             h_mm += h[:nf, :nf]
             h_mp[p] = h[:nf, nf:]
             h_pp[p] = h[nf:, nf:]
@@ -333,21 +375,21 @@ class _LM:
         except np.linalg.LinAlgError:
             return None
 
-    def cluster_meat(self, neq, res, jac, cluster):
+    def cluster_meat(self, neq, res, jac, clusters):
         """
         Sum over clusters of e_c e_c^T (nf, nf): the meat of the cluster-robust covariance.
 
         res (2, N), jac (16 + K, 2, N): the (robustified) residuals and Jacobian at the
-        solution; cluster (N,) int labels of rays whose errors may be correlated (one board
-        corner of one pose seen in every view). e_c is the cluster's score J_c^T r_c with its
-        pose part eliminated as in the Schur complement (g_m - H_mp H_pp^-1 g_p), so that
-        S^-1 (sum e_c e_c^T) S^-1 is the model block of the full sandwich covariance.
+        solution; clusters: (first ray of each cluster (G,), each ray's cluster (N,)) of rays
+        whose errors may be correlated (RefinementProblem.clusters). e_c is the cluster's
+        score J_c^T r_c with its pose part eliminated as in the Schur complement
+        (g_m - H_mp H_pp^-1 g_p), so that S^-1 (sum e_c e_c^T) S^-1 is the model block of the
+        full sandwich covariance.
         """
         _, h_mp, h_pp, _, _ = neq
-        sel = jac[self.rows]                                          # (nf + 6, 2, N)
-        score = np.einsum('krn,rn->kn', sel, res)                    # (nf + 6, N)
-        labels, first, inv = np.unique(cluster, return_index=True, return_inverse=True)
-        g = np.stack([np.bincount(inv, weights=row, minlength=len(labels)) for row in score])
+        score = np.einsum('krn,rn->kn', jac, res)[self.rows]         # (nf + 6, N)
+        first, inv = clusters
+        g = np.stack([np.bincount(inv, weights=row, minlength=len(first)) for row in score])
         nf = len(self.free_idx)
         try:
             gain = np.einsum('pmk,pkl->pml', h_mp, np.linalg.inv(h_pp))   # (P, nf, 6)
@@ -355,11 +397,12 @@ class _LM:
             return None
         pose = self.pb.pose_index[first]
         e = g[:nf] - np.einsum('cmk,kc->mc', gain[pose], g[nf:])
-        return e @ e.T, len(labels)
+        return e @ e.T, len(first)
 
-    def run(self, theta, poses, max_iterations, progress, ftol=1e-12):
+    def run(self, theta, poses, max_iterations, progress, ftol=1e-12, first=None):
+        """LM from (theta, poses); first: their (residuals, Jacobian) when already evaluated."""
         pb = self.pb
-        res, jac = pb.evaluate(theta, poses)
+        res, jac = pb.evaluate(theta, poses) if first is None else first
         if not np.all(np.isfinite(res)):
             bad = int(np.count_nonzero(~np.isfinite(res).all(axis=1)))
             raise InvalidInputError(
@@ -368,6 +411,7 @@ class _LM:
         cost, rs, js = _robust(self.loss, self.f_scale, res, jac)
         neq = self.normal_equations(rs, js)
         last = rs, js
+        spare = None            # the Jacobian no longer needed, whose memory a trial reuses
         mu, nu = 1e-5, 2.0
         it = 0
         converged = False
@@ -382,12 +426,7 @@ class _LM:
                     break
                 continue
             dm, dp = step
-            g_m, g_p = neq[3], neq[4]
-            # predicted decrease of the quadratic model
-            h_mm, h_mp, h_pp = neq[0], neq[1], neq[2]
-            jd = (dm @ h_mm @ dm + 2.0 * np.einsum('m,pmk,pk->', dm, h_mp, dp)
-                  + np.einsum('pk,pkl,pl->', dp, h_pp, dp))
-            pred = -(dm @ g_m + np.sum(dp * g_p) + 0.5 * jd)
+            pred = -_quadratic_change(neq, dm, dp)     # predicted decrease
             if pred <= ftol * cost:
                 converged = True
                 message = 'the predicted cost decrease is below ftol * cost'
@@ -397,7 +436,7 @@ class _LM:
             poses_new = poses + dp
             it += 1
             # most LM trials are accepted: evaluate the Jacobian with the trial residuals
-            res_new, jac_new = pb.evaluate(theta_new, poses_new)
+            res_new, jac_new = pb.evaluate(theta_new, poses_new, out=spare)
             finite = np.all(np.isfinite(res_new))
             cost_new, rs, js = (_robust(self.loss, self.f_scale, res_new, jac_new)
                                 if finite else (np.inf, None, None))
@@ -405,6 +444,7 @@ class _LM:
             if gain > 0:
                 decrease = cost - cost_new
                 theta, poses, cost, res = theta_new, poses_new, cost_new, res_new
+                spare, jac = jac, jac_new
                 neq = self.normal_equations(rs, js)
                 last = rs, js
                 mu *= max(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
@@ -416,6 +456,7 @@ class _LM:
                     message = 'the cost decrease is below ftol * cost'
                     break
             else:
+                spare = jac_new
                 mu *= nu
                 nu *= 2.0
                 if progress is not None:
@@ -424,6 +465,14 @@ class _LM:
                     message = 'no step reduces the cost (damping exhausted)'
                     break
         return theta, poses, res, neq, last, cost, it, converged, message
+
+
+def _quadratic_change(neq, dm, dp):
+    """Change of the cost's quadratic model g^T d + d^T H d / 2 for the step (dm, dp)."""
+    h_mm, h_mp, h_pp, g_m, g_p = neq
+    jd = (dm @ h_mm @ dm + 2.0 * np.einsum('m,pmk,pk->', dm, h_mp, dp)
+          + np.einsum('pk,pkl,pl->', dp, h_pp, dp))
+    return float(dm @ g_m + np.sum(dp * g_p) + 0.5 * jd)
 
 
 def _run_trf(pb, free, theta, poses, loss, f_scale, max_iterations, progress):
@@ -510,6 +559,35 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
     terms, RefinementProblem) of :func:`_problem` for this ``obs`` (refits of one table share
     it); built here when None.
     """
+    return _refine(obs, initial, fix=fix, loss=loss, f_scale=f_scale,
+                   max_iterations=max_iterations, progress=progress, solver=solver,
+                   method=method, lens_type_terms=lens_type_terms, problem=problem)[0]
+
+
+class _Solution:
+    """
+    Where a refinement stopped, for the refits of :func:`calibrate`: theta (10 + K,), poses
+    (P, 6) in sorted pose order, free (10 + K,) bool, neq (the normal equations there),
+    cost, and ``summary`` (the arguments of error_summary, for a result made without it).
+    """
+
+    def __init__(self, theta, poses, free, neq, cost, summary):
+        self.theta, self.poses, self.free = theta, poses, free
+        self.neq, self.cost, self.summary = neq, cost, summary
+
+
+def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
+            max_iterations=MAX_ITERATIONS, progress=None, solver='lm', method=None,
+            lens_type_terms='auto', problem=None, start=None, summary=True):
+    """
+    :func:`refine`, returning (CalibrationResult, _Solution).
+
+    start: (theta (10 + K,), poses (P, 6) in sorted pose order, (residuals, Jacobian) there)
+    to start from instead of ``initial``'s model and poses (``initial`` still
+    names the closed-form model). summary False: the result's ray and per-pose / per-view
+    errors are left out (NaN, empty) until :func:`_with_summary` adds them; its residuals and
+    RMS reprojection error are there.
+    """
     if problem is None:
         problem = _problem(obs, lens_type_terms)
     grouped, lens_type_terms, pb = problem
@@ -535,9 +613,12 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
         theta = np.concatenate([theta, pb.types.initial(getattr(initial, 'lens_types', None))])
         free = np.concatenate([free, np.ones(pb.types.size, dtype=bool)])
     lm = _LM(pb, free, loss, f_scale)
+    first = None
+    if start is not None:
+        theta, poses, first = start
     if solver == 'lm':
         theta, poses, res, neq, robust, cost, it, converged, message = lm.run(
-            theta, poses, int(max_iterations), progress)
+            theta, poses, int(max_iterations), progress, first=first)
     else:
         theta, poses, res, it, converged, message = _run_trf(
             pb, free, theta, poses, loss, f_scale, int(max_iterations), progress)
@@ -565,7 +646,15 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
     residuals = np.empty((pb.n, 2))
     residuals[pb.order] = -res.T                      # measured - predicted, input order
     rv_f, tr_f = poses[:, :3].copy(), poses[:, 3:].copy()
-    summary = error_summary(model, obs, rv_f, tr_f, grouped.pose_ids, residuals)
+    args = (model, obs, rv_f, tr_f, grouped.pose_ids, residuals)
+    if summary:
+        errors = error_summary(*args)
+    else:
+        errors = dict(residuals_px=residuals, rms_ray_reprojection_mm=float('nan'),
+                      rms_reprojection_px=float(np.sqrt(np.mean(
+                          np.einsum('nk,nk->n', residuals, residuals)))),
+                      per_pose_rms_px=np.empty(0), view_ids=np.empty((0, 2)),
+                      per_view_rms_px=np.empty(0))
     init_model = getattr(initial, 'initial', None)
     init_model = initial.model if not isinstance(init_model, MPCModel) else init_model
     return CalibrationResult(
@@ -574,12 +663,19 @@ def refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0, max_iterations=M
         converged=bool(converged), message=message, fixed=fixed,
         method=method if method is not None else getattr(initial, 'method', 'exact'),
         loss=loss, cost=float(cost_f), lens_types=lens_types, covariance=model_cov,
-        **summary)
+        **errors), _Solution(theta, poses, free, neq, float(cost_f), args)
 
 
-def _problem(obs, lens_type_terms):
-    """(grouped, lens-type terms resolved, RefinementProblem) of a validated ``obs``."""
-    grouped = validate_observations(obs)
+def _with_summary(result, solution):
+    """``result`` (made with summary=False) with its error summary from ``solution``."""
+    return replace(result, **error_summary(*solution.summary))
+
+
+def _problem(obs, lens_type_terms, grouped=None):
+    """(grouped, lens-type terms resolved, RefinementProblem) of a validated ``obs``
+    (grouped: validate_observations(obs) when the caller has it)."""
+    if grouped is None:
+        grouped = validate_observations(obs)
     lens_type_terms = _lens_type_terms(obs, lens_type_terms)
     return grouped, lens_type_terms, RefinementProblem(obs, grouped, lens_type_terms)
 
@@ -611,7 +707,7 @@ def _honest_covariance(lm, pb, free, neq, robust, cost):
     sigma2 = 2.0 * cost / max(n_res - n_unknown, 1)
     classic = s_inv * sigma2
     rs, js = robust
-    meat = lm.cluster_meat(neq, rs, js, pb.pose_index * (pb.point.max() + 1) + pb.point)
+    meat = lm.cluster_meat(neq, rs, js, pb.clusters())
     if meat is None:
         return classic
     meat, n_clusters = meat
@@ -637,7 +733,7 @@ def _lens_type_terms(obs, terms):
     return terms
 
 
-def _initial_solution(obs, method):
+def _initial_solution(obs, method, grouped=None):
     """
     The closed form by ``method``; 'exact' falls back to 'paper' when its B is not determined.
 
@@ -647,12 +743,12 @@ def _initial_solution(obs, method):
     use still raises the exact method's DegenerateConfigurationError.
     """
     try:
-        return closed_form(obs, method=method)
+        return closed_form(obs, method=method, grouped=grouped)
     except DegenerateConfigurationError as exc:
         if method != 'exact':
             raise
         try:
-            return closed_form(obs, method='paper')
+            return closed_form(obs, method='paper', grouped=grouped)
         except DegenerateConfigurationError:
             raise exc from None
 
@@ -730,6 +826,55 @@ def _hold_radial_of_focused(obs, result, fixed, refit):
     return trial, trial_fixed, held
 
 
+HELD_START_TRUST = 2.0
+"""A held term's warm start is used when its cost rises by at most this many times the rise
+the quadratic model predicts (else the refit starts from the solution with the term at 0)."""
+
+
+def _held_start(pb, solution, name, loss, f_scale):
+    """
+    Warm start of the refit with ``name`` held at 0, or None.
+
+    The minimum of the cost's quadratic model at ``solution`` (its Gauss-Newton normal
+    equations, over the model and every pose together) with ``name`` at 0: the refit's first
+    step taken with the Jacobian already there. Returns (theta (10 + K,), poses (P, 6),
+    (residuals, Jacobian) there) when the cost there is finite and within HELD_START_TRUST
+    times the predicted rise; None when the step is singular, leaves the model's domain or
+    the quadratic model does not hold there.
+    """
+    idx = PARAMETER_NAMES.index(name)
+    free_idx = list(np.flatnonzero(solution.free))
+    if idx not in free_idx:
+        return None
+    k = free_idx.index(idx)
+    value = float(solution.theta[idx])
+    h_mm, h_mp, h_pp, g_m, g_p = solution.neq
+    keep = [m for m in range(len(free_idx)) if m != k]
+    # the step with d theta_k = -value fixed: the rest solves H_rr d_r = -(g_r - value H_rk)
+    step = _LM.solve((h_mm[np.ix_(keep, keep)], h_mp[:, keep, :], h_pp,
+                      g_m[keep] - value * h_mm[keep, k], g_p - value * h_mp[:, k, :]), 0.0)
+    if step is None:
+        return None
+    dm = np.insert(step[0], k, -value)
+    rise = _quadratic_change(solution.neq, dm, step[1])
+    theta = solution.theta.copy()
+    theta[free_idx] += dm
+    theta[idx] = 0.0
+    poses = solution.poses + step[1]
+    try:
+        MPCModel.from_vector(theta[:N_MODEL])
+    except InvalidInputError:
+        return None
+    with np.errstate(all='ignore'):             # a step out of the domain: refused below
+        res, jac = pb.evaluate(theta, poses)
+    if not np.all(np.isfinite(res)):
+        return None
+    cost, _, _ = _robust(loss, f_scale, res, None)
+    if not cost - solution.cost <= HELD_START_TRUST * max(rise, 0.0) + 1e-12 * solution.cost:
+        return None
+    return theta, poses, (res, jac)
+
+
 def _hold_undetermined(obs, result, fixed, refit):
     """
     Hold at 0, one at a time, the distortion terms the data do not determine.
@@ -741,7 +886,9 @@ def _hold_undetermined(obs, result, fixed, refit):
     than HOLD_RMS_GROWTH is undone and the term kept free: the data did determine it, its
     sigma (linearised at a poor minimum) said otherwise (measured: a 4-pose focused
     calibration whose k_3 = 1 / Z_f read 2 sigma went from 0.27 px to 1.8 px held at 0).
-    refit(initial, fixed) refines from a result. Returns (result, {name: reason}).
+    refit(initial, fixed, hold) refines from a result (hold: the name just held, whose
+    refit may start from ``initial``'s solution moved by :func:`_held_start`). Returns
+    (result, {name: reason}).
     """
     held, kept = {}, set()
     while True:
@@ -757,10 +904,7 @@ def _hold_undetermined(obs, result, fixed, refit):
         name = min(weak, key=lambda n: ratios[n])
         value, sigma = float(getattr(result.model, name)), float(result.stddev.get(name, np.nan))
         trial_fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | {name})
-        # from the solution with the term at 0 (a start moved by the linearised regression on
-        # it saved one iteration but left the model's domain or reached another minimum on
-        # some tables: test_guidance, test_hand_eye_offline)
-        trial = refit(replace(result, model=result.model.replace(**{name: 0.0})), trial_fixed)
+        trial = refit(result, trial_fixed, name)
         if trial.rms_reprojection_px > (1.0 + HOLD_RMS_GROWTH) * result.rms_reprojection_px:
             kept.add(name)
             continue
@@ -805,7 +949,8 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
         raise InvalidInputError(f"distortion must be 'auto', True or False, got {distortion!r}")
     free, fixed = _free_mask(fix)
     _check_options(loss, f_scale, max_iterations, solver)
-    init = _initial_solution(obs, method)
+    grouped = validate_observations(obs, planar=True)     # once for every solve below
+    init = _initial_solution(obs, method, grouped)
     method = init.method
     if not distortion:
         zero = {n: 0.0 for n in DISTORTION_NAMES}
@@ -814,34 +959,44 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
                           translations=init.translations, pose_ids=init.pose_ids,
                           method=init.method, conditioning=init.conditioning)
         fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | set(DISTORTION_NAMES))
-    problem = _problem(obs, lens_type_terms)     # validated once, shared by every refinement
+    problem = _problem(obs, lens_type_terms, grouped)     # shared by every refinement
+    solutions = {}          # id(result): (result, its _Solution), for warm starts and summary
+
+    def solve(start, held_fixed, solve_loss, begin=None):
+        r, sol = _refine(obs, start, fix=held_fixed, loss=solve_loss, f_scale=f_scale,
+                         max_iterations=max_iterations, progress=progress, solver=solver,
+                         method=method, lens_type_terms=lens_type_terms, problem=problem,
+                         start=begin, summary=False)
+        solutions[id(r)] = (r, sol)
+        return r
+
     if loss != 'linear':
         # a robust loss from a poor start can settle on the wrong minimum (outliers also
         # spoil the closed form): reach the least-squares minimum first, then robustify
-        first = refine(obs, init, fix=fixed, max_iterations=max_iterations,
-                       progress=progress, solver=solver, method=method,
-                       lens_type_terms=lens_type_terms, problem=problem)
-        result = refine(obs, first, fix=fixed, loss=loss, f_scale=f_scale,
-                        max_iterations=max_iterations, progress=progress, solver=solver,
-                        method=method, lens_type_terms=lens_type_terms, problem=problem)
-        result = replace(result, initial=init.model,
-                         iterations=first.iterations + result.iterations)
+        first = solve(init, fixed, 'linear')
+        robust = solve(first, fixed, loss)
+        result = replace(robust, initial=init.model,
+                         iterations=first.iterations + robust.iterations)
+        solutions[id(result)] = (result, solutions[id(robust)][1])
     else:
-        result = refine(obs, init, fix=fixed, loss=loss, f_scale=f_scale,
-                        max_iterations=max_iterations, progress=progress, solver=solver,
-                        method=method, lens_type_terms=lens_type_terms, problem=problem)
+        result = solve(init, fixed, loss)
+    held = {}
     if distortion == 'auto':
-        def refit(start, held_fixed):
-            return refine(obs, start, fix=held_fixed, loss=loss, f_scale=f_scale,
-                          max_iterations=max_iterations, progress=progress, solver=solver,
-                          method=method, lens_type_terms=lens_type_terms, problem=problem)
+        def refit(start, held_fixed, hold=None):
+            begin = None
+            if hold is not None:
+                begin = _held_start(problem[2], solutions[id(start)][1], hold, loss, f_scale)
+                if begin is None:
+                    start = replace(start, model=start.model.replace(**{hold: 0.0}))
+            return solve(start, held_fixed, loss, begin)
         radial = {}
         if camera_type == 'focused':
             result, fixed, radial = _hold_radial_of_focused(obs, result, fixed, refit)
         result, held = _hold_undetermined(obs, result, fixed, refit)
         held = {**radial, **held}
-        if held:
-            result = replace(result, initial=init.model, held=held)
+    result = _with_summary(result, solutions[id(result)][1])
+    if held:
+        result = replace(result, initial=init.model, held=held)
     if raise_on_failure and not result.converged:
         raise ConvergenceError(
             f'the refinement did not converge after {result.iterations} iterations: '
@@ -878,9 +1033,13 @@ def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
     nf = int(free.sum())
     info = np.empty((pb.n_poses, nf, nf))
     for p in range(pb.n_poses):
-        a = sel[:, :, pb.bounds[p]:pb.bounds[p + 1]].reshape(nf + N_POSE, -1)
-        h = a @ a.T
-        h_mp, h_pp = h[:nf, nf:], h[nf:, nf:]
-        info[p] = h[:nf, :nf] - h_mp @ np.linalg.pinv(h_pp) @ h_mp.T
+        a = sel[:, :, pb.bounds[p]:pb.bounds[p + 1]].reshape(nf + N_POSE, -1).T
+        # the model columns with their part in the pose's span projected out (QR): the
+        # Schur complement H_mm - H_mp H_pp^-1 H_pm without its cancellation, which left
+        # round-off of 1e-10 of the diagonal, as large as a one-pose set's undetermined
+        # eigenvalues (the planner's first choice then followed the round-off)
+        q, _ = np.linalg.qr(a[:, nf:])
+        b = a[:, :nf] - q @ (q.T @ a[:, :nf])
+        info[p] = b.T @ b
     names = tuple(n for n, f in zip(PARAMETER_NAMES, free) if f)
     return names, info

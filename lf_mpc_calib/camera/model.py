@@ -178,13 +178,14 @@ class MPCModel:
         rb = np.hypot(bx, by)
         rho = rb.copy()
         k1, k2 = self.k_1, self.k_2
+        tol = 1e-15 * np.maximum(1.0, rb)
         for _ in range(50):
             r2 = rho * rho
-            f = rho * (1.0 + k1 * r2 + k2 * r2 * r2) - rb
-            df = 1.0 + 3.0 * k1 * r2 + 5.0 * k2 * r2 * r2
+            f = rho * (1.0 + r2 * (k1 + k2 * r2)) - rb
+            df = 1.0 + r2 * (3.0 * k1 + 5.0 * k2 * r2)
             step = f / np.where(df == 0.0, 1.0, df)
-            rho = rho - step
-            if np.all(np.abs(step) <= 1e-15 * np.maximum(1.0, rb)):
+            rho -= step
+            if np.all(np.abs(step) <= tol):
                 break
         r2 = rho * rho
         radial = 1.0 + k1 * r2 + k2 * r2 * r2
