@@ -16,10 +16,11 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 export PYTHONDONTWRITEBYTECODE=1
 
 set +e
-# loadfile: the tests of one file share their module fixtures (renders, calibrations).
+# loadfile: the tests of one file share their module fixtures (renders, calibrations); the files
+# run in the order test/conftest.py gives them (costliest first), not xdist's by test count.
 WORKERS="${LF_TEST_WORKERS:-2}"
 XDIST=()
-[[ "$WORKERS" == 0 ]] || XDIST=(-n "$WORKERS" --dist loadfile)
+[[ "$WORKERS" == 0 ]] || XDIST=(-n "$WORKERS" --dist loadfile --no-loadscope-reorder)
 "$ROOT/.venv/bin/python" -m pytest "${XDIST[@]}" "$@"
 rc=$?
 set -e

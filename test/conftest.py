@@ -35,6 +35,24 @@ os.environ.pop('ROS_STATIC_PEERS', None)
 os.environ.pop('ROS_LOCALHOST_ONLY', None)
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'cost(seconds): about how long the whole test file takes on the CI machine; '
+        'costly files run first')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the costly test files first, the costliest first (a file's ``pytestmark =
+    pytest.mark.cost(seconds)``; unmarked files keep their order after them). The xdist
+    workers take whole files (``--dist loadfile``), so a long file started last would leave
+    one worker running alone at the end: longest-first keeps both busy to the end."""
+    def cost(item):
+        module = item.getparent(pytest.Module)
+        mark = module.get_closest_marker('cost') if module is not None else None
+        return -float(mark.args[0]) if mark else 0.0
+    items.sort(key=cost)   # stable: the files stay whole and in their order otherwise
+
+
 @pytest.fixture(scope='session')
 def repo_root():
     """The repository root (where package.xml is)."""

@@ -1,6 +1,7 @@
 """The aperture cut's move of corners refined in defocused micro-images (features.aperture_bias)."""
 
 import numpy as np
+import pytest
 
 from lf_mpc_calib.features.aperture_bias import bundle_points, corner_bias
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector, MicroImageOptions
@@ -10,6 +11,8 @@ from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
 
 from test_micro_image_refine import radial_scale
+
+pytestmark = pytest.mark.cost(33)   # s on the CI machine: scheduled early (conftest)
 
 
 def _rows(r, angle=0.3):

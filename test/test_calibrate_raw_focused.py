@@ -20,6 +20,8 @@ from lf_mpc_calib.simulation.dataset import write_dataset
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 
+pytestmark = pytest.mark.cost(90)   # s on the CI machine: scheduled early (conftest)
+
 
 @pytest.fixture(scope='module')
 def multifocus(tmp_path_factory):

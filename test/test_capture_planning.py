@@ -15,6 +15,8 @@ from lf_mpc_calib.simulation.dataset import capture_poses
 from lf_mpc_calib.simulation.optics import default_board, preset
 from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
 
+pytestmark = pytest.mark.cost(30)   # s on the CI machine: scheduled early (conftest)
+
 POSES = 3
 DEPTHS = (0.2, 0.6)
 

@@ -16,6 +16,8 @@ from lf_mpc_calib.pipeline.offline import load_raw_dataset
 from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 
+pytestmark = pytest.mark.cost(43)   # s on the CI machine: scheduled early (conftest)
+
 
 @pytest.fixture(scope='module')
 def dataset(tmp_path_factory):

@@ -7,6 +7,8 @@ import pytest
 from lf_mpc_calib.io.calibration_file import load_calibration
 from lf_mpc_calib.cli import main
 
+pytestmark = pytest.mark.cost(31)   # s on the CI machine: scheduled early (conftest)
+
 
 def test_demo_small_session_writes_calibration_and_recovers_focus(tmp_path, capsys):
     assert main(['demo', '-o', str(tmp_path)]) == 0

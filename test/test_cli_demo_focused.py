@@ -1,8 +1,12 @@
 """lf-mpc-calib demo with a focused preset: the focused pipeline end to end, honest about what
 a half-size sensor leaves undetermined."""
 
+import pytest
+
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.io.calibration_file import load_calibration
+
+pytestmark = pytest.mark.cost(25)   # s on the CI machine: scheduled early (conftest)
 
 
 def test_demo_focused_multifocus(tmp_path, capsys):

@@ -16,6 +16,8 @@ from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lytro_files import illum_metadata, private, write_lfp, write_raw
 
+pytestmark = pytest.mark.cost(17)   # s on the CI machine: scheduled early (conftest)
+
 BLACK, WHITE = 64, 1023
 
 

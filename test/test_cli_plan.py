@@ -1,12 +1,15 @@
 """lf-mpc-calib plan: planned captures rendered as simulate lays them out; bad input refused."""
 
 import numpy as np
+import pytest
 
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.calibration.planning import pose_geometry
 from lf_mpc_calib.simulation.dataset import read_dataset
 from lf_mpc_calib.simulation.optics import default_board, preset
 from lf_mpc_calib.simulation.planning_scene import planning_constraints
+
+pytestmark = pytest.mark.cost(19)   # s on the CI machine: scheduled early (conftest)
 
 
 def test_plan_renders_the_planned_captures_and_ends_with_their_count(tmp_path, capsys):

@@ -10,6 +10,8 @@ from lf_mpc_calib.features.interface import Detection
 from lf_mpc_calib.features.synthetic_views import project_to_views, render_views, ViewStack
 from lf_mpc_calib.camera.model import MPCModel
 
+pytestmark = pytest.mark.cost(19)   # s on the CI machine: scheduled early (conftest)
+
 # A Lytro-like camera at half resolution (160 px views): k_3 = k_4 = -1/0.3 m (focus shear).
 MODEL = MPCModel(2.4e-4, 2.5e-4, 4.0e-3, 3.8e-3, -0.32, -0.31, 0.0, 0.0, -3.3, -3.3)
 BOARD = Checkerboard(7, 5, 0.005)

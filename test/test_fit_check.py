@@ -10,6 +10,8 @@ from lf_mpc_calib.calibration.fit_check import check_model_fit, corner_noise_px,
 from lf_mpc_calib.errors import DetectionError
 from lf_mpc_calib.simulation.observations import board_points, paper_scene
 
+pytestmark = pytest.mark.cost(35)   # s on the CI machine: scheduled early (conftest)
+
 
 def test_fit_check_noise_is_the_weighted_rms_of_the_poses():
     assert corner_noise_px([0.1, 0.2], [3, 1]) == pytest.approx(np.sqrt((3 * 0.01 + 0.04) / 4))

@@ -9,6 +9,8 @@ from lf_mpc_calib.calibration.guidance import capture_guidance, MIN_TILT_SPREAD_
 from lf_mpc_calib.simulation.observations import simulate_observations, view_grid
 from lf_mpc_calib.simulation.optics import default_board, preset
 
+pytestmark = pytest.mark.cost(22)   # s on the CI machine: scheduled early (conftest)
+
 CAMERA = preset('lytro', scale=0.5)
 BOARD = default_board(CAMERA)
 TRUTH = CAMERA.ground_truth_model()

@@ -17,6 +17,8 @@ from lf_mpc_calib.simulation.dataset import random_poses
 from lf_mpc_calib.simulation.observations import board_points, view_grid
 from lf_mpc_calib.simulation.optics import default_board, preset
 
+pytestmark = pytest.mark.cost(22)   # s on the CI machine: scheduled early (conftest)
+
 
 def test_robot_poses_csv_and_yaml(tmp_path):
     rv = np.array([[0.1, 0.2, 0.3], [0.0, -0.1, 0.5]])

@@ -17,6 +17,8 @@ from lf_mpc_calib.simulation.lattice_turn import turn_lattice
 from lf_mpc_calib.simulation.optics import preset
 from lf_mpc_calib.simulation.render import quantize, render_white
 
+pytestmark = pytest.mark.cost(50)   # s on the CI machine: scheduled early (conftest)
+
 TURNS = [(layout, portrait, deg) for layout, portrait in (('columns', False), ('rows', True))
          for deg in (-5.0, 0.0, 5.0)]
 

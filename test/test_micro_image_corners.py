@@ -12,6 +12,8 @@ from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of, match
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
 
+pytestmark = pytest.mark.cost(43)   # s on the CI machine: scheduled early (conftest)
+
 SCALE = 0.5
 _CACHE = {}
 

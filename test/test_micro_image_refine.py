@@ -14,6 +14,8 @@ from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of, match
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
 
+pytestmark = pytest.mark.cost(22)   # s on the CI machine: scheduled early (conftest)
+
 
 def _blurred_corner(centre, angle, blur, n=33, steps=10):
     """X-junction image (n, n) at centre (2,), axes turned by angle, pixel-integrated and

@@ -13,6 +13,8 @@ from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write
 from lf_mpc_calib.simulation.dataset import capture_poses, random_poses, write_dataset
 from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, default_board, preset
 
+pytestmark = pytest.mark.cost(130)   # s on the CI machine: scheduled early (conftest)
+
 INTRINSICS = ('k_i', 'k_j', 'k_u', 'k_v')
 
 

@@ -17,6 +17,8 @@ from lf_mpc_calib.simulation.focused_raw import type_agreement
 from lf_mpc_calib.simulation.optics import default_board, preset
 from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
 
+pytestmark = pytest.mark.cost(125)   # s on the CI machine: scheduled early (conftest)
+
 
 def _captures(name, poses, seed):
     """A half-size focused camera, its default board, ``poses`` careful poses and a session

@@ -26,6 +26,8 @@ from ros.background import spinning  # noqa: E402
 from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, wait_for, \
     wait_for_subscribers  # noqa: E402
 
+pytestmark = pytest.mark.cost(20)   # s on the CI machine: scheduled early (conftest)
+
 POSES = 6
 SMALL_BOARD = [Parameter('board_cols', value=6), Parameter('board_rows', value=6),
                Parameter('square_size', value=0.005115499090161524)]

@@ -26,6 +26,8 @@ from ros.background import spinning  # noqa: E402
 from ros.rclpy_helpers import (LATCHED_QOS, MessageCollector,  # noqa: E402
                                wait_for, wait_for_subscribers)
 
+pytestmark = pytest.mark.cost(27)   # s on the CI machine: scheduled early (conftest)
+
 OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 
 

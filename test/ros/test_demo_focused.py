@@ -13,6 +13,8 @@ pytest.importorskip('rclpy')
 from lf_mpc_calib.cli import main  # noqa: E402
 from lf_mpc_calib.ros import demo  # noqa: E402
 
+pytestmark = pytest.mark.cost(33)   # s on the CI machine: scheduled early (conftest)
+
 
 def _errors(text):
     """{parameter: relative error in %} of the demo's parameter table."""

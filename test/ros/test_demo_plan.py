@@ -11,6 +11,8 @@ pytest.importorskip('rclpy')
 
 from lf_mpc_calib.ros import demo  # noqa: E402
 
+pytestmark = pytest.mark.cost(25)   # s on the CI machine: scheduled early (conftest)
+
 TARGET_K, TARGET_PP, CAP = 1.5, 1.5, 6
 
 

@@ -27,6 +27,8 @@ from std_srvs.srv import Trigger  # noqa: E402
 
 from ros.rclpy_helpers import call_service, spin_until, wait_for_publishers  # noqa: E402
 
+pytestmark = pytest.mark.cost(27)   # s on the CI machine: scheduled early (conftest)
+
 EXIT_WITHIN_S = 2.0
 REPEATS = int(os.environ.get('LF_SHUTDOWN_REPEATS', '2'))
 NODES = {'sim_camera': ('sim_camera_node', '/lf_sim_camera/ground_truth'),
