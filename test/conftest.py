@@ -5,7 +5,8 @@ Every pytest process gets its own ROS_DOMAIN_ID (1..100, unless LF_TEST_ROS_DOMA
 and discovery limited to this host, before any test imports rclpy, so parallel test runs and
 other ROS processes on the machine do not see each other. The pytest-xdist workers of one run
 (scripts/test.sh runs 2) take consecutive ids from their controller's pid, so they never share
-one; a process on its own takes one from its pid.
+one; a process on its own takes one from its pid; an id another pytest process on the host
+holds (a lock file) is passed over for the next free one.
 """
 
 import os
@@ -29,7 +30,33 @@ def _test_domain_id():
     return 1 + os.getpid() % 100
 
 
-os.environ['ROS_DOMAIN_ID'] = str(_test_domain_id())
+_HELD_LOCKS = []
+
+
+def _claim_domain_id(preferred):
+    """``preferred`` (1..100) or the next id no other pytest process on this host holds: an
+    exclusive flock on a per-id file in the temp folder, held until this process exits. Two
+    test runs at once (two checkouts, a developer beside CI) drew the same id from their pids
+    and their nodes answered each other's services."""
+    import fcntl
+    import tempfile
+    for k in range(100):
+        domain = 1 + (preferred - 1 + k) % 100
+        lock = open(os.path.join(tempfile.gettempdir(),
+                                 f'lf_mpc_calib-test-ros-domain-{domain}.lock'), 'w')
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        _HELD_LOCKS.append(lock)
+        return domain
+    return preferred
+
+
+os.environ['ROS_DOMAIN_ID'] = str(
+    _test_domain_id() if os.environ.get('LF_TEST_ROS_DOMAIN_ID')
+    else _claim_domain_id(_test_domain_id()))
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.pop('ROS_STATIC_PEERS', None)
 os.environ.pop('ROS_LOCALHOST_ONLY', None)
