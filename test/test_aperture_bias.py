@@ -1,4 +1,5 @@
-"""The aperture cut's move of corners refined in defocused micro-images (features.aperture_bias)."""
+"""The aperture cut's move of corners refined in defocused micro-images
+(features.aperture_bias)."""
 
 import numpy as np
 import pytest

@@ -167,7 +167,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     try:
         result = orient_focused(calibrate(
             obs, **{**with_raw_type_terms(obs, refusing_options(calibrate_options)),
-                     'camera_type': 'focused'}))
+                    'camera_type': 'focused'}))
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
