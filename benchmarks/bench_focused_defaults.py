@@ -21,8 +21,9 @@ seconds of simulate + calibrate-raw (process_time, this process), wall seconds, 
 calibrate-raw answers without --accept-uncertain: yes, or the refusal); last line: in how
 many cases all four targets are met.
 
-Measured 27 Nov (w5-defaults, 2-core machine under load ~10: CPU seconds of simulate +
-calibrate-raw, each alone on one core; wall times were 5-8 x those):
+Measured 27 Nov (w5-defaults; rows marked x-defaults on the same code, load ~14; 2-core
+machine: CPU seconds of simulate + calibrate-raw, each alone on one core; wall times were 2-8 x
+those). Targets met in 7 of 9 cases: the Galilean's seeds 1 and 2 miss the principal point.
 
     camera             seed max|dk|/k %  pp px RMS px poses  CPU s  accepted
     focused-keplerian     0        0.06   0.11  0.085    10  172+71  yes
@@ -33,6 +34,7 @@ calibrate-raw, each alone on one core; wall times were 5-8 x those):
     focused-galilean      2        0.12   0.62  0.086    10  133+87  yes
     focused-multifocus    0        0.05   0.24  0.096    10 180+140  yes
     focused-multifocus    1        0.05   0.18  0.099    10 144+133  yes
+    focused-multifocus    2        0.07   0.21  0.097    10 105+132  yes   (x-defaults)
 
 Before (6 poses at 16 rays, 26 s CPU to simulate): Keplerian seeds 0/1/2 accepted, k 0.43 /
 0.16 / 0.46 %, pp 0.83 / 0.61 / 0.30 px; Galilean seed 0 refused (sigma of the principal point
