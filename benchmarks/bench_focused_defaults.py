@@ -68,6 +68,9 @@ k 0.03 %, pp 1.05 px, RMS 0.092, CPU 98+88 s; --explain and refits of its table)
   px against the Keplerian's (0.06, 0.08), and no capture change tried closes that: tilts of
   20 / 40 deg (0.12, 0.15) / (0.14, 0.18), 16 poses (0.10, 0.13), the far end at 1.05 x the
   scene distance (0.13, 0.17); a nearer start (0.6 x) does not keep that board in view.
+- a few more rays do not help: Galilean seed 1 at half size (--scale 0.5, both refused for
+  sigma of the principal point u 2.1 / 1.1 px): 1.29 px off at 64 rays, 3.43 px at 256
+  (CPU 24+47 / 85+55 s).
 So no pose set of the 64-ray simulator fixes it: the frames' quadrature of the cut bundles
 must match the optics the detector models (more rays where the aperture cuts a pixel's bundle,
 or a per-pixel rotated pattern), which costs simulate time this default does not have.
