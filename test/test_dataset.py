@@ -124,11 +124,14 @@ def test_focused_default_capture_follows_the_guidance(name, scale):
     the micro-lenses on the side where they focus, tilted about both axes, and a board whose
     squares fill most of the view at the nearest pose. (The calibrations these give are
     measured end to end by benchmarks/bench_focused_defaults.py.)"""
-    from lf_mpc_calib.simulation.dataset import capture_board, capture_poses
+    from lf_mpc_calib.calibration.guidance import FOCUSED_DEPTH_RATIO, MIN_TILT_SPREAD_DEG
+    from lf_mpc_calib.simulation.dataset import (
+        FOCUSED_CAPTURE_POSES, capture_board, capture_poses)
     cam = preset(name, scale=scale)
     board = capture_board(cam)
-    for seed in range(3):
-        rv, tv = capture_poses(cam, board, 6, rng=np.random.default_rng(seed))
+    for seed in range(3):    # simulate's default: FOCUSED_CAPTURE_POSES poses, seeds 0-2
+        rv, tv = capture_poses(cam, board, FOCUSED_CAPTURE_POSES,
+                               rng=np.random.default_rng(seed))
         centre = np.array([(board.cols - 1) / 2, (board.rows - 1) / 2, 0.0]) * board.square
         depths, normals = [], []
         for r, t in zip(rv, tv):
@@ -144,6 +147,12 @@ def test_focused_default_capture_follows_the_guidance(name, scale):
         tilt_x = np.degrees(np.arcsin(np.abs([n[1] for n in normals])))
         tilt_y = np.degrees(np.arcsin(np.abs([n[0] for n in normals])))
         assert tilt_x.max() >= 20 and tilt_y.max() >= 20
+        # the guidance's own rules (calibration.guidance): depth ratio, signed tilt spreads
+        normals = np.array(normals)
+        assert depths.max() / depths.min() >= FOCUSED_DEPTH_RATIO
+        for a in (1, 0):   # about the camera x axis, then y (guidance._pose_geometry)
+            spread = np.ptp(np.degrees(np.arctan2(normals[:, a], normals[:, 2])))
+            assert spread >= MIN_TILT_SPREAD_DEG
     if scale == 1.0:    # smaller sensors trade the board's extent for squares of 55 px
         w, _ = cam.field_of_view(depths.min())
         assert (board.cols + 1) * board.square >= 0.75 * w   # most of the view at the nearest
