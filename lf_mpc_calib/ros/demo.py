@@ -17,13 +17,15 @@ model.
 With ``--preset focused-keplerian`` (``focused-galilean``, ``focused-multifocus``) the simulated
 camera is a focused (plenoptic 2.0) one: the calibration node runs with ``camera_type``
 focused (corners found in the micro-images), and the capture is the one ``simulate --seed``
-renders for it (:func:`lf_mpc_calib.simulation.dataset.capture_board`, ``capture_poses``:
+renders for it at the same scale (:func:`lf_mpc_calib.simulation.dataset.capture_poses`:
 boards spread where the micro-lenses focus, ``FOCUSED_CAPTURE_POSES`` poses at
-``FOCUSED_SAMPLES`` rays per pixel) plus a new pose in the middle of its depth range for the
-decode node, which renders an image from the micro-images and triangulates the corners from
-every micro-image that sees them. The demo ends with its verdict against the simulator's
-truth: the largest error of k_i, k_j, k_u, k_v, the principal point's and the decode node's
-3-D corners over the floor, against TRUST_K_PERCENT, TRUST_PP_PX and TRUST_FLOOR_RATIO.
+``FOCUSED_SAMPLES`` rays per pixel) with a board of more corners (``capture_board`` with
+squares of FOCUSED_SQUARE_PX raw pixels at the farthest pose, not 55) plus a new pose in the
+middle of its depth range for the decode node, which renders an image from the micro-images
+and triangulates the corners from every micro-image that sees them. The demo ends with its
+verdict against the simulator's truth: the largest error of k_i, k_j, k_u, k_v, the principal
+point's and the decode node's 3-D corners over the floor, against TRUST_K_PERCENT, TRUST_PP_PX
+and TRUST_FLOOR_RATIO.
 A multi-focus camera is calibrated with its number of lens types (``lens_types`` of the
 calibration node; ``--lens-types 1``: one type): the node tells the type of every micro-image
 from the captures, the demo prints how many it got right against the simulator (up to the
@@ -223,6 +225,15 @@ TRUST_FLOOR_RATIO = 1.5
 with the true model) of a calibration to trust."""
 
 
+FOCUSED_SQUARE_PX = 40.0
+"""Fewest raw pixels a square of the focused demo's board spans at the farthest pose
+(:func:`lf_mpc_calib.simulation.dataset.capture_board`'s ``square_px``). At the nodes'
+half-size crop simulate's FOCUSED_SQUARE_PX (55) leaves a 9 x 6 board whose principal point the
+10 poses do not determine (Keplerian: sigma 1.0 px, the node's guidance asks for a larger
+board; 0.95 / 2.7 / 1.5 px off on seeds 0 / 1 / 2); 40 px gives 13 x 9 (Galilean 14 x 10),
+which the detector reads at every pose (seed 1: 0.63 px off)."""
+
+
 def focused_poses(camera, board, n, seed):
     """
     (n + 1, 6) board poses (rvec, tvec): the ``n`` of ``simulate --seed seed``'s capture
@@ -300,7 +311,7 @@ def run(args, out=None):
     nodes = []
     thread = None
     try:
-        board = capture_board(camera)
+        board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
         sim_params = [Parameter('seed', value=args.seed)]
         if focused and not getattr(args, 'plan', False):   # simulate's capture + a new pose
             sim_params.append(Parameter('poses', value=focused_poses(
@@ -337,6 +348,7 @@ def run(args, out=None):
                             Parameter('board_rows', value=board.rows),
                             Parameter('square_size', value=float(board.square))]
             calib_params += board_params
+            sim_params += board_params
         plan = getattr(args, 'plan', False)
         if plan:
             from lf_mpc_calib.ros.demo_plan import plan_parameters
