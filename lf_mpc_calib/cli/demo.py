@@ -47,7 +47,7 @@ def register(subparsers):
     p.add_argument('--lens-types', type=int, default=None, metavar='T',
                    help='micro-lens types told apart from the frames (default: the preset\'s, '
                         '3 for focused-multifocus; 1: one type)')
-    p.add_argument('--timeout', type=float, default=60.0,
+    p.add_argument('--timeout', type=float, default=300.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
     p.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
