@@ -229,11 +229,11 @@ FOCUSED_SQUARE_PX = 40.0
 """Fewest raw pixels a square of the focused demo's board spans at the farthest pose
 (:func:`lf_mpc_calib.simulation.dataset.capture_board`'s ``square_px``). At the nodes'
 half-size crop simulate's FOCUSED_SQUARE_PX (55) leaves a 9 x 6 board whose principal point the
-10 poses do not determine (Keplerian: sigma 1.0 px, the node's guidance asks for a larger
-board; 0.95 / 2.7 / 1.5 px off on seeds 0 / 1 / 2); 40 px gives 13 x 9 (Galilean 14 x 10),
-which the detector reads at every pose (seed 1: 0.63 px off). The demo drops a row of such a
-board: with cols + rows even it looks the same turned by 180 degrees, and the decode node's
-corner ids of a new pose came out turned (29 mm off, and so the floor)."""
+10 poses do not determine (Keplerian: sigma 1.0 px; 0.95 / 2.7 / 1.5 px off on seeds 0 / 1 /
+2); 40 px gives 13 x 9 (Galilean 14 x 10), which the detector reads at every pose. The demo
+drops a row of such a board: with cols + rows even it looks the same turned by 180 degrees,
+and the decode node's corner ids of a new pose came out turned (29 mm off, the floor too).
+Keplerian seed 1 with 13 x 8: principal point sigma (0.51, 0.83) px, 1.2 px off."""
 
 
 def focused_poses(camera, board, n, seed):
