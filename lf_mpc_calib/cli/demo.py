@@ -29,7 +29,9 @@ def register(subparsers):
         'demo', help='simulate a camera, calibrate it from raw frames, measure in 3-D',
         description='End-to-end session on the simulated camera: render, decode, detect, '
                     'calibrate, compare with ground truth, then measure a new frame in 3-D.')
-    p.add_argument('--poses', type=int, default=6, help='board poses (default: %(default)s)')
+    p.add_argument('--poses', type=int, default=None,
+                   help="board poses (default: 6; with --ros and a focused preset, as many "
+                        "as simulate's focused capture)")
     p.add_argument('--preset', default='lytro', help='camera preset (default: %(default)s)')
     p.add_argument('--scale', type=float, default=0.5,
                    help='sensor crop factor (default: %(default)s)')
@@ -45,7 +47,7 @@ def register(subparsers):
     p.add_argument('--lens-types', type=int, default=None, metavar='T',
                    help='micro-lens types told apart from the frames (default: the preset\'s, '
                         '3 for focused-multifocus; 1: one type)')
-    p.add_argument('--timeout', type=float, default=60.0,
+    p.add_argument('--timeout', type=float, default=300.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
     p.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
@@ -72,7 +74,9 @@ def run(args):
               file=sys.stderr)
         return 2
     from lf_mpc_calib.cli.simulate import MAX_POSES
-    if not 1 <= args.poses <= MAX_POSES:
+    if args.poses is None and not getattr(args, 'ros', False):
+        args.poses = 6
+    if args.poses is not None and not 1 <= args.poses <= MAX_POSES:
         print(f'lf-mpc-calib demo: error: --poses must be a whole number from 1 to {MAX_POSES}, '
               f'got {args.poses}', file=sys.stderr)
         return 2

@@ -16,10 +16,17 @@ model.
 
 With ``--preset focused-keplerian`` (``focused-galilean``, ``focused-multifocus``) the simulated
 camera is a focused (plenoptic 2.0) one: the calibration node runs with ``camera_type``
-focused (corners found in the micro-images), the poses lie where the micro-lenses focus
-(:func:`lf_mpc_calib.simulation.dataset.capture_depth_range`), and the decode node renders an
-image from the micro-images and triangulates the corners from every micro-image that sees
-them. A multi-focus camera is calibrated with its number of lens types (``lens_types`` of the
+focused (corners found in the micro-images), and the capture is the one ``simulate --seed``
+renders for it at the same scale (:func:`lf_mpc_calib.simulation.dataset.capture_poses`:
+boards spread where the micro-lenses focus, ``FOCUSED_CAPTURE_POSES`` poses at
+``FOCUSED_SAMPLES`` rays per pixel) with a board of more corners (``capture_board`` with
+squares of FOCUSED_SQUARE_PX raw pixels at the farthest pose, not 55) plus a new pose in the
+middle of its depth range for the decode node, which renders an image from the micro-images
+and triangulates the corners from every micro-image that sees them. The demo ends with its
+verdict against the simulator's truth: the largest error of k_i, k_j, k_u, k_v, the principal
+point's and the decode node's 3-D corners over the floor, against TRUST_K_PERCENT, TRUST_PP_PX
+and TRUST_FLOOR_RATIO.
+A multi-focus camera is calibrated with its number of lens types (``lens_types`` of the
 calibration node; ``--lens-types 1``: one type): the node tells the type of every micro-image
 from the captures, the demo prints how many it got right against the simulator (up to the
 labels' order) and the per-type terms against the optics' truth, and the decode node applies
@@ -44,6 +51,7 @@ every measured frame against that frame's true board pose.
 """
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import threading
@@ -63,8 +71,9 @@ def add_arguments(parser):
     from lf_mpc_calib.simulation.names import PRESETS
     parser.add_argument('--preset', default=SIM_PRESET, choices=PRESETS,
                         help='simulated camera preset (default: %(default)s)')
-    parser.add_argument('--poses', type=int, default=6,
-                        help='board poses to capture (default: %(default)s)')
+    parser.add_argument('--poses', type=int, default=None,
+                        help="board poses to capture (default: 6; focused presets: as many as "
+                             "simulate's focused capture, FOCUSED_CAPTURE_POSES)")
     parser.add_argument('--output-dir', default=None, metavar='DIR',
                         help='where the calibration node saves (default: a temporary folder)')
     parser.add_argument('--seed', type=int, default=1,
@@ -80,7 +89,7 @@ def add_arguments(parser):
     parser.add_argument('--lens-types', type=int, default=None, metavar='T',
                         help='micro-lens types the calibration node tells apart (default: the '
                              "preset's, 3 for focused-multifocus; 1: one type)")
-    parser.add_argument('--timeout', type=float, default=60.0,
+    parser.add_argument('--timeout', type=float, default=300.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
     parser.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
                         metavar='SECONDS',
@@ -179,7 +188,6 @@ def _true_corners(sim, model, index):
 
 def _floor(session, sim, model, index):
     """Corner accuracy of sim pose ``index`` with ``model`` and with the true model."""
-    import dataclasses
     from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.io.images import as_float_image
     from lf_mpc_calib.measurement.accuracy import corner_accuracy
@@ -206,6 +214,58 @@ def _cloud_points(msg):
     cols = cloud_columns(msg)
     xyz = np.column_stack([cols['x'], cols['y'], cols['z']]).astype(float)
     return xyz, cols['id'].astype(int)
+
+
+TRUST_K_PERCENT = 1.0
+"""Largest relative error of k_i, k_j, k_u, k_v (%) of a calibration to trust."""
+TRUST_PP_PX = 1.0
+"""Largest distance of the principal point from the truth (px) of a calibration to trust."""
+TRUST_FLOOR_RATIO = 1.5
+"""Largest mean 3-D corner error of the decode node over the floor (the same frame measured
+with the true model) of a calibration to trust."""
+
+
+FOCUSED_SQUARE_PX = 40.0
+"""Fewest raw pixels a square of the focused demo's board spans at the farthest pose
+(:func:`lf_mpc_calib.simulation.dataset.capture_board`'s ``square_px``). At the nodes'
+half-size crop simulate's FOCUSED_SQUARE_PX (55) leaves a 9 x 6 board whose principal point the
+10 poses do not determine (Keplerian: sigma 1.0 px; 0.95 / 2.7 / 1.5 px off on seeds 0 / 1 /
+2); 40 px gives 13 x 9 (Galilean 14 x 10), which the detector reads at every pose. The demo
+drops a row of such a board: with cols + rows even it looks the same turned by 180 degrees,
+and the decode node's corner ids of a new pose came out turned (29 mm off, the floor too).
+Keplerian seed 1 with 13 x 8: principal point sigma (0.51, 0.83) px, 1.2 px off."""
+
+
+def focused_poses(camera, board, n, seed):
+    """
+    (n + 1, 6) board poses (rvec, tvec): the ``n`` of ``simulate --seed seed``'s capture
+    (:func:`lf_mpc_calib.simulation.dataset.capture_poses`), then a new one at the geometric
+    middle of their depth range (tilted about the board's x axis) for the decode node.
+    """
+    from lf_mpc_calib.simulation.dataset import capture_depth_range, capture_poses
+    rvecs, tvecs = capture_poses(camera, board, n, rng=np.random.default_rng(seed))
+    middle = float(np.sqrt(np.prod(capture_depth_range(camera))))
+    rv, tv = capture_poses(camera, board, 1, rng=np.random.default_rng([seed, n]),
+                           depth_range=(middle, middle))
+    return np.hstack([np.vstack([rvecs, rv]), np.vstack([tvecs, tv])])
+
+
+def trust_verdict(model, truth, floor_ratio):
+    """One line: the calibration against the simulator's truth (``truth`` aligned to
+    ``model``) and ``floor_ratio`` (the decode node's corners over the floor), within the
+    TRUST_* targets or not."""
+    k = 100 * float(np.max(np.abs(model.to_vector()[:4] / truth.to_vector()[:4] - 1.0)))
+    pp = float(np.linalg.norm(model.principal_point - truth.principal_point))
+    misses = [what for what, bad in (
+        (f'k off by more than {TRUST_K_PERCENT:g} %', k > TRUST_K_PERCENT),
+        (f'principal point off by more than {TRUST_PP_PX:g} px', pp > TRUST_PP_PX),
+        (f'3-D corners over {TRUST_FLOOR_RATIO:g} x the floor',
+         floor_ratio > TRUST_FLOOR_RATIO)) if bad]
+    return (f'against the truth: k within {k:.2f} %, principal point {pp:.2f} px, 3-D corners '
+            f'{floor_ratio:.2f} x the floor: '
+            + ('NOT to trust: ' + ', '.join(misses) if misses else
+               f'a calibration to trust (k <= {TRUST_K_PERCENT:g} %, principal point <= '
+               f'{TRUST_PP_PX:g} px, corners <= {TRUST_FLOOR_RATIO:g} x the floor)'))
 
 
 def parameter_table(model, truth, stddev=None):
@@ -235,6 +295,14 @@ def run(args, out=None):
         print(text, file=out, flush=True)
 
     start = time.perf_counter()
+    from lf_mpc_calib.ros.defaults import SIM_PRESET, SIM_SCALE
+    from lf_mpc_calib.simulation.dataset import FOCUSED_CAPTURE_POSES, capture_board
+    from lf_mpc_calib.simulation.optics import preset
+    name = getattr(args, 'preset', None) or SIM_PRESET
+    camera = preset(name, scale=SIM_SCALE if args.scale is None else args.scale)
+    focused = camera.camera_type == 'focused'
+    if args.poses is None:
+        args.poses = FOCUSED_CAPTURE_POSES if focused else 6
     if args.poses < 3:
         say('lf-mpc-calib demo: error: --poses must be at least 3')
         return 2
@@ -245,12 +313,15 @@ def run(args, out=None):
     nodes = []
     thread = None
     try:
-        from lf_mpc_calib.ros.defaults import SIM_PRESET, SIM_SCALE
-        from lf_mpc_calib.simulation.optics import default_board, preset
-        name = getattr(args, 'preset', None) or SIM_PRESET
-        camera = preset(name, scale=SIM_SCALE if args.scale is None else args.scale)
-        sim_params = [Parameter('num_poses', value=args.poses + 1),
-                      Parameter('seed', value=args.seed)]
+        board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
+        if (board.cols + board.rows) % 2 == 0:   # 180-degree symmetric: corner ids ambiguous
+            board = dataclasses.replace(board, rows=board.rows - 1)
+        sim_params = [Parameter('seed', value=args.seed)]
+        if focused and not getattr(args, 'plan', False):   # simulate's capture + a new pose
+            sim_params.append(Parameter('poses', value=focused_poses(
+                camera, board, args.poses, args.seed).ravel().tolist()))
+        else:
+            sim_params.append(Parameter('num_poses', value=args.poses + 1))
         live = getattr(args, 'live', None)
         if live is not None:
             if getattr(args, 'hand_eye', None) or getattr(args, 'plan', False):
@@ -276,12 +347,12 @@ def run(args, out=None):
         if name != SIM_PRESET:
             sim_params.append(Parameter('preset', value=name))
         if args.scale is not None or name != SIM_PRESET:
-            board = default_board(camera)
             sim_params.append(Parameter('scale', value=float(camera.scale)))
             board_params = [Parameter('board_cols', value=board.cols),
                             Parameter('board_rows', value=board.rows),
                             Parameter('square_size', value=float(board.square))]
             calib_params += board_params
+            sim_params += board_params
         plan = getattr(args, 'plan', False)
         if plan:
             from lf_mpc_calib.ros.demo_plan import plan_parameters
@@ -361,6 +432,7 @@ def run(args, out=None):
             f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
         acc = _floor(calib.session, sim, result.model, new)
         say(f'floor: the same frame decoded and detected here, {acc.summary()}')
+        say(trust_verdict(result.model, truth, err_mm.mean() / float(np.mean(acc.floor_mm))))
         if setup:
             _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc)
         if live is not None:

@@ -1,10 +1,14 @@
 """
 ``lf_sim_camera``: a simulated light-field camera looking at a checkerboard held by a robot.
 
-Renders raw frames with the core's optics simulator (:mod:`lf_mpc_calib.simulation`) of the
-preset's default board at a sequence of poses and publishes them at a steady rate; each pose
-is rendered once and cached. Publishes (relative names, so it connects to the other nodes in
-its namespace):
+Renders raw frames with the core's optics simulator (:mod:`lf_mpc_calib.simulation`) of a
+checkerboard (``board_cols``, ``board_rows``, ``square_size``; 0: the preset's capture board,
+:func:`lf_mpc_calib.simulation.dataset.capture_board`: a conventional camera's default board,
+a focused camera's the board ``simulate`` renders, filling most of the view at the nearest
+pose) at a sequence of poses and publishes them at a steady rate; each
+pose is rendered once and cached (``samples`` rays per pixel; 0: ``simulate``'s, 4 or
+FOCUSED_SAMPLES for a focused camera). Publishes (relative names, so it connects to the other
+nodes in its namespace):
 
 - ``image_raw`` (sensor_msgs/Image, mono8 or mono16, ``rate`` Hz, frame ``<camera>_optical_frame``)
 - ``white_image`` (latched): the white image of the same camera
@@ -84,8 +88,9 @@ class SimCameraNode(Node):
 
         from lf_mpc_calib.io.calibration_file import default_frames, dumps
         from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.simulation.dataset import capture_poses, ground_truth_file
-        from lf_mpc_calib.simulation.optics import PRESETS, default_board, preset
+        from lf_mpc_calib.simulation.dataset import (
+            FOCUSED_SAMPLES, capture_board, capture_poses, ground_truth_file)
+        from lf_mpc_calib.simulation.optics import PRESETS, preset
         from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_white
 
         p = D.declare_parameters(self, [
@@ -102,7 +107,15 @@ class SimCameraNode(Node):
             ('rate', 2.0, 'frames per second on image_raw', D.positive),
             ('auto_advance_period', 0.0, 'seconds per pose when > 0 (0: only ~/next_pose)',
              D.at_least(0.0)),
-            ('samples', 4, 'anti-aliasing rays per pixel (renderer)', D.at_least(1)),
+            ('board_cols', 0, "inner corners along the board rows; 0 (with board_rows and "
+             "square_size 0): the preset's capture board", D.at_least(0)),
+            ('board_rows', 0, 'inner corners along the board columns; 0: the capture board',
+             D.at_least(0)),
+            ('square_size', 0.0, 'board square side in metres; 0: the capture board',
+             D.at_least(0.0)),
+            ('samples', 0, 'rays per pixel (renderer); 0: the preset\'s, 4 (focused: '
+             f'{FOCUSED_SAMPLES}, its detector reads the micro-images up to their rims)',
+             D.at_least(0)),
             ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
              None),
             ('camera_name', D.CAMERA_NAME, 'camera name (frame ids)', None),
@@ -123,9 +136,11 @@ class SimCameraNode(Node):
             ('suggestion_topic', 'lf_calibration/suggested_pose', 'follow_suggestions: the '
              'geometry_msgs/PoseStamped board poses (optical frame) to show', None),
         ])
-        self.params = p
         self.camera = preset(p['preset'], scale=p['scale'])
-        self.board = default_board(self.camera)
+        if p['samples'] == 0:
+            p['samples'] = FOCUSED_SAMPLES if self.camera.camera_type == 'focused' else 4
+        self.params = p
+        self.board = self._board(p, capture_board)
         poses = np.asarray(p['poses'], dtype=float)
         self.scenes = None
         if p['scene'] == 'planes':
@@ -193,7 +208,22 @@ class SimCameraNode(Node):
             f'{self.camera.name} x{p["scale"]} {self.camera.sensor.width}x'
             f'{self.camera.sensor.height} px, board {self.board.cols}x{self.board.rows} x '
             f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, scene {p["scene"]}, '
-            f'{p["encoding"]} at {p["rate"]} Hz')
+            f'{p["samples"]} rays per pixel, {p["encoding"]} at {p["rate"]} Hz')
+
+    def _board(self, p, capture_board):
+        """The board of ``board_cols``, ``board_rows``, ``square_size``, or the preset's
+        capture board when all three are 0."""
+        from lf_mpc_calib.errors import InvalidInputError
+        from lf_mpc_calib.simulation.optics import Checkerboard
+        given = (p['board_cols'], p['board_rows'], p['square_size'])
+        if not any(given):
+            return capture_board(self.camera)
+        if given[0] < 2 or given[1] < 2 or not given[2] > 0:
+            raise InvalidInputError(
+                "parameters 'board_cols', 'board_rows', 'square_size': all three 0 (the "
+                'capture board) or a board of at least 2 x 2 inner corners and squares > 0 m, '
+                f'got {given[0]} x {given[1]} x {given[2]:g} m')
+        return Checkerboard(int(given[0]), int(given[1]), float(given[2]))
 
     def _follow(self, p):
         """Subscribe to the suggested poses ('board' scene only)."""

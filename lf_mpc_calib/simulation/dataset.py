@@ -190,20 +190,21 @@ FOCUSED_SQUARE_PX = 55.0
 board from the micro-images at about a third of the raw resolution)."""
 
 
-def capture_board(camera):
+def capture_board(camera, *, square_px=None):
     """
     The board a careful user captures ``camera`` with. Conventional: :func:`default_board`.
-    Focused: as many corners as keep squares of FOCUSED_SQUARE_PX raw pixels at the farthest
-    capture depth (at most FOCUSED_BOARD_MAX), its squares filling FOCUSED_BOARD_FILL of the
-    view at the nearest (:func:`capture_depth_range`) and its outline at most
-    FOCUSED_OUTLINE_FILL, as the guidance for focused cameras asks.
+    Focused: as many corners as keep squares of ``square_px`` (None: FOCUSED_SQUARE_PX) raw
+    pixels at the farthest capture depth (at most FOCUSED_BOARD_MAX), its squares filling
+    FOCUSED_BOARD_FILL of the view at the nearest (:func:`capture_depth_range`) and its
+    outline at most FOCUSED_OUTLINE_FILL, as the guidance for focused cameras asks.
     """
     from lf_mpc_calib.simulation.optics import default_board
     if camera.camera_type != 'focused':
         return default_board(camera)
     near, far = capture_depth_range(camera)
     w_px, h_px = camera.sensor.size
-    squares = FOCUSED_BOARD_FILL * w_px * (near / far) / FOCUSED_SQUARE_PX
+    square_px = FOCUSED_SQUARE_PX if square_px is None else float(square_px)
+    squares = FOCUSED_BOARD_FILL * w_px * (near / far) / square_px
     cols = int(np.clip(np.floor(squares) - 1, 3, FOCUSED_BOARD_MAX[0]))
     rows = int(np.clip(np.floor((cols + 1) * h_px / w_px) - 1, 2, FOCUSED_BOARD_MAX[1]))
     w, h = camera.field_of_view(near * camera.scene_distance)

@@ -17,6 +17,7 @@ from lf_mpc_calib.ros import defaults as D  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion  # noqa: E402
 from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
+from lf_mpc_calib.simulation.dataset import capture_board  # noqa: E402
 from ros.background import spinning  # noqa: E402
 from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, wait_for  # noqa: E402
 
@@ -75,6 +76,8 @@ def test_sim_camera_rejects_bad_parameter(ros_context):
                       parameter_overrides=[Parameter('encoding', value='rgb8')])
     with pytest.raises(InvalidInputError, match="parameter 'scale'"):
         SimCameraNode(context=ros_context, parameter_overrides=[Parameter('scale', value=2.0)])
+    with pytest.raises(InvalidInputError, match="'board_cols', 'board_rows', 'square_size'"):
+        SimCameraNode(context=ros_context, parameter_overrides=[Parameter('board_cols', value=9)])
 
 
 def test_live_mode_plays_a_drifting_board_with_its_truth(ros_context, ros_executor, ros_node):
@@ -82,6 +85,10 @@ def test_live_mode_plays_a_drifting_board_with_its_truth(ros_context, ros_execut
         Parameter('preset', value='focused-keplerian'), Parameter('scale', value=0.25),
         Parameter('num_poses', value=2), Parameter('rate', value=20.0),
         Parameter('samples', value=1), Parameter('motion_frames', value=3)])
+    # board parameters 0: the focused preset's capture board, simulate's
+    board = capture_board(sim.camera)
+    assert (sim.board.cols, sim.board.rows, sim.board.square) == \
+        (board.cols, board.rows, board.square)
     with spinning(ros_context, sim):
         frames = MessageCollector(ros_node, Image, 'image_raw', 20)
         tf = MessageCollector(ros_node, TFMessage, '/tf', 20)
