@@ -230,9 +230,9 @@ FOCUSED_SQUARE_PX = 40.0
 (:func:`lf_mpc_calib.simulation.dataset.capture_board`'s ``square_px``). At the nodes'
 half-size crop simulate's FOCUSED_SQUARE_PX (55) leaves a 9 x 6 board whose principal point the
 10 poses do not determine (Keplerian: sigma 1.0 px; 0.95 / 2.7 / 1.5 px off on seeds 0 / 1 /
-2); 40 px gives 13 x 9 (Galilean 14 x 10), which the detector reads at every pose. The demo
-drops a row of such a board: with cols + rows even it looks the same turned by 180 degrees,
-and the decode node's corner ids of a new pose came out turned (29 mm off, the floor too).
+2); 40 px gives 13 x 9 (Galilean 14 x 10), which the detector reads at every pose, less the row
+``capture_board`` drops from a board with cols + rows even (it looks the same turned by 180
+degrees: the decode node's corner ids of a new pose came out turned, 29 mm off, the floor too).
 Keplerian seed 1 with 13 x 8: principal point sigma (0.51, 0.83) px, 1.2 px off."""
 
 
@@ -314,8 +314,6 @@ def run(args, out=None):
     thread = None
     try:
         board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
-        if (board.cols + board.rows) % 2 == 0:   # 180-degree symmetric: corner ids ambiguous
-            board = dataclasses.replace(board, rows=board.rows - 1)
         sim_params = [Parameter('seed', value=args.seed)]
         if focused and not getattr(args, 'plan', False):   # simulate's capture + a new pose
             sim_params.append(Parameter('poses', value=focused_poses(

@@ -196,7 +196,9 @@ def capture_board(camera, *, square_px=None):
     Focused: as many corners as keep squares of ``square_px`` (None: FOCUSED_SQUARE_PX) raw
     pixels at the farthest capture depth (at most FOCUSED_BOARD_MAX), its squares filling
     FOCUSED_BOARD_FILL of the view at the nearest (:func:`capture_depth_range`) and its
-    outline at most FOCUSED_OUTLINE_FILL, as the guidance for focused cameras asks.
+    outline at most FOCUSED_OUTLINE_FILL, as the guidance for focused cameras asks; never
+    cols + rows even (a board that looks the same turned by 180 degrees, whose corners a
+    detector may number turned round: a row less).
     """
     from lf_mpc_calib.simulation.optics import default_board
     if camera.camera_type != 'focused':
@@ -207,6 +209,8 @@ def capture_board(camera, *, square_px=None):
     squares = FOCUSED_BOARD_FILL * w_px * (near / far) / square_px
     cols = int(np.clip(np.floor(squares) - 1, 3, FOCUSED_BOARD_MAX[0]))
     rows = int(np.clip(np.floor((cols + 1) * h_px / w_px) - 1, 2, FOCUSED_BOARD_MAX[1]))
+    if (cols + rows) % 2 == 0:   # looks the same turned by 180 degrees: corner ids ambiguous
+        rows, cols = (rows - 1, cols) if rows > 2 else (rows, cols - 1)
     w, h = camera.field_of_view(near * camera.scene_distance)
     square = FOCUSED_BOARD_FILL * min(w / (cols + 1), h / (rows + 1))
     # the board's outline (a one-square margin each side) must stay in view once tilted,
