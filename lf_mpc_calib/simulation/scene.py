@@ -352,7 +352,8 @@ def focused_planes_scene(camera, rng, *, features_px=7.0):
         return 1.0 / (-w * model.k_u / model.k_i - model.k_3)
 
     def feat(z):        # a view pixel spans |w| micro-image pitches; z: MPC frame
-        return features_px / (camera.micro_image_pitch * abs(w_c)) * view_pixel_size(camera, z + z_f)
+        pitches = camera.micro_image_pitch * abs(w_c)
+        return features_px / pitches * view_pixel_size(camera, z + z_f)
 
     seeds = rng.integers(0, 2**31 - 1, 3)
     z_back = depth(w_c - rng.uniform(0.01, 0.02))
