@@ -125,3 +125,30 @@ def test_multi_focus_depth_is_absent_where_the_frame_has_no_texture(multifocus_p
     grey = measurer.live.normalise((0.5 * measurer.white).astype(np.float32))
     assert not np.any(np.isfinite(depth.depth_image(grey, measurer.model, w,
                                                     truth.shape[::-1])))
+
+
+@pytest.mark.parametrize('name', ['focused-keplerian', 'focused-galilean', 'focused-multifocus'])
+def test_planes_scene_lies_around_the_scene_distance_where_the_micro_lenses_focus(name):
+    """The planes of simulate --scene planes: near the preset's scene distance from the main
+    lens (the physical frame, through Camera.mpc_frame) and at least 25 % from the plane
+    conjugate to the micro-lenses on the side where they focus; a scene distance near that
+    plane is refused with the numbers."""
+    from lf_mpc_calib.errors import InvalidInputError
+    cam = preset(name)
+    z_f = 1.0 / cam.main_lens.inverse_focus
+    rm, tm = cam.mpc_frame()
+    for seed in range(3):
+        scene, w = focused_planes_scene(cam, np.random.default_rng(seed))
+        z = []
+        for s in scene.surfaces:
+            r = Rotation.from_rotvec(s.rvec).as_matrix()
+            for corner in ([0, 0, 0], [s.width, 0, 0], [0, s.height, 0], [s.width, s.height, 0]):
+                z.append((rm @ (r @ np.array(corner, float) + s.tvec) + tm)[2])
+        z = np.array(z)
+        assert np.all(np.abs(z / cam.scene_distance - 1.0) < 0.15), z
+        if z_f < cam.scene_distance:        # Keplerian: the micro-lenses focus beyond z_f
+            assert w > 0 and np.all(z >= 1.25 * z_f), (w, z, z_f)
+        else:                               # Galilean: before it
+            assert w < 0 and np.all(z <= 0.75 * z_f), (w, z, z_f)
+    with pytest.raises(InvalidInputError, match='plane conjugate'):
+        focused_planes_scene(preset(name, scene_distance=1.1 * z_f), np.random.default_rng(0))

@@ -312,42 +312,63 @@ def inverse_virtual_depth(model, z):
     return -model.k_i * (1.0 / np.asarray(z, float) + model.k_3) / model.k_u
 
 
+def _check_focused_side(camera, z_f, mpc_depths, w_c):
+    """Refuse planes (MPC-frame depths, m) within 25 % of the plane conjugate to the
+    micro-lenses (camera-frame Z_f) or on its side where they do not focus."""
+    z = np.asarray(mpc_depths, float) + z_f
+    keplerian = camera.main_lens.inverse_focus * camera.scene_distance > 1.0
+    ok = np.all(z >= 1.25 * z_f) if keplerian else np.all((z > 0) & (z <= 0.75 * z_f))
+    if not ok:
+        side = 'beyond 1.25' if keplerian else 'before 0.75'
+        raise InvalidInputError(
+            f'focused planes scene: planes at {z.min():.3f}-{z.max():.3f} m from the main lens '
+            f'(inverse virtual depth {w_c:+.3f} +-0.05 around the scene distance '
+            f'{camera.scene_distance:.3f} m) are not {side} x {z_f:.3f} m (the plane conjugate '
+            'to the micro-lenses), where they focus; choose another scene distance')
+
+
 def focused_planes_scene(camera, rng, *, features_px=7.0):
     """
     The ``simulate --preset focused-* --scene planes`` scene of one frame, drawn with ``rng``,
     and the inverse virtual depth w_c its planes are placed around (the scene distance's,
     rounded to 0.005: the w the rendered image and its depth truth use).
 
-    MPC-frame depths chosen by their inverse virtual depth w (the micro-images' disparity):
-    a textured back wall at w_c - 0.01..0.02 filling the view (farther, the depth resolution of
-    a Keplerian camera falls fast), a plane slanted by 20-30 degrees about the vertical axis
-    around w_c + 0.02, and a near plane at w_c + 0.04..0.05 (a quarter of the view); all
-    within 0.06 of w_c, the window the depth searches around the rendered w. Texture features
-    are ``features_px`` raw pixels in the micro-images at w_c.
+    MPC-frame depths (the frame the surfaces are in: Z counts from the plane conjugate to the
+    micro-lenses, Z_f = 1 / k_3 in front of the main lens) chosen by their inverse virtual depth
+    w (the micro-images' disparity), w_c that of the scene distance (camera frame, from the main
+    lens); w grows towards the camera on either side of Z_f. A textured back wall at
+    w_c - 0.01..0.02 filling the view (farther, the depth resolution of a Keplerian camera falls
+    fast), a plane slanted by 20-30 degrees about the vertical axis around w_c + 0.02, and a
+    near plane at w_c + 0.04..0.05 (a quarter of the view); all within 0.06 of w_c, the window
+    the depth searches around the rendered w. Texture features are ``features_px`` raw pixels in
+    the micro-images at w_c. Refuses a camera whose planes would come within 25 % of Z_f or on
+    the side of it where the micro-lenses do not focus (Keplerian: beyond it, Galilean: before).
     """
     model = camera.ground_truth_model()
-    w_c = round(float(inverse_virtual_depth(model, camera.scene_distance)) / 0.005) * 0.005
+    z_f = 1.0 / model.k_3       # MPC-frame Z = camera-frame Z - Z_f (k_3 = k_4 = 1 / Z_f)
+    w_c = round(float(inverse_virtual_depth(model, camera.scene_distance - z_f)) / 0.005) * 0.005
 
     def depth(w):
         return 1.0 / (-w * model.k_u / model.k_i - model.k_3)
 
-    def feat(z):        # a view pixel spans |w| micro-image pitches in a micro-image
-        return features_px / (camera.micro_image_pitch * abs(w_c)) * view_pixel_size(camera, z)
+    def feat(z):        # a view pixel spans |w| micro-image pitches; z: MPC frame
+        pitches = camera.micro_image_pitch * abs(w_c)
+        return features_px / pitches * view_pixel_size(camera, z + z_f)
 
     seeds = rng.integers(0, 2**31 - 1, 3)
-    sign = np.sign(w_c)
-    z_back = depth(w_c - sign * rng.uniform(0.01, 0.02))
-    z_mid = depth(w_c + sign * 0.02)
-    z_near = depth(w_c + sign * rng.uniform(0.04, 0.05))
+    z_back = depth(w_c - rng.uniform(0.01, 0.02))
+    z_mid = depth(w_c + 0.02)
+    z_near = depth(w_c + rng.uniform(0.04, 0.05))
+    _check_focused_side(camera, z_f, [depth(w_c - 0.02), depth(w_c + 0.05)], w_c)
     surfaces = []
-    w, h = camera.field_of_view(z_near)
+    w, h = camera.field_of_view(z_near + z_f)   # from the main lens
     surfaces.append(_fronto(camera, (0.25 * w, -0.22 * h), z_near, 0.35 * w, 0.35 * h,
                             feat(z_near), int(seeds[0])))
     angle = math.radians(rng.uniform(20, 30)) * rng.choice([-1.0, 1.0])
-    w, h = camera.field_of_view(z_mid)
+    w, h = camera.field_of_view(z_mid + z_f)   # from the main lens
     surfaces.append(_fronto(camera, (-0.2 * w, 0.0), z_mid, 0.4 * w, 0.8 * h, feat(z_mid),
                             int(seeds[1]), tilt=(0.0, angle)))
-    w, h = camera.field_of_view(z_back)
+    w, h = camera.field_of_view(z_back + z_f)   # from the main lens
     surfaces.append(_fronto(camera, (0.0, 0.0), z_back, 1.4 * w, 1.4 * h, feat(z_back),
                             int(seeds[2])))
     return Scene(tuple(surfaces)), w_c
