@@ -89,6 +89,9 @@ def add_arguments(parser):
     parser.add_argument('--lens-types', type=int, default=None, metavar='T',
                         help='micro-lens types the calibration node tells apart (default: the '
                              "preset's, 3 for focused-multifocus; 1: one type)")
+    parser.add_argument('--samples', type=int, default=None, metavar='N',
+                        help='rays per pixel of the simulated camera, 1-1024 (default: 4; '
+                             'focused presets 64, what their detector needs at the rims)')
     parser.add_argument('--timeout', type=float, default=300.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
     parser.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
@@ -306,6 +309,11 @@ def run(args, out=None):
     if args.poses < 3:
         say('lf-mpc-calib demo: error: --poses must be at least 3')
         return 2
+    samples = getattr(args, 'samples', None)
+    if samples is not None and not 1 <= samples <= 1024:
+        say(f'lf-mpc-calib demo: error: --samples must be 1 to 1024 rays per pixel, '
+            f'got {samples}')
+        return 2
     output_dir = Path(args.output_dir or tempfile.mkdtemp(prefix='lf_ros_demo_'))
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -315,6 +323,8 @@ def run(args, out=None):
     try:
         board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
         sim_params = [Parameter('seed', value=args.seed)]
+        if samples is not None:
+            sim_params.append(Parameter('samples', value=samples))
         if focused and not getattr(args, 'plan', False):   # simulate's capture + a new pose
             sim_params.append(Parameter('poses', value=focused_poses(
                 camera, board, args.poses, args.seed).ravel().tolist()))
