@@ -16,7 +16,7 @@ from lf_mpc_calib.cli import main  # noqa: E402
 from lf_mpc_calib.ros import demo  # noqa: E402
 from lf_mpc_calib.simulation.dataset import FOCUSED_CAPTURE_POSES  # noqa: E402
 
-pytestmark = pytest.mark.cost(33)   # s on the CI machine: scheduled early (conftest)
+pytestmark = pytest.mark.cost(135)   # s on the CI machine: scheduled early (conftest)
 
 
 def _errors(text):
