@@ -6,9 +6,12 @@ lattice (no search tree), and the micro-images within a radius of a point.
     lattice.nearest(xy (N, 2)) -> (N,) index into grid.centres(), -1 outside the grid
     lattice.within(x (2,), radius) -> indices of the centres within radius px of x
     lattice.within_many(xy (N, 2), radius (N,)) -> (point (K,), centre index (K,)) pairs
+    raw_pixel_ijuv(centres, xy, owner, types=, terms=) -> (N, 4) indexed pixels (i, j, u, v)
 """
 
 import numpy as np
+
+from lf_mpc_calib.errors import InvalidInputError
 
 
 class MicroImageLattice:
@@ -87,3 +90,24 @@ class MicroImageLattice:
         idx = ll[pt, slot] * self.cols + kk[pt, slot]
         near = np.hypot(*(self.centres[idx] - xy[pt]).T) <= radius[pt]
         return pt[near], idx[near]
+
+
+def raw_pixel_ijuv(centres, points, owner, *, types=None, terms=None):
+    """
+    Indexed pixels (N, 4) (i, j, u, v) of raw pixels ``points`` (N, 2) in the micro-images
+    ``owner`` (N,) int of ``centres`` (M, 2): (centre, offset from it), with the lens-type
+    terms applied (types (M,) int, the lens type of every micro-image, needed with ``terms``,
+    a LensTypeTerms).
+    """
+    c = centres[owner]
+    ijuv = np.column_stack([c, np.asarray(points, dtype=float) - c])
+    if terms is None:
+        return ijuv
+    if types is None:
+        raise InvalidInputError('lens-type terms need the lens type of every micro-image '
+                                '(types), got None')
+    types = np.asarray(types, dtype=np.int64).reshape(-1)
+    if types.shape != (len(centres),):
+        raise InvalidInputError(f'types must have one entry per micro-image '
+                                f'({len(centres)}), got {types.shape}')
+    return terms.corrected_ijuv(ijuv, types[owner])

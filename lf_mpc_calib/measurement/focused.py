@@ -25,7 +25,7 @@ import numpy as np
 
 from lf_mpc_calib.camera.model import point_ray_distance, triangulate
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+from lf_mpc_calib.lenslet.nearest import MicroImageLattice, raw_pixel_ijuv
 
 
 def raw_pixel_rays(model, grid, points, *, types=None, terms=None):
@@ -40,20 +40,8 @@ def raw_pixel_rays(model, grid, points, *, types=None, terms=None):
     lattice = MicroImageLattice(grid)
     idx = lattice.nearest(q)
     ok = idx >= 0
-    c = lattice.centres[np.maximum(idx, 0)]
-    uv = q - c
-    if terms is not None:
-        if types is None:
-            raise InvalidInputError('lens-type terms need the lens type of every micro-image '
-                                    '(types), got None')
-        types = np.asarray(types, dtype=np.int64).reshape(-1)
-        if types.shape != (len(lattice.centres),):
-            raise InvalidInputError(f'types must have one entry per micro-image '
-                                    f'({len(lattice.centres)}), got {types.shape}')
-        rays = model.rays(terms.corrected_ijuv(np.column_stack([c, uv]),
-                                               types[np.maximum(idx, 0)]))
-    else:
-        rays = model.rays(np.column_stack([c, uv]))
+    rays = model.rays(raw_pixel_ijuv(lattice.centres, q, np.maximum(idx, 0), types=types,
+                                     terms=terms))
     rays[~ok] = np.nan
     return rays
 

@@ -17,6 +17,7 @@ the intensities.
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.lenslet.nearest import raw_pixel_ijuv
 
 
 class FocusedRays:
@@ -56,13 +57,7 @@ class FocusedRays:
         ok = lattice.nearest(np.column_stack([px, py]).astype(float)) == owner
         px, py, owner = px[ok], py[ok], owner[ok]
         self.pixels = np.column_stack([px, py])
-        c = lattice.centres[owner]
-        ijuv = np.column_stack([c, self.pixels - c])
-        if terms is not None:
-            if types is None:
-                raise InvalidInputError('lens-type terms need the lens type of every '
-                                        'micro-image (types), got None')
-            ijuv = terms.corrected_ijuv(ijuv, np.asarray(types)[owner])
+        ijuv = raw_pixel_ijuv(lattice.centres, self.pixels, owner, types=types, terms=terms)
         rays = model.rays(ijuv) if len(ijuv) else np.zeros((0, 4))
         self.ijuv = ijuv
         self.origins = np.column_stack([rays[:, 0], rays[:, 1], np.zeros(len(rays))])
