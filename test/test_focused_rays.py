@@ -94,7 +94,7 @@ def test_rays_through_a_square_carry_its_colour(scene):
     assert np.all(idx % cols % 4 == 0) and np.all(idx // cols % 4 == 0)
     off = m.rays.pixels - np.rint(m.detector.centres[idx])
     assert np.all(off % 8 == 0)
-    assert 0 < len(rays.origins) < m.detector._lit.sum() / 4 ** 2 / 8 ** 2 * 2
+    assert 0 < len(rays.origins) < m.detector.lit.sum() / 4 ** 2 / 8 ** 2 * 2
     a, b = np.meshgrid(np.arange(board.cols + 1), np.arange(board.rows + 1))
     mid = np.column_stack([(a.ravel() - 0.5) * board.square, (b.ravel() - 0.5) * board.square])
     shade = board.shade(mid[:, 0], mid[:, 1])

@@ -121,7 +121,10 @@ class MicroImageCornerDetector:
     (:mod:`lf_mpc_calib.features.micro_image_centres`: the vignetting tilts every micro-image
     of a white and the spots' lattice with it); None: only a grid estimated here (a given
     grid, e.g. a calibration's, is used as it is: its centres are the calibration's (i, j)).
-    ``self.grid`` is the grid used, the one to save with the calibration.
+    ``self.grid`` is the grid used, the one to save with the calibration. Public for the
+    live decode (:mod:`lf_mpc_calib.measurement`): ``white_normalised`` (H, W) float32 white /
+    its 99.5th percentile ``white_level``; ``lit`` (H, W) bool, inside a micro-image;
+    ``white_gain`` (H, W) float32, 1 / white where lit, else 0.
     """
 
     def __init__(self, white, grid=None, *, lens_types=None, options=None, recentre=None):
@@ -152,11 +155,11 @@ class MicroImageCornerDetector:
             raise DetectionError('the white image is black: no micro-images to normalise by')
         self.white_level = top
         w32 = (white / top).astype(np.float32)
-        self._lit = w32 > 0.35
-        self._white32 = w32
-        self._inv_white = np.where(self._lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
+        self.lit = w32 > 0.35
+        self.white_normalised = w32
+        self.white_gain = np.where(self.lit, 1.0 / np.maximum(w32, 1e-3), 0.0).astype(
             np.float32)
-        self.radius = _micro_image_radius(self._lit, grid)
+        self.radius = _micro_image_radius(self.lit, grid)
         if recentre:    # the lattice of the lit disks, not of the vignetting-tilted spots
             grid = recentred_grid(w32, grid, self.radius)
             self.grid, self.centres = grid, grid.centres()
@@ -166,9 +169,9 @@ class MicroImageCornerDetector:
     def detect(self, raw, board, *, pose=0):
         """Return a :class:`Detection` for one raw frame; raises DetectionError with the reason."""
         raw = np.asarray(raw)
-        if raw.ndim != 2 or raw.shape != self._lit.shape:
-            raise InvalidInputError(f'raw frame must be {self._lit.shape[1]} x '
-                                    f'{self._lit.shape[0]} (2-D) like the white image, got '
+        if raw.ndim != 2 or raw.shape != self.lit.shape:
+            raise InvalidInputError(f'raw frame must be {self.lit.shape[1]} x '
+                                    f'{self.lit.shape[0]} (2-D) like the white image, got '
                                     f'shape {raw.shape}')
         opt = self.options
         norm = self.normalise(raw)
@@ -273,8 +276,8 @@ class MicroImageCornerDetector:
     # ---- stages ------------------------------------------------------------------------------
     def normalise(self, raw):
         """The raw frame (H, W) divided by the white, scaled to its 99th percentile (f32)."""
-        norm = raw.astype(np.float32) * self._inv_white
-        top = float(np.percentile(norm[self._lit], 99.0)) if np.any(self._lit) else 0.0
+        norm = raw.astype(np.float32) * self.white_gain
+        top = float(np.percentile(norm[self.lit], 99.0)) if np.any(self.lit) else 0.0
         if not top > 0:
             raise DetectionError('the raw frame is black inside the micro-images')
         return norm * np.float32(1.0 / top)
@@ -399,7 +402,7 @@ class MicroImageCornerDetector:
         if getattr(self, '_profile_key', 0) != key:
             types = np.zeros(len(self.centres), np.int64) if self.lens_types is None \
                 else self.lens_types
-            r_ap, rho = _aperture_profile(self._white32, self.centres, types, self.radius,
+            r_ap, rho = _aperture_profile(self.white_normalised, self.centres, types, self.radius,
                                           self.grid.pitch)
             self._profile = (r_ap[types], rho[types])
             self._profile_key = key

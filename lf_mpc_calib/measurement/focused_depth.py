@@ -78,7 +78,7 @@ class MicroImageDepth:
     def __init__(self, detector, *, terms=None, step=W_STEP, span=SPAN):
         self.det = detector
         self.step, self.span = float(step), float(span)
-        self.shape = detector._white32.shape
+        self.shape = detector.white_normalised.shape
         self.r_in, inside = detector.inner_disks_inside(self.shape)
         self.inside = np.nonzero(inside)[0]
         cen = detector.centres[self.inside]

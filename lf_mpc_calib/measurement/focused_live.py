@@ -46,9 +46,9 @@ class LiveCenterRenderer:
         self.det = detector
         self.w_every, self.change, self.max_maps = int(w_every), float(change), int(max_maps)
         self.jump = float(jump)
-        self.shape = detector._white32.shape
-        self._inv_white = detector._inv_white
-        self._lit_sample = np.flatnonzero(detector._lit.ravel())[::int(stride)]
+        self.shape = detector.white_normalised.shape
+        self._inv_white = detector.white_gain
+        self._lit_sample = np.flatnonzero(detector.lit.ravel())[::int(stride)]
         if self._lit_sample.size == 0:
             raise DetectionError('the white has no lit pixels: no micro-images to render')
         self._maps = {}

@@ -37,8 +37,8 @@ class FocusedRays:
                                     f'{lens_step}')
         self.ray_step, self.lens_step = int(ray_step), int(lens_step)
         lattice = detector.lattice
-        lit = detector._lit
-        self._gain = detector._inv_white
+        lit = detector.lit
+        self._gain = detector.white_gain
         cols = lattice.cols
         idx = np.arange(len(lattice.centres))
         lenses = idx[(idx % cols % self.lens_step == 0) & (idx // cols % self.lens_step == 0)]
