@@ -45,6 +45,7 @@ from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration  # 
 from lf_mpc_calib.camera import transforms  # noqa: E402
 from lf_mpc_calib.errors import LFCalibError  # noqa: E402
 from lf_mpc_calib.calibration.closed_form import aligned_truth  # noqa: E402
+from lf_mpc_calib.calibration.focused import orient_focused  # noqa: E402
 from lf_mpc_calib.camera.rotations import rotation_matrix  # noqa: E402
 from lf_mpc_calib.simulation.dataset import capture_poses  # noqa: E402
 from lf_mpc_calib.simulation.focused_observations import focused_observations  # noqa: E402
@@ -53,8 +54,8 @@ from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
 from lf_mpc_calib.simulation.arm import default_arm  # noqa: E402
 from lf_mpc_calib.simulation.planning_scene import simulated_planner  # noqa: E402
 
-HAND_EYE_ITERATIONS = 400
-"""Refinement evaluations allowed (a focused preset's joint problem needs over 100)."""
+HAND_EYE_ITERATIONS = 100
+"""Refinement evaluations allowed (calibrate_hand_eye's default; 4-10 are used)."""
 ARM_LIMITS = dict(workspace_box=(-1.5, -1.5, 0.0, 1.5, 1.5, 1.5),
                   tilt_reference=(0.0, 0.0, -1.0), max_tool_tilt_deg=75.0)
 """The calibration node's defaults (config/calibration.yaml)."""
@@ -138,6 +139,8 @@ def check(camera, board, planner, rv, tv, noise, seed, arm=None):
     truth = planner.model
     obs = observations(camera, board, truth, planner.constraints, rv, tv, noise, seed)
     res = calibrate(obs, camera_type=camera.camera_type)
+    if camera.camera_type == 'focused':        # the physical orientation, as the pipeline's
+        res = orient_focused(res)
     mount = None
     if arm is not None:
         mount, joint = mount_check(arm, truth, obs, res, planner, rv, tv)
