@@ -594,7 +594,8 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
     than 3 captures with robot poses, rotations too small or about one axis), InvalidInputError
     when robot and board poses do not describe one rigid set-up (closed-form spread above
     MAX_CLOSED_FORM_SPREAD_DEG, or refined RMS above ``max_rms_ratio`` times the
-    calibration's) or a focused calibration is in the reflected orientation, ConvergenceError when the refinement does not converge.
+    calibration's) or a focused calibration is in the reflected orientation, ConvergenceError
+    when the refinement does not converge.
     """
     check_setup(setup)
     validate_observations(obs)
