@@ -478,11 +478,14 @@ class PosePlanner:
         rv, tv, rows = self.random_poses(n_candidates, at_least=1)
         n_candidates = len(rv)
         lacking, types_note = self.lacking_types(), ''
-        if lacking:            # multi-focus: a type the calibration has no rays of yet
-            shows = [k for k, r in enumerate(rows)
-                     if np.isin(r.lens_type, lacking).sum() >= MIN_TYPE_RAYS]
+        if lacking:            # multi-focus: a type the calibration has too few rays of
+            need = MIN_TYPE_RAYS - self.type_rays[lacking]
+            served = np.array([np.sum(np.bincount(r.lens_type, minlength=len(self.type_rays))
+                                      [lacking] >= need) for r in rows])
+            shows = list(np.flatnonzero((served == served.max()) & (served > 0)))
             types_note = (f'; lens type(s) {lacking} short of {MIN_TYPE_RAYS} rays: '
-                          + (f'{len(shows)} candidates show them, chosen among those' if shows
+                          + (f'chosen among the {len(shows)} candidates that give '
+                             f'{served.max()} of them enough' if shows
                              else 'no candidate shows them (their focus band)'))
             if shows:
                 rv, tv, rows = rv[shows], tv[shows], [rows[k] for k in shows]
