@@ -152,6 +152,13 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
                           nominal=cam.ground_truth_model(session.grid),
                           rng=np.random.default_rng(0))
     assert before.arm['tool_pose_in_base'] is None and 'not solved' in before.arm['note']
+    # intrinsics targets the captures meet: not reached while the mount is not solved
+    easy = suggest_next(session, PlanSettings(depth_range_m=DEPTHS, target_k_pct=1e3,
+                                              target_pp_px=1e3, candidates=10),
+                        nominal=cam.ground_truth_model(session.grid),
+                        rng=np.random.default_rng(0))
+    assert max(easy.now.values()) < 1e3
+    assert not easy.reached and not easy.to_dict('cam')['reached_after']
     session.calibrate()
     session.solve_hand_eye()
     # limits the captures' own tool poses (the sim arm's) break in part

@@ -348,11 +348,18 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
             [planner.sigma_scale[q] for q in QUANTITIES]))))
     now = planner.predicted()
     suggestion = planner.suggest(n_candidates=settings.candidates)
+    reached = planner.reached(now)
+    if session.arm is not None and arm is None:
+        # on an arm the mount is part of the target: not reached while it is not solved
+        # (the demo's loop stopped on the intrinsics alone, the mount unsolved)
+        from dataclasses import replace
+        reached = False
+        suggestion = replace(suggestion, reached=False)
     from scipy.spatial.transform import Rotation
     corners = Rotation.from_rotvec(suggestion.rotation_vector).apply(board) + \
         suggestion.translation
     central = (model.project(corners, np.zeros((len(corners), 2)))
                if session.camera_type == 'conventional' else None)   # focused: no views
-    return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
+    return SessionSuggestion(suggestion, now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
                              central, _types_part(session, planner))
