@@ -4,7 +4,8 @@ default pose list; then the planned captures calibrated against the truth.
 
 Observation-level simulation (fast, no rendering): conventional presets with the true model
 projected into every view (simulation/observations.py), focused ones through their optics
-(simulation/focused_observations.py), Gaussian corner noise of --noise px. Per preset and
+(simulation/focused_observations.py; focused-multifocus: each type's rays where its blur
+circle is <= MAX_BLUR_PX), Gaussian corner noise of --noise px. Per preset and
 seed:
 
 - planned: :class:`~lf_mpc_calib.calibration.planning.PosePlanner` suggestions until the
@@ -52,7 +53,7 @@ from lf_mpc_calib.simulation.focused_observations import focused_observations  #
 from lf_mpc_calib.simulation.observations import simulate_observations  # noqa: E402
 from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
 from lf_mpc_calib.simulation.arm import default_arm  # noqa: E402
-from lf_mpc_calib.simulation.planning_scene import simulated_planner  # noqa: E402
+from lf_mpc_calib.simulation.planning_scene import MAX_BLUR_PX, simulated_planner  # noqa: E402
 
 HAND_EYE_ITERATIONS = 100
 """Refinement evaluations allowed (calibrate_hand_eye's default; 4-10 are used)."""
@@ -103,8 +104,10 @@ def default_count(make_planner, camera, board, seed, limit):
 def observations(camera, board, model, constraints, rv, tv, noise, seed):
     """Noisy corner observations of the captures (independent of the planner's projection)."""
     rng = np.random.default_rng(1000 + seed)
-    if camera.camera_type == 'focused':
-        return focused_observations(camera, board, rv, tv, noise_px=noise, rng=rng)
+    if camera.camera_type == 'focused':     # multi-focus: each type at its sharp depths
+        blur = MAX_BLUR_PX if camera.mla.n_types > 1 else None
+        return focused_observations(camera, board, rv, tv, noise_px=noise, rng=rng,
+                                    max_blur_px=blur)
     return simulate_observations(model, rv, tv, board.points(), constraints.views,
                                  noise_px=noise, rng=rng)
 

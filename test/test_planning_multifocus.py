@@ -18,22 +18,6 @@ from lf_mpc_calib.simulation.planning_scene import MAX_BLUR_PX, simulated_planne
 NOISE = 0.1
 
 
-def sharp_rows(camera, obs, rv, tv):
-    """(N,) bool: rays whose micro-lens (its type's gap and focal length) blurs the corner
-    over at most MAX_BLUR_PX, from the corner's physical depth (thin lenses)."""
-    z = np.empty(len(obs))
-    for p in np.unique(obs.pose):
-        rmat, t = camera.pose_to_physical(rv[p], tv[p])
-        rows = obs.pose == p
-        z[rows] = (obs.board[rows] @ rmat.T + t)[:, 2]
-    f_main = camera.main_lens.focal_length
-    depth = camera.D - f_main * z / (z - f_main)       # intermediate image before the MLA
-    b = camera.gap + np.asarray(camera.mla.type_gap_offsets)[obs.lens_type]
-    f = np.asarray(camera.mla.type_focal_lengths)[obs.lens_type]
-    blur = camera.mla.pitch * b * np.abs(1 / f - 1 / b - 1 / depth)
-    return blur / camera.sensor.pixel_pitch <= MAX_BLUR_PX
-
-
 def test_multifocus_plan_sees_each_type_in_its_band_and_predicts_the_reported_sigmas():
     camera = preset('focused-multifocus', scale=0.7)
     board = default_board(camera)
@@ -46,10 +30,10 @@ def test_multifocus_plan_sees_each_type_in_its_band_and_predicts_the_reported_si
         tv.append(s.translation)
         planner.add_capture(s.rotation_vector, s.translation)
     rv, tv = np.array(rv), np.array(tv)
-    # the camera's own rays, kept where the type's micro-lens images the corner sharply
+    # the camera's own rays, kept where the ray's micro-lens images the corner sharply (from
+    # the corner's physical depth and the lens's gap and focal length)
     obs = focused_observations(camera, board, rv, tv, noise_px=NOISE,
-                               rng=np.random.default_rng(2))
-    obs = obs.select(sharp_rows(camera, obs, rv, tv))
+                               rng=np.random.default_rng(2), max_blur_px=MAX_BLUR_PX)
     # the planner predicted the same rays (its bands in the MPC frame, from the same optics)
     predicted = sum(len(planner.rows(r, t)) for r, t in zip(rv, tv))
     assert predicted == pytest.approx(len(obs), rel=0.03)
