@@ -141,6 +141,9 @@ def check(camera, board, planner, rv, tv, noise, seed, arm=None):
     on an arm, mount_check's figures)."""
     truth = planner.model
     obs = observations(camera, board, truth, planner.constraints, rv, tv, noise, seed)
+    if obs.lens_type is not None:     # multi-focus: the truth in the gauge of these rays' types
+        truth = camera.ground_truth_model(
+            weights=np.bincount(obs.lens_type, minlength=camera.mla.n_types) / len(obs))
     res = calibrate(obs, camera_type=camera.camera_type)
     if camera.camera_type == 'focused':        # the physical orientation, as the pipeline's
         res = orient_focused(res)
