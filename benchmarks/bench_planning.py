@@ -4,7 +4,8 @@ default pose list; then the planned captures calibrated against the truth.
 
 Observation-level simulation (fast, no rendering): conventional presets with the true model
 projected into every view (simulation/observations.py), focused ones through their optics
-(simulation/focused_observations.py), Gaussian corner noise of --noise px. Per preset and
+(simulation/focused_observations.py; focused-multifocus: each type's rays where its blur
+circle is <= MAX_BLUR_PX), Gaussian corner noise of --noise px. Per preset and
 seed:
 
 - planned: :class:`~lf_mpc_calib.calibration.planning.PosePlanner` suggestions until the
@@ -45,16 +46,17 @@ from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration  # 
 from lf_mpc_calib.camera import transforms  # noqa: E402
 from lf_mpc_calib.errors import LFCalibError  # noqa: E402
 from lf_mpc_calib.calibration.closed_form import aligned_truth  # noqa: E402
+from lf_mpc_calib.calibration.focused import orient_focused  # noqa: E402
 from lf_mpc_calib.camera.rotations import rotation_matrix  # noqa: E402
 from lf_mpc_calib.simulation.dataset import capture_poses  # noqa: E402
 from lf_mpc_calib.simulation.focused_observations import focused_observations  # noqa: E402
 from lf_mpc_calib.simulation.observations import simulate_observations  # noqa: E402
 from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
 from lf_mpc_calib.simulation.arm import default_arm  # noqa: E402
-from lf_mpc_calib.simulation.planning_scene import simulated_planner  # noqa: E402
+from lf_mpc_calib.simulation.planning_scene import MAX_BLUR_PX, simulated_planner  # noqa: E402
 
-HAND_EYE_ITERATIONS = 400
-"""Refinement evaluations allowed (a focused preset's joint problem needs over 100)."""
+HAND_EYE_ITERATIONS = 100
+"""Refinement evaluations allowed (calibrate_hand_eye's default; 4-10 are used)."""
 ARM_LIMITS = dict(workspace_box=(-1.5, -1.5, 0.0, 1.5, 1.5, 1.5),
                   tilt_reference=(0.0, 0.0, -1.0), max_tool_tilt_deg=75.0)
 """The calibration node's defaults (config/calibration.yaml)."""
@@ -102,8 +104,10 @@ def default_count(make_planner, camera, board, seed, limit):
 def observations(camera, board, model, constraints, rv, tv, noise, seed):
     """Noisy corner observations of the captures (independent of the planner's projection)."""
     rng = np.random.default_rng(1000 + seed)
-    if camera.camera_type == 'focused':
-        return focused_observations(camera, board, rv, tv, noise_px=noise, rng=rng)
+    if camera.camera_type == 'focused':     # multi-focus: each type at its sharp depths
+        blur = MAX_BLUR_PX if camera.mla.n_types > 1 else None
+        return focused_observations(camera, board, rv, tv, noise_px=noise, rng=rng,
+                                    max_blur_px=blur)
     return simulate_observations(model, rv, tv, board.points(), constraints.views,
                                  noise_px=noise, rng=rng)
 
@@ -137,7 +141,12 @@ def check(camera, board, planner, rv, tv, noise, seed, arm=None):
     on an arm, mount_check's figures)."""
     truth = planner.model
     obs = observations(camera, board, truth, planner.constraints, rv, tv, noise, seed)
+    if obs.lens_type is not None:     # multi-focus: the truth in the gauge of these rays' types
+        truth = camera.ground_truth_model(
+            weights=np.bincount(obs.lens_type, minlength=camera.mla.n_types) / len(obs))
     res = calibrate(obs, camera_type=camera.camera_type)
+    if camera.camera_type == 'focused':        # the physical orientation, as the pipeline's
+        res = orient_focused(res)
     mount = None
     if arm is not None:
         mount, joint = mount_check(arm, truth, obs, res, planner, rv, tv)

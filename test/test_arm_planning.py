@@ -1,18 +1,24 @@
 """Pose planning on a robot arm: tool poses inside the limits, the mount's sigma predicted."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.calibration.arm_planning import ArmConstraints
+from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye
 from lf_mpc_calib.calibration.planning import PoseConstraints, PosePlanner
 from lf_mpc_calib.calibration.refine import calibrate
 from lf_mpc_calib.camera import transforms
-from lf_mpc_calib.errors import DegenerateConfigurationError
+from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
 from lf_mpc_calib.simulation.arm import default_arm
 from lf_mpc_calib.simulation.observations import (
     PAPER_IMAGE_SIZE, board_points, paper_camera, simulate_observations, view_grid)
+from lf_mpc_calib.simulation.focused_observations import focused_observations
+from lf_mpc_calib.simulation.optics import default_board, preset
+from lf_mpc_calib.simulation.planning_scene import simulated_planner
 
 NOISE = 0.3
 VIEWS = view_grid(3)
@@ -20,6 +26,9 @@ BOARD = board_points(5, 5, 7e-3)
 CONSTRAINTS = PoseConstraints(views=VIEWS, depth_range_m=(0.06, 0.12),
                               image_size=PAPER_IMAGE_SIZE, max_tilt_deg=30.0)
 SETUPS = ('eye-in-hand', 'eye-to-hand')
+NODE_LIMITS = dict(workspace_box=(-1.5, -1.5, 0.0, 1.5, 1.5, 1.5),
+                   tilt_reference=(0.0, 0.0, -1.0), max_tool_tilt_deg=75.0)
+"""The calibration node's defaults (config/calibration.yaml)."""
 
 
 def planner(seed, arm):
@@ -97,3 +106,51 @@ def test_predicted_mount_sigma_matches_the_hand_eye_calibration(setup):
         he.mount, truth.in_calibrated_frame(paper_camera(), res.model).mount)
     assert 1e3 * np.linalg.norm(err_t) <= 3 * predicted['mount_translation']
     assert err_deg[0] <= 3 * predicted['mount_rotation']
+
+
+def reflected(result):
+    """A focused calibration's point reflection X -> -X (calibration.focused's docstring)."""
+    m = result.model
+    rot = -Rotation.from_rotvec(result.rotation_vectors).as_matrix() @ np.diag([1.0, 1.0, -1.0])
+    return replace(result, model=m.replace(k_i=-m.k_i, k_j=-m.k_j, k_3=-m.k_3, k_4=-m.k_4),
+                   rotation_vectors=Rotation.from_matrix(rot).as_rotvec(),
+                   translations=-np.asarray(result.translations))
+
+
+@pytest.mark.parametrize('setup', SETUPS)
+def test_focused_camera_on_an_arm_plans_inside_the_limits_and_solves_the_mount(setup):
+    # a crop of the Keplerian preset, observations straight from its optics (independent of
+    # the planner's model projection); the node's default limits
+    camera = preset('focused-keplerian', scale=0.4)
+    board = default_board(camera)
+    truth = default_arm(setup)
+    p = simulated_planner(camera, board, noise_px=0.1, target_k_pct=0.3, target_pp_px=0.3,
+                          rng=np.random.default_rng(3))
+    p.arm = ArmConstraints(setup, truth.mount, truth.board, **NODE_LIMITS)
+    rv, tv = [], []
+    for _ in range(8):
+        s = p.suggest(n_candidates=15)
+        rv.append(s.rotation_vector)
+        tv.append(s.translation)
+        p.add_capture(s.rotation_vector, s.translation)
+    rv, tv = np.array(rv), np.array(tv)
+    robot = truth.robot_poses(rv, tv)
+    outside, tilted = p.arm.violations(*robot)
+    assert not outside.any() and not tilted.any()
+    assert np.all(tilt_deg(robot[0]) <= NODE_LIMITS['max_tool_tilt_deg'])
+    obs = focused_observations(camera, board, rv, tv, noise_px=0.1,
+                               rng=np.random.default_rng(4))
+    res = calibrate(obs, camera_type='focused')
+    res = orient_focused(res)
+    # its point reflection explains every ray as well, but is no rigid frame: refused
+    with pytest.raises(InvalidInputError, match='reflected orientation'):
+        calibrate_hand_eye(obs, reflected(res), *robot, setup=setup)
+    he = calibrate_hand_eye(obs, res, *robot, setup=setup)
+    assert he.converged and he.iterations <= 20
+    err_deg, err_t = transforms.difference(
+        he.mount, truth.in_calibrated_frame(p.model, res.model).mount)
+    assert 1e3 * np.linalg.norm(err_t) <= 3e3 * np.linalg.norm(he.mount_stddev[1])
+    assert err_deg[0] <= 3 * np.degrees(np.linalg.norm(he.mount_stddev[0]))
+    predicted = p.predicted()
+    reported_deg = np.degrees(np.linalg.norm(he.mount_stddev[0]))
+    assert predicted['mount_rotation'] == pytest.approx(reported_deg, rel=0.35)

@@ -3,6 +3,7 @@ truth), the suggestion within the constraints and seen by the simulated optics, 
 calibration the prediction matched to the sigmas it reports."""
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 import pytest
 
 from lf_mpc_calib.calibration.board_pose import fit_board_pose
@@ -151,6 +152,13 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
                           nominal=cam.ground_truth_model(session.grid),
                           rng=np.random.default_rng(0))
     assert before.arm['tool_pose_in_base'] is None and 'not solved' in before.arm['note']
+    # intrinsics targets the captures meet: not reached while the mount is not solved
+    easy = suggest_next(session, PlanSettings(depth_range_m=DEPTHS, target_k_pct=1e3,
+                                              target_pp_px=1e3, candidates=10),
+                        nominal=cam.ground_truth_model(session.grid),
+                        rng=np.random.default_rng(0))
+    assert max(easy.now.values()) < 1e3
+    assert not easy.reached and not easy.to_dict('cam')['reached_after']
     session.calibrate()
     session.solve_hand_eye()
     # limits the captures' own tool poses (the sim arm's) break in part
@@ -221,3 +229,43 @@ def test_focused_suggestion_keeps_out_of_the_focus_band_and_is_seen(focused_scen
     wide = PlanSettings(depth_range_m=sc['depth'], focus_band_m=10.0)
     with pytest.raises(DegenerateConfigurationError, match='covers the whole depth range'):
         suggest_next(session, wide, nominal=cam.ground_truth_model(session.grid))
+
+
+def test_multifocus_suggestion_sees_each_type_in_its_focus_band():
+    """Multi-focus session (white image only): every micro-image counts until the types are
+    told; then each type only in its focus band (the optics' bands, the simulator's types as
+    the session would have told them), the type still short of rays asked for first."""
+    from lf_mpc_calib.features.lens_type_inference import LensTypeEstimate
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints, type_focus_depths
+    cam = preset('focused-multifocus', scale=0.5)
+    board = default_board(cam)
+    session = CalibrationSession(board, camera_type='focused', lens_types=3,
+                                 white=quantize(render_white(cam, samples=2), 8))
+    _, c = planning_constraints(cam)
+    bands = type_focus_depths(cam)
+    settings = PlanSettings(depth_range_m=c.depth_range_m, focus_band_m=c.excluded_depths_m[1],
+                            candidates=30, type_depths_m=bands)
+    nominal = cam.ground_truth_model(session.grid)
+    out = suggest_next(session, settings, nominal=nominal, rng=np.random.default_rng(0))
+    part = out.to_dict('cam')['lens_types']
+    assert part['types'] == 3 and not part['told'] and 'not told yet' in part['note']
+    types = cam.mla.lens_type(cam.micro_image_of(session.grid.centres())[0])
+    session.type_estimate = LensTypeEstimate(types, np.zeros((6, 1)), 10.0, 0.0)
+    out = suggest_next(session, settings, nominal=nominal, rng=np.random.default_rng(0))
+    part = out.to_dict('cam')['lens_types']
+    assert part['told'] and part['rays_per_type'] == [0, 0, 0]
+    assert np.allclose(part['focus_bands_m'], bands)
+    assert 'short of' in out.suggestion.why
+    # the optics' rays of the suggested pose, kept in micro-images of a type whose band holds
+    # the corner's depth: every corner in >= 2 of them, and each type's rays where its band is
+    s = out.suggestion
+    obs = focused_observations(cam, board, s.rotation_vector[None], s.translation[None])
+    z = (Rotation.from_rotvec(s.rotation_vector).apply(obs.board) + s.translation)[:, 2]
+    lo, hi = np.asarray(bands)[obs.lens_type].T
+    sharp = (z >= lo) & (z <= hi)
+    assert np.bincount(obs.point[sharp], minlength=len(board.points())).min() >= 2
+    assert np.bincount(obs.lens_type[sharp], minlength=3).max() >= 50
+    wrong = PlanSettings(depth_range_m=c.depth_range_m, type_depths_m=bands[:2])
+    with pytest.raises(InvalidInputError, match='each of the 3 lens types'):
+        suggest_next(session, wrong, nominal=nominal)

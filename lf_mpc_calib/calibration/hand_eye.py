@@ -27,7 +27,11 @@ Steps of :func:`calibrate_hand_eye`:
    the smallest light-field reprojection RMS starts the refinement. A closed form whose B
    spreads over more than ``MAX_CLOSED_FORM_SPREAD_DEG`` between captures means the robot and
    board poses do not describe one rigid set-up (wrong set-up, pose direction, units or frames):
-   InvalidInputError.
+   InvalidInputError. A focused camera's calibration must be in the physical orientation
+   (k_3 + k_4 > 0, :func:`~lf_mpc_calib.calibration.focused.orient_focused`): its point
+   reflection explains every ray as well, but its frame is not a rigid one (the relative
+   rotations agree, the translations change sign), so no mount exists there and the refinement
+   only crawls (:func:`check_focused_orientation`).
 3. Joint refinement of M, B (and the MPC intrinsics, unless fixed) on the reprojection errors
    of every ray of every capture, through the same analytic Jacobian as the calibration
    (:class:`lf_mpc_calib.calibration.refine.RefinementProblem`: d residual / d camera point
@@ -49,6 +53,7 @@ from lf_mpc_calib.calibration.closed_form import validate_observations
 from lf_mpc_calib.calibration.refine import RefinementProblem
 from lf_mpc_calib.camera import transforms
 from lf_mpc_calib.camera.model import MPCModel, PARAMETER_NAMES
+from lf_mpc_calib.camera.observations import guess_camera_type
 from lf_mpc_calib.camera.rotations import rotation_matrix_jacobian, rotation_vector
 from lf_mpc_calib.errors import (
     ConvergenceError, DegenerateConfigurationError, InvalidInputError)
@@ -552,6 +557,23 @@ def _align_robot_poses(pose_ids, robot_rvecs, robot_tvecs, robot_pose_ids):
     return keep, rv[rows], tv[rows]
 
 
+def check_focused_orientation(obs, calibration):
+    """
+    Raise InvalidInputError when ``calibration`` (a CalibrationResult of ``obs``) is a focused
+    camera's in the reflected orientation (k_3 + k_4 < 0): its frame is the point reflection of
+    the camera's (:mod:`~lf_mpc_calib.calibration.focused`), not a rigid frame a mount can
+    refer to. (Found on focused-keplerian: the closed-form mount's board spread 153 mm, the
+    refinement not converged in 400 evaluations; 4 evaluations once oriented.)
+    """
+    m = calibration.model
+    if guess_camera_type(obs) == 'focused' and m.k_3 + m.k_4 < 0:
+        raise InvalidInputError(
+            f'the focused calibration is in the reflected orientation (k_3 + k_4 = '
+            f'{m.k_3 + m.k_4:.4g} < 0): its frame is the point reflection of the camera\'s, '
+            'which no rigid mount relates to the robot; orient it first '
+            '(lf_mpc_calib.calibration.focused.orient_focused)')
+
+
 def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
                        robot_pose_ids=None, refine_intrinsics=True, fix=(),
                        methods=tuple(CV_METHODS), min_rotation_deg=MIN_ROTATION_DEG,
@@ -572,10 +594,12 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
     than 3 captures with robot poses, rotations too small or about one axis), InvalidInputError
     when robot and board poses do not describe one rigid set-up (closed-form spread above
     MAX_CLOSED_FORM_SPREAD_DEG, or refined RMS above ``max_rms_ratio`` times the
-    calibration's), ConvergenceError when the refinement does not converge.
+    calibration's) or a focused calibration is in the reflected orientation, ConvergenceError
+    when the refinement does not converge.
     """
     check_setup(setup)
     validate_observations(obs)
+    check_focused_orientation(obs, calibration)
     cal_ids = np.asarray(calibration.pose_ids)
     keep, rv, tv = _align_robot_poses(cal_ids, robot_rvecs, robot_tvecs, robot_pose_ids)
     diversity = motion_diversity(rv, min_rotation_deg=min_rotation_deg,

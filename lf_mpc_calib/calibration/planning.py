@@ -25,6 +25,16 @@ adds the mount: (sigma_t / target_mm)^2 + (sigma_w / target_deg)^2 summed over t
 translation (mm) and rotation-vector (deg) components, reported as ``mount_translation``
 (mm) and ``mount_rotation`` (deg): the root of each trace.
 
+Multi-focus cameras (T micro-lens types): a ray is predicted only in micro-images whose type
+images its corner sharply (``PoseConstraints.view_types``, ``type_depths_m``: each type's focus
+band); the per-type terms (:mod:`~lf_mpc_calib.calibration.type_terms`) are **held fixed** in
+the information (the rows are predicted with the MPC model alone; the terms, zero-mean over the
+types by their gauge, hardly correlate with k_i..v_0: checked against the sigmas a multi-focus
+calibration that estimates them reports, test/test_planning_multifocus.py). As the
+calibration needs rays of every type for its terms, a type with fewer than MIN_TYPE_RAYS rays
+in the captures so far is asked for first (candidates that show it, if any), and the target
+is reached only once every type has them.
+
 Poses map board to the MPC (optical) frame, X_cam = R X_board + t (DESIGN.md "Frames").
 """
 
@@ -51,6 +61,9 @@ MIN_CAPTURES = 3
 """Captures a calibration needs (guidance.MIN_POSES)."""
 BATCH = 16
 """Candidates whose Jacobian is evaluated together (bounds the memory)."""
+MIN_TYPE_RAYS = 50
+"""Multi-focus: rays each micro-lens type needs in the captures (the calibration estimates its
+terms; a type without rays is refused there), asked for before the criterion."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,10 @@ class PoseConstraints:
     (near, far): board-centre Z; excluded_depths_m (lo, hi) or None: a band of Z kept clear
     (focused: around the plane conjugate to the micro-lenses); max_tilt_deg: board normal
     against the optical axis about each of x, y; max_roll_deg: about the board normal.
+    Multi-focus cameras (focused, T micro-lens types): view_types (V,) the type of each
+    micro-image and type_depths_m ((lo, hi),) * T: the corner depths (Z, MPC frame) each
+    type images sharply enough to be detected (its focus band); a ray counts only in a
+    micro-image whose type's band holds its corner's Z. None: every type sees every depth.
     """
 
     views: np.ndarray
@@ -76,6 +93,8 @@ class PoseConstraints:
     max_roll_deg: float = 15.0
     margin_px: float = 1.0
     min_rays: int = 2
+    view_types: np.ndarray = None
+    type_depths_m: tuple = None
 
     def __post_init__(self):
         near, far = (float(v) for v in self.depth_range_m)
@@ -92,6 +111,32 @@ class PoseConstraints:
                 raise DegenerateConfigurationError(
                     f'no pose satisfies the constraints: the excluded band {lo:.3f}-{hi:.3f} m '
                     f'covers the whole depth range {near:.3f}-{far:.3f} m')
+        if (self.view_types is None) != (self.type_depths_m is None):
+            raise InvalidInputError('view_types and type_depths_m go together (multi-focus)')
+        if self.view_types is not None:
+            self._check_types(near, far)
+
+    def _check_types(self, near, far):
+        """Multi-focus: one type per view, one (lo, hi) per type, some band in range."""
+        types = np.asarray(self.view_types)
+        n_views = len(np.asarray(self.views).reshape(-1, 2))
+        if self.micro_image_radius is None or types.shape != (n_views,) \
+                or not np.issubdtype(types.dtype, np.integer) or types.min() < 0:
+            raise InvalidInputError(f'view_types: expected a focused camera\'s {n_views} '
+                                    f'micro-image types (integers >= 0), got {types.shape}')
+        bands = np.asarray(self.type_depths_m, float)
+        if bands.ndim != 2 or bands.shape[1] != 2 or len(bands) <= types.max() \
+                or not np.all(bands[:, 0] < bands[:, 1]):
+            raise InvalidInputError(
+                f'type_depths_m: expected (lo, hi) with lo < hi for each of the '
+                f'{types.max() + 1} lens types, got {self.type_depths_m!r}')
+        object.__setattr__(self, 'view_types', types)
+        object.__setattr__(self, 'type_depths_m', bands)
+        if not np.any((bands[:, 0] < far) & (bands[:, 1] > near)):
+            raise DegenerateConfigurationError(
+                'no pose satisfies the constraints: no lens type images the depth range '
+                f'{near:.3f}-{far:.3f} m sharply (focus bands ' + ', '.join(
+                    f'type {t}: {lo:.3f}-{hi:.3f} m' for t, (lo, hi) in enumerate(bands)) + ')')
 
     def depth_allowed(self, z):
         """Whether board-centre depth z is in range and outside the excluded band."""
@@ -187,6 +232,9 @@ class PosePlanner:
             self.fix = tuple(n for n in DISTORTION_NAMES if getattr(self.model, n) == 0.0)
         self.names = None
         self.captures = 0
+        types = self.constraints.view_types
+        self.type_rays = None if types is None else np.zeros(int(types.max()) + 1, int)
+        """Multi-focus: rays of each micro-lens type in the captures so far."""
 
     @property
     def quantities(self):
@@ -226,12 +274,16 @@ class PosePlanner:
                 return None   # the whole board in every view
         else:
             ok &= np.einsum('nk,nk->n', uv, uv) < c.micro_image_radius ** 2
+            if c.view_types is not None:          # multi-focus: the type's focus band
+                band = c.type_depths_m[np.repeat(c.view_types, n)]
+                ok &= (pts[:, 2] >= band[:, 0]) & (pts[:, 2] <= band[:, 1])
             point = np.tile(np.arange(n), v)
             if np.bincount(point[ok], minlength=n).min() < c.min_rays:
                 return None
         point = np.tile(np.arange(n), v)[ok]
+        types = None if c.view_types is None else np.repeat(c.view_types, n)[ok]
         return Observations(np.zeros(len(point), int), point, self.board[point],
-                            np.column_stack([ij[ok], uv[ok]]))
+                            np.column_stack([ij[ok], uv[ok]]), types)
 
     def pose_informations(self, rvecs, tvecs, rows=None, chains=None):
         """(P, nf, nf) unit-noise information of each pose (rows: their Observations). On an
@@ -309,7 +361,27 @@ class PosePlanner:
         """Whether every sigma meets its target (and MIN_CAPTURES are in)."""
         sig = self.predicted() if sig is None else sig
         return (self.captures + (sig is not None) >= MIN_CAPTURES
+                and not self.lacking_types()
                 and all(sig[q] <= self.target(q) for q in self.quantities))
+
+    def lacking_types(self):
+        """Multi-focus: the micro-lens types with fewer than MIN_TYPE_RAYS rays so far."""
+        if self.type_rays is None:
+            return []
+        return [int(t) for t in np.flatnonzero(self.type_rays < MIN_TYPE_RAYS)]
+
+    def _count_types(self, rows):
+        """Multi-focus: add the rays of one capture's rows to type_rays (lens_type column, or
+        each view's type where the rows' (i, j) are the constraints' views)."""
+        if self.type_rays is None:
+            return
+        types = rows.lens_type
+        if types is None:
+            views = np.asarray(self.constraints.views, float)
+            lookup = {tuple(v): t for v, t in zip(views.tolist(), self.constraints.view_types)}
+            types = np.array([lookup.get(tuple(v), -1) for v in rows.ijuv[:, :2].tolist()])
+        types = types[(types >= 0) & (types < len(self.type_rays))]
+        self.type_rays += np.bincount(types, minlength=len(self.type_rays))
 
     # ---- captures and candidates -----------------------------------------------------------
     def add_capture(self, rotation_vector, translation, rows=None, robot_pose=None):
@@ -330,6 +402,7 @@ class PosePlanner:
                                       np.atleast_2d(translation), [rows], chains)[0]
         self.information = info if self.information is None else self.information + info
         self.captures += 1
+        self._count_types(rows)
 
     def random_poses(self, n, at_least=None):
         """n random poses within the constraints: (rvecs (k, 3), tvecs (k, 3), rows), k = n,
@@ -404,6 +477,18 @@ class PosePlanner:
         """The :class:`Suggestion` among n_candidates random feasible poses (A-optimal)."""
         rv, tv, rows = self.random_poses(n_candidates, at_least=1)
         n_candidates = len(rv)
+        lacking, types_note = self.lacking_types(), ''
+        if lacking:            # multi-focus: a type the calibration has too few rays of
+            need = MIN_TYPE_RAYS - self.type_rays[lacking]
+            served = np.array([np.sum(np.bincount(r.lens_type, minlength=len(self.type_rays))
+                                      [lacking] >= need) for r in rows])
+            shows = list(np.flatnonzero((served == served.max()) & (served > 0)))
+            types_note = (f'; lens type(s) {lacking} short of {MIN_TYPE_RAYS} rays: '
+                          + (f'chosen among the {len(shows)} candidates that give '
+                             f'{served.max()} of them enough' if shows
+                             else 'no candidate shows them (their focus band)'))
+            if shows:
+                rv, tv, rows = rv[shows], tv[shows], [rows[k] for k in shows]
         infos = self.pose_informations(rv, tv, rows)
         base = np.zeros_like(infos[0]) if self.information is None else self.information
         # before the set determines the camera: a ridge of 1e-9 of the candidates' scale
@@ -422,5 +507,5 @@ class PosePlanner:
                + ('' if tool is None else ' (tool poses inside the arm\'s limits)')
                + f', the one that most reduces sum (sigma / target)^2 (A-optimal): board at '
                f'{z:.3f} m, tilted {ax:.0f} / {ay:.0f} deg about x / y; worst after it: '
-               f'{worst} {sig[worst]:.3g}')
+               f'{worst} {sig[worst]:.3g}' + types_note)
         return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool)

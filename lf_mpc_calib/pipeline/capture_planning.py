@@ -12,7 +12,12 @@ sigma / target). Conventional cameras: the candidates' rows are predicted in the
 usable views, a view's size from the white image. Focused cameras: in every micro-image of
 the lenslet grid, a corner seen where it falls within FOCUSED_RADIUS_FRACTION of half the
 pitch of the centre (in >= 2 micro-images), outside the band ``focus_band_m`` around the
-plane conjugate to the micro-lenses (Z = 0 of the MPC frame). On an arm with the mount solved the
+plane conjugate to the micro-lenses (Z = 0 of the MPC frame). Multi-focus cameras (lens_types
+T > 1): once a calibration has told each micro-image's type, a ray counts only in micro-images
+whose type's focus band (``type_depths_m``) holds its corner (every depth without bands),
+each type is asked for until it has rays for its terms, and the type terms are held fixed in
+the prediction (:mod:`~lf_mpc_calib.calibration.planning`); before that every micro-image
+counts. On an arm with the mount solved the
 planner gets :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints` (the settings'
 workspace box and tool-tilt limit, the solved mount and board pose): every suggested tool
 pose is inside them and the mount's sigma is in the criterion.
@@ -46,7 +51,9 @@ class PlanSettings:
     [x_min, y_min, z_min, x_max, y_max, z_max] m of the tool's origin in the base frame or
     None; tilt_reference (3,) base-frame direction the tool's z axis is measured from,
     max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: the mount's sigma aimed
-    at.
+    at. Multi-focus: type_depths_m ((lo, hi),) * T: the corner depths (Z, MPC frame) each
+    micro-lens type images sharply, in the calibration's type numbering, or None (every
+    depth).
     """
 
     target_k_pct: float = 0.3
@@ -62,6 +69,7 @@ class PlanSettings:
     max_tool_tilt_deg: float = 180.0
     target_mount_mm: float = 0.1
     target_mount_deg: float = 0.02
+    type_depths_m: tuple = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +84,8 @@ class SessionSuggestion:
     translation_m} or None, 'tool_tilt_deg', 'limits', 'note'} (the base -> tool pose that
     brings the camera, or the board, there: ArmConstraints.tool_poses); central_uv (C, 2):
     the suggested board's corners in the central view (px, the model's projection; drawn on
-    ~/detections).
+    ~/detections); lens_types: multi-focus, {'types', 'told', 'focus_bands_m', 'rays_per_type',
+    'type_terms', 'note'}, else None.
     """
 
     suggestion: object
@@ -88,6 +97,7 @@ class SessionSuggestion:
     depth_range_m: tuple
     arm: dict = None
     central_uv: np.ndarray = None
+    lens_types: dict = None
 
     def to_dict(self, frame_id):
         """Plain types: the Trigger reply's JSON (the pose in ``frame_id``; None for a sigma
@@ -105,7 +115,8 @@ class SessionSuggestion:
                 'model': self.model_source, 'corner_noise_px': float(self.noise_px),
                 'captures': int(self.captures),
                 'depth_range_m': [float(v) for v in self.depth_range_m],
-                **({} if self.arm is None else {'arm': self.arm})}
+                **({} if self.arm is None else {'arm': self.arm}),
+                **({} if self.lens_types is None else {'lens_types': self.lens_types})}
 
 
 def reported_sigmas(result):
@@ -170,15 +181,13 @@ def session_constraints(session, depth_range_m, settings):
         raise InvalidInputError('no white image yet: the views the board must be seen in are '
                                 'not known')
     if session.camera_type == 'focused':
-        if getattr(session, 'lens_types', 1) > 1:
-            raise InvalidInputError('pose planning does not model the per-type terms of a '
-                                    f'multi-focus camera (lens_types {session.lens_types})')
         band = float(settings.focus_band_m)
         return PoseConstraints(
             views=session.grid.centres(), depth_range_m=tuple(depth_range_m),
             micro_image_radius=FOCUSED_RADIUS_FRACTION * session.grid.pitch / 2,
             excluded_depths_m=(-band, band) if band > 0 else None,
-            max_tilt_deg=settings.max_tilt_deg, max_roll_deg=settings.max_roll_deg)
+            max_tilt_deg=settings.max_tilt_deg, max_roll_deg=settings.max_roll_deg,
+            **_type_constraints(session, settings))
     dec = session.decoder
     jj, ii = np.nonzero(session.use)
     views = np.column_stack([np.asarray(dec.i_values)[ii], np.asarray(dec.j_values)[jj]])
@@ -190,6 +199,41 @@ def session_constraints(session, depth_range_m, settings):
     return PoseConstraints(views=views.astype(float), depth_range_m=tuple(depth_range_m),
                            image_size=tuple(size), max_tilt_deg=settings.max_tilt_deg,
                            max_roll_deg=settings.max_roll_deg)
+
+
+def _type_constraints(session, settings):
+    """Multi-focus: {view_types, type_depths_m} once the session has told the types (bands
+    from the settings, else every depth), {} before or for one type."""
+    n_types = int(getattr(session, 'lens_types', 1))
+    types = getattr(session, 'micro_image_types', None)
+    if n_types < 2 or types is None:
+        return {}
+    bands = settings.type_depths_m
+    if bands is None:
+        bands = ((-np.inf, np.inf),) * n_types
+    elif np.shape(bands) != (n_types, 2):
+        raise InvalidInputError(f'type focus bands: expected (near, far) m for each of the '
+                                f'{n_types} lens types, got {np.asarray(bands).tolist()}')
+    return dict(view_types=np.asarray(types, int), type_depths_m=tuple(map(tuple, bands)))
+
+
+def _types_part(session, planner):
+    """The ``lens_types`` of a SessionSuggestion (None for one type)."""
+    n_types = int(getattr(session, 'lens_types', 1))
+    if n_types < 2:
+        return None
+    c = planner.constraints
+    told = c.view_types is not None
+    bands = c.type_depths_m if told else None
+    return {'types': n_types, 'told': told,
+            'focus_bands_m': (None if bands is None or not np.all(np.isfinite(bands))
+                              else np.asarray(bands).tolist()),
+            'rays_per_type': (None if planner.type_rays is None
+                              else [int(v) for v in planner.type_rays]),
+            'type_terms': 'held fixed in the prediction',
+            'note': ('each micro-image counts where its type\'s focus band holds the corner'
+                     if told else 'lens types not told yet (the first ~/calibrate tells them): '
+                     'every micro-image counts')}
 
 
 def arm_constraints(session, settings):
@@ -304,11 +348,18 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
             [planner.sigma_scale[q] for q in QUANTITIES]))))
     now = planner.predicted()
     suggestion = planner.suggest(n_candidates=settings.candidates)
+    reached = planner.reached(now)
+    if session.arm is not None and arm is None:
+        # on an arm the mount is part of the target: not reached while it is not solved
+        # (the demo's loop stopped on the intrinsics alone, the mount unsolved)
+        from dataclasses import replace
+        reached = False
+        suggestion = replace(suggestion, reached=False)
     from scipy.spatial.transform import Rotation
     corners = Rotation.from_rotvec(suggestion.rotation_vector).apply(board) + \
         suggestion.translation
     central = (model.project(corners, np.zeros((len(corners), 2)))
                if session.camera_type == 'conventional' else None)   # focused: no views
-    return SessionSuggestion(suggestion, now, planner.reached(now), source, noise,
+    return SessionSuggestion(suggestion, now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
-                             central)
+                             central, _types_part(session, planner))

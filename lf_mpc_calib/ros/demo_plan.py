@@ -10,7 +10,8 @@ so that the next suggestion rests on the measured model and corner noise), until
 says the captures so far meet the targets (``--target-k-sigma`` %, ``--target-pp-sigma`` px)
 or ``--max-captures`` are taken. Then it calibrates and prints the captures used, the sigmas
 the planner predicted against those the calibration reports, and the errors against the
-simulator's truth.
+simulator's truth; on an arm (``--hand-eye``) also the mount, whose reported sigmas must meet
+the node's mount targets for the target to count as met.
 """
 
 import json
@@ -129,6 +130,8 @@ def plan_loop(caller, sim, calib, args, say, start):
         np.asarray(result.model.principal_point) - truth.principal_point))))
     met = (all(reported[q] <= args.target_k_sigma for q in SCALES)
            and all(reported[q] <= args.target_pp_sigma for q in PP))
+    if sim.arm is not None:     # the mount is part of the target on an arm
+        met = met and _mount_met(calib)
     say('\npredicted: before the last capture, for the captures with it; reported: by the '
         'calibration; |error|: against the truth (% of the value; px)')
     say('quantity            predicted   reported  |error|  |error|/sigma')
@@ -145,6 +148,17 @@ def plan_loop(caller, sim, calib, args, say, start):
     return 0
 
 
+def _mount_met(calib):
+    """Whether the solved mount's reported sigmas meet the node's mount targets."""
+    from lf_mpc_calib.pipeline.capture_planning import reported_mount_sigmas
+    he = calib.session.hand_eye
+    if he is None:
+        return False
+    sig = reported_mount_sigmas(he)
+    return (sig['mount_translation'] <= calib.params['target_mount_translation']
+            and sig['mount_rotation'] <= calib.params['target_mount_rotation'])
+
+
 def _say_arm(say, sim, calib, result, suggestion, followed):
     """On the simulated arm: the mount against the truth (and the sigma predicted before the
     last capture), and where the arm's true chain puts the board at the last suggestion's
@@ -157,6 +171,9 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
     truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
                                         result.model)
     say_mount(say, he, truth)
+    say(f'  mount target {calib.params["target_mount_translation"]:g} mm, '
+        f'{calib.params["target_mount_rotation"]:g} deg: '
+        f'{"met" if _mount_met(calib) else "NOT met"} by the reported sigmas')
     pred = followed['predicted_sigma_after'] if followed else {}
     if pred.get('mount_translation') is not None and pred.get('mount_rotation') is not None:
         say(f'  mount sigma predicted before the last capture: {pred["mount_translation"]:.3f}'

@@ -2,8 +2,9 @@
 ``~/suggest`` and ``~/suggested_pose`` of the calibration node: where to put the board next.
 
 A thin adapter over :func:`lf_mpc_calib.pipeline.capture_planning.suggest_next` (conventional
-and single-type focused cameras; focused: ``plan_focus_band`` kept clear around the plane
-conjugate to the micro-lenses, a band covering the depth range refused). ``~/suggest``
+and focused cameras; focused: ``plan_focus_band`` kept clear around the plane conjugate to the
+micro-lenses, a band covering the depth range refused; multi-focus: each type's
+``plan_type_focus_bands``, the reply's ``lens_types``). ``~/suggest``
 (std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector, translation in m, board ->
 optical frame), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
@@ -48,6 +49,12 @@ PARAMETERS = [
      'clear around the plane conjugate to the micro-lenses (Z = 0 of the optical frame); '
      "0: only the model's test that each corner is seen in >= 2 micro-images",
      D.between(0.0, 100.0)),
+    ('plan_type_focus_bands', [0.0], '~/suggest, multi-focus cameras: [near_0, far_0, near_1, '
+     'far_1, ..] m (Z of the optical frame) where each micro-lens type (the calibration\'s '
+     "numbering) images a corner sharply; [0.0]: every type at every depth",
+     lambda v: None if len(v) <= 1 or (len(v) % 2 == 0 and all(
+         lo < hi for lo, hi in zip(v[0::2], v[1::2]))) else
+     'expected [near_0, far_0, near_1, far_1, ..] with each near < far, or [0.0]'),
     ('plan_workspace_box', [-1.5, -1.5, 0.0, 1.5, 1.5, 1.5], '~/suggest on an arm: '
      '[x_min, y_min, z_min, x_max, y_max, z_max] m of the tool origin in the base frame; '
      '[0.0]: no box', lambda v: None if len(v) <= 1 or (
@@ -89,7 +96,10 @@ class SuggestionService:
             tilt_reference=tuple(p['plan_tool_tilt_reference']),
             max_tool_tilt_deg=p['plan_max_tool_tilt_deg'],
             target_mount_mm=p['target_mount_translation'],
-            target_mount_deg=p['target_mount_rotation'])
+            target_mount_deg=p['target_mount_rotation'],
+            type_depths_m=(tuple(zip(p['plan_type_focus_bands'][0::2],
+                                     p['plan_type_focus_bands'][1::2]))
+                           if len(p['plan_type_focus_bands']) > 1 else None))
         self.nominal = self._load_nominal(p['nominal_model_file'])
         self.seed = int(p['plan_seed'])
         self.count = 0                          # suggestions made

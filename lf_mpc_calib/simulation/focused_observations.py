@@ -19,11 +19,15 @@ from lf_mpc_calib.errors import InvalidInputError
 
 
 def focused_observations(camera, board, rvecs, tvecs, *, noise_px=0.0, rng=None,
-                         radius_fraction=0.9):
+                         radius_fraction=0.9, max_blur_px=None):
     """
     Observations (with lens_type) of ``board`` (camera.board.Checkerboard) at MPC-frame poses
     rvecs (P, 3), tvecs (P, 3) seen by the focused ``camera``; Gaussian noise of noise_px raw
-    pixels on (u, v). Returns Observations.
+    pixels on (u, v). max_blur_px: keep only the rays whose micro-lens (its own gap b and
+    focal length f) blurs the corner over at most this many px (blur circle pitch b
+    |1/f - 1/b - 1/depth|, depth: the corner's intermediate image before the MLA; a
+    multi-focus camera's types each see their own depths), or None: every ray. Returns
+    Observations.
     """
     if camera.camera_type != 'focused':
         raise InvalidInputError(f'focused_observations needs a focused camera, got '
@@ -35,6 +39,7 @@ def focused_observations(camera, board, rvecs, tvecs, *, noise_px=0.0, rng=None,
     gaps = camera.lens_gaps(kl_all)
     centres = camera.micro_image_centres(kl_all)
     types = camera.mla.lens_type(kl_all)
+    focal = camera.lens_focal_lengths(kl_all) if max_blur_px is not None else None
     radius = radius_fraction * camera.micro_image_radius
     F, D = camera.main_lens.focal_length, camera.D
     rng = np.random.default_rng() if rng is None else rng
@@ -51,6 +56,10 @@ def focused_observations(camera, board, rvecs, tvecs, *, noise_px=0.0, rng=None,
         q = camera.sensor_to_pixel(q_xy.reshape(-1, 2)).reshape(q_xy.shape)
         uv = q - centres[None]
         seen = np.einsum('cmk,cmk->cm', uv, uv) < radius * radius
+        if focal is not None:
+            blur = camera.mla.pitch * gaps[None] * np.abs(
+                1.0 / focal[None] - 1.0 / gaps[None] - 1.0 / depth[:, None])
+            seen &= blur <= max_blur_px * camera.sensor.pixel_pitch
         c, m = np.nonzero(seen)
         noisy = uv[c, m] + rng.normal(0.0, noise_px, (len(c), 2)) if noise_px > 0 else uv[c, m]
         parts.append(Observations(np.full(len(c), p), c, pts[c],

@@ -4,7 +4,9 @@ The pose planner set up for a simulated camera: its true model, views and captur
 The constraints follow :mod:`lf_mpc_calib.simulation.dataset`: board centres over
 :func:`~lf_mpc_calib.simulation.dataset.capture_depth_range` x the scene distance, tilts up to
 CAPTURE_TILT_DEG, for a focused camera 25 % kept clear around the plane conjugate to its
-micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane).
+micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane). A
+multi-focus camera's micro-images see a corner only in their type's focus band
+(:func:`type_focus_depths`).
 """
 
 import numpy as np
@@ -21,6 +23,31 @@ VIEW_RIM_PX = 1.5
 bright views the decoder keeps: 37 on the Lytro preset, as calibrate-raw reads)."""
 CONJUGATE_BAND = 0.25
 """Fraction of the conjugate plane's distance kept clear around it (dataset)."""
+MAX_BLUR_PX = 2.0
+"""Multi-focus: a micro-lens type sees a corner where its blur circle is at most this (px)."""
+
+
+def type_focus_depths(camera, *, max_blur_px=MAX_BLUR_PX, samples=4000):
+    """
+    ((lo, hi),) * T: the board depths (Z, MPC frame) that each micro-lens type of a
+    multi-focus ``camera`` images with a blur circle of at most max_blur_px, from its optics:
+    an on-axis point at distance x images at z_i = F x / (x - F), depth = D - z_i before the
+    micro-lenses; type T (gap b_T, focal length f_T, sharp at a_T = 1 / (1/f_T - 1/b_T)) blurs
+    it over pitch b_T |1/a_T - 1/depth|.
+    """
+    main = camera.main_lens
+    f_main, d_mla, pitch = main.focal_length, camera.D, camera.mla.pitch
+    z_f = 1.0 / main.inverse_focus
+    x = np.geomspace(1.05 * f_main, 50.0 * camera.scene_distance, samples)
+    depth = d_mla - f_main * x / (x - f_main)
+    bands = []
+    for f_t, off in zip(camera.mla.type_focal_lengths, camera.mla.type_gap_offsets):
+        b_t = camera.gap + off
+        a_t = 1.0 / (1.0 / f_t - 1.0 / b_t)
+        blur = pitch * b_t * np.abs(1.0 / a_t - 1.0 / depth) / camera.sensor.pixel_pitch
+        sharp = x[blur <= max_blur_px]
+        bands.append((float(sharp.min() - z_f), float(sharp.max() - z_f)))
+    return tuple(bands)
 
 
 def planning_constraints(camera, *, max_tilt_deg=CAPTURE_TILT_DEG):
@@ -36,11 +63,16 @@ def planning_constraints(camera, *, max_tilt_deg=CAPTURE_TILT_DEG):
             views=views, depth_range_m=(near, far),
             image_size=tuple(truth.image_size), max_tilt_deg=max_tilt_deg)
     z_f = 1.0 / camera.main_lens.inverse_focus
+    centres = camera.lenslet_grid().centres()
+    types = {}
+    if camera.mla.n_types > 1:
+        types = dict(view_types=camera.mla.lens_type(camera.micro_image_of(centres)[0]),
+                     type_depths_m=type_focus_depths(camera))
     return truth.model, PoseConstraints(
-        views=camera.lenslet_grid().centres(), depth_range_m=(near - z_f, far - z_f),
+        views=centres, depth_range_m=(near - z_f, far - z_f),
         micro_image_radius=FOCUSED_RADIUS_FRACTION * camera.micro_image_radius,
         excluded_depths_m=(-CONJUGATE_BAND * z_f, CONJUGATE_BAND * z_f),
-        max_tilt_deg=max_tilt_deg)
+        max_tilt_deg=max_tilt_deg, **types)
 
 
 def simulated_planner(camera, board, *, noise_px, target_k_pct, target_pp_px, rng):

@@ -183,3 +183,53 @@ def test_suggest_for_a_focused_camera_keeps_out_of_the_focus_band_or_refuses(
                                            np.array(pose['translation_m']), board.points())
                 assert band <= z <= depths[1], (z, band, depths)
         node.destroy_node()
+
+
+def test_suggest_for_a_multi_focus_camera_counts_each_type_in_its_focus_band(
+        ros_context, ros_executor, ros_node, tmp_path):
+    """Focused-multifocus (lens_types 3): answered before the types are told (every
+    micro-image counts, said so), then with each type in its plan_type_focus_bands band (the
+    simulator's types set as a calibration would tell them); a band list for 2 types is
+    refused (success false) and the node answers on."""
+    from lf_mpc_calib.features.lens_type_inference import LensTypeEstimate
+    from lf_mpc_calib.simulation.dataset import ground_truth_file
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.planning_scene import planning_constraints, type_focus_depths
+    from lf_mpc_calib.simulation.render import quantize, render_white
+    cam = preset('focused-multifocus', scale=0.3)
+    board = default_board(cam)
+    white = quantize(render_white(cam, samples=2), 8)
+    nominal = tmp_path / 'nominal.yaml'
+    save_calibration(nominal, ground_truth_file(cam, np.zeros((1, 3)),
+                                                np.array([[0.0, 0.0, 1.0]])))
+    c = planning_constraints(cam)[1]
+    bands = type_focus_depths(cam)
+    for flat, ok in (([v for b in bands for v in b], True),
+                     ([v for b in bands[:2] for v in b], False)):
+        node = CalibrationNode(context=ros_context, parameter_overrides=[
+            Parameter('camera_type', value='focused'), Parameter('lens_types', value=3),
+            Parameter('board_cols', value=board.cols), Parameter('board_rows', value=board.rows),
+            Parameter('square_size', value=float(board.square)),
+            Parameter('output_dir', value=str(tmp_path / f'out{ok}')),
+            Parameter('nominal_model_file', value=str(nominal)),
+            Parameter('plan_depth_range', value=[float(v) for v in c.depth_range_m]),
+            Parameter('plan_focus_band', value=float(c.excluded_depths_m[1])),
+            Parameter('plan_seed', value=0), Parameter('plan_type_focus_bands', value=flat)])
+        node.session.set_white(white)
+        with spinning(ros_context, node):
+            suggest = ros_node.create_client(Trigger, '/lf_calibration/suggest')
+            answer = call_service(ros_executor, suggest, timeout_sec=60.0)
+            assert answer.success, answer.message
+            assert not json.loads(answer.message)['lens_types']['told']
+            types = cam.mla.lens_type(cam.micro_image_of(node.session.grid.centres())[0])
+            node.session.type_estimate = LensTypeEstimate(types, np.zeros((6, 1)), 10.0, 0.0)
+            answer = call_service(ros_executor, suggest, timeout_sec=60.0)
+            assert answer.success is ok, answer.message
+            if ok:
+                part = json.loads(answer.message)['lens_types']
+                assert part['told'] and np.allclose(part['focus_bands_m'], bands)
+                assert part['type_terms'] == 'held fixed in the prediction'
+            else:
+                assert 'each of the 3 lens types' in answer.message
+                assert call_service(ros_executor, suggest, timeout_sec=60.0) is not None
+        node.destroy_node()
