@@ -62,7 +62,9 @@ class RefinementProblem:
     """
     Residuals and analytic Jacobian of the reprojection error for one observation table.
 
-    Rows are sorted by pose once (``order``). Parameters: ``theta`` (10,) in PARAMETER_NAMES
+    Rows are sorted by pose, and within a pose by board point, once (``order``): the rays of
+    one corner of one pose (a cluster of :meth:`clusters`) are contiguous. Parameters:
+    ``theta`` (10,) in PARAMETER_NAMES
     order, ``poses`` (P, 6) = (w, t) per pose. Residuals are (2, N) predicted - observed
     pixels (u row, v row) in the sorted order; the Jacobian is (16, 2, N): d residual / d
     (the ten model parameters, then w_0, w_1, w_2, t_0, t_1, t_2 of the ray's own pose), i.e.
@@ -71,7 +73,8 @@ class RefinementProblem:
     """
 
     def __init__(self, obs, grouped, lens_type_terms='none'):
-        self.order = grouped.order
+        # grouped.order sorts by pose; the stable lexsort keeps its pose blocks and bounds
+        self.order = np.lexsort((obs.point, obs.pose))
         self.bounds = grouped.bounds
         self.pose_ids = grouped.pose_ids
         self.n_poses = len(grouped.pose_ids)
@@ -82,6 +85,7 @@ class RefinementProblem:
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
         self._clusters = None
+        self._spare = []        # Jacobians nothing reads any more (recycle)
         self.blocks = [(p, slice(a, min(a + BLOCK, self.bounds[p + 1])))
                        for p in range(self.n_poses)
                        for a in range(self.bounds[p], self.bounds[p + 1], BLOCK)]
@@ -92,13 +96,28 @@ class RefinementProblem:
     def clusters(self):
         """
         (first ray (G,), cluster of each ray (N,)) of the G clusters of rays whose errors may
-        be correlated: one board corner of one pose, seen in every view. Computed once.
+        be correlated: one board corner of one pose, seen in every view; each cluster's rays
+        are contiguous (``order``). Computed once.
         """
         if self._clusters is None:
-            key = self.pose_index * (self.point.max() + 1) + self.point
-            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-            self._clusters = first, inv.reshape(-1)
+            new = np.ones(self.n, dtype=bool)
+            new[1:] = (self.point[1:] != self.point[:-1]) | (
+                self.pose_index[1:] != self.pose_index[:-1])
+            self._clusters = np.flatnonzero(new), np.cumsum(new) - 1
         return self._clusters
+
+    def spare_jacobian(self):
+        """A (16, 2, N) Jacobian that nothing reads any more (:meth:`recycle`), or None."""
+        return self._spare.pop() if self._spare else None
+
+    def recycle(self, jac):
+        """
+        Keep ``jac``, which its owner will no longer read, as the memory of a later
+        evaluate(out=...): the refits of one table then take no fresh 38 MB per Jacobian.
+        """
+        if (isinstance(jac, np.ndarray) and jac.shape == (16, 2, self.n) and len(self._spare) < 2
+                and not any(jac is kept for kept in self._spare)):
+            self._spare.append(jac)
 
     def evaluate(self, theta, poses, *, jacobian=True, out=None):
         """
@@ -387,9 +406,9 @@ class _LM:
         full sandwich covariance.
         """
         _, h_mp, h_pp, _, _ = neq
-        score = np.einsum('krn,rn->kn', jac, res)[self.rows]         # (nf + 6, N)
-        first, inv = clusters
-        g = np.stack([np.bincount(inv, weights=row, minlength=len(first)) for row in score])
+        first, _ = clusters
+        # every row's score J^T r summed per cluster, then the free rows: (nf + 6, G)
+        g = np.add.reduceat(np.einsum('krn,rn->kn', jac, res), first, axis=1)[self.rows]
         nf = len(self.free_idx)
         try:
             gain = np.einsum('pmk,pkl->pml', h_mp, np.linalg.inv(h_pp))   # (P, nf, 6)
@@ -411,7 +430,8 @@ class _LM:
         cost, rs, js = _robust(self.loss, self.f_scale, res, jac)
         neq = self.normal_equations(rs, js)
         last = rs, js
-        spare = None            # the Jacobian no longer needed, whose memory a trial reuses
+        spare = pb.spare_jacobian()     # the Jacobian no longer needed, whose memory a trial
+        # reuses
         mu, nu = 1e-5, 2.0
         it = 0
         converged = False
@@ -464,6 +484,9 @@ class _LM:
                 if mu > 1e20:
                     message = 'no step reduces the cost (damping exhausted)'
                     break
+        pb.recycle(spare)
+        if last[1] is not jac:
+            pb.recycle(jac)         # a robust loss: ``last`` holds the rescaled copy
         return theta, poses, res, neq, last, cost, it, converged, message
 
 
@@ -630,6 +653,7 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
         cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
         neq, robust = lm.normal_equations(rs, js), (rs, js)
     cov = _honest_covariance(lm, pb, free, neq, robust, cost_f)
+    pb.recycle(robust[1])
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
     n_model = int(free[:N_MODEL].sum())
     model_cov = None if cov is None else cov[:n_model, :n_model].copy()
@@ -866,11 +890,10 @@ def _held_start(pb, solution, name, loss, f_scale):
     except InvalidInputError:
         return None
     with np.errstate(all='ignore'):             # a step out of the domain: refused below
-        res, jac = pb.evaluate(theta, poses)
-    if not np.all(np.isfinite(res)):
-        return None
-    cost, _, _ = _robust(loss, f_scale, res, None)
+        res, jac = pb.evaluate(theta, poses, out=pb.spare_jacobian())
+    cost = _robust(loss, f_scale, res, None)[0] if np.all(np.isfinite(res)) else np.inf
     if not cost - solution.cost <= HELD_START_TRUST * max(rise, 0.0) + 1e-12 * solution.cost:
+        pb.recycle(jac)
         return None
     return theta, poses, (res, jac)
 

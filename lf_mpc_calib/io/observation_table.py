@@ -76,21 +76,23 @@ def read_observations(path):
 def _read_lines(path):
     """The file's lines as text, or InvalidInputError saying why it cannot be read."""
     try:
-        with open(path, encoding='utf-8', newline='') as f:
-            text = f.read()
+        with open(path, 'rb') as f:
+            data = f.read()
     except FileNotFoundError:
         raise InvalidInputError(f'{path}: no such file, expected an observation table (CSV)'
                                 ) from None
     except IsADirectoryError:
         raise InvalidInputError(f'{path}: is a folder, expected an observation table (CSV)'
                                 ) from None
+    except OSError as exc:
+        raise InvalidInputError(f'{path}: cannot read the observation table: '
+                                f'{exc.strerror or exc}') from None
+    try:
+        text = data.decode('ascii' if data.isascii() else 'utf-8')
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f'{path}: not UTF-8 text (byte {exc.start}); expected an '
                                 f'observation table (CSV), got a binary or UTF-16 file'
                                 ) from None
-    except OSError as exc:
-        raise InvalidInputError(f'{path}: cannot read the observation table: '
-                                f'{exc.strerror or exc}') from None
     if '\0' in text:
         raise InvalidInputError(f'{path}: holds NUL bytes; expected an observation table '
                                 f'(CSV text), got a binary file')
@@ -144,6 +146,9 @@ def _refuse_repeated_rays(path, a):
     if len(a) < 2:
         return
     key = a[:, [0, 1, 5, 6]]
+    counts = _dense_key_counts(key)
+    if counts is not None and counts.max() < 2:
+        return          # the common case, without sorting; else the sort names a repeat
     order = np.lexsort(key.T[::-1])
     ordered = key[order]
     repeated = np.all(ordered[1:] == ordered[:-1], axis=1)
@@ -153,3 +158,28 @@ def _refuse_repeated_rays(path, a):
             f'{path}: {int(repeated.sum())} row(s) repeat a ray already listed (same pose, '
             f'point, i, j), e.g. pose {a[k, 0]:g} point {a[k, 1]:g} (i, j) = ({a[k, 5]:g}, '
             f'{a[k, 6]:g}); expected each ray once (remove the duplicated rows)')
+
+
+def _dense_key_counts(key):
+    """
+    How often each (pose, point, i, j) occurs, counted over their box of whole numbers:
+    (n_keys,) counts, or None when a column is not whole numbers or the box is large (over
+    DENSE_KEYS_PER_ROW times the rows; then the caller sorts). key (N, 4) float.
+    """
+    low = key.min(axis=0)
+    span = key.max(axis=0) - low + 1.0
+    size = float(np.prod(span))
+    if not size <= DENSE_KEYS_PER_ROW * len(key) + 1024:
+        return None
+    offset = key - low
+    if not np.all(offset == np.floor(offset)):
+        return None
+    span = span.astype(np.int64)
+    index = offset.astype(np.int64)
+    flat = ((index[:, 0] * span[1] + index[:, 1]) * span[2] + index[:, 2]) * span[3] + index[:, 3]
+    return np.bincount(flat, minlength=int(size))
+
+
+DENSE_KEYS_PER_ROW = 8
+"""Repeated rays are counted in a dense array when the ids' box holds at most this many keys
+per row (a calibration table's poses, points and views fill most of theirs), else sorted."""
