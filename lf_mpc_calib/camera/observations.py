@@ -79,7 +79,11 @@ class Observations:
     @property
     def pose_ids(self):
         """Sorted distinct pose indices (P,)."""
-        return np.unique(self.pose)
+        # by sorting: np.unique without return_* imports numpy.ma (~5 ms of a CLI run)
+        pose = np.sort(self.pose)
+        first = np.ones(len(pose), dtype=bool)
+        first[1:] = pose[1:] != pose[:-1]
+        return pose[first]
 
     def select(self, mask):
         """Return the rows where ``mask`` (N,) bool (or an index array) holds."""
