@@ -1006,8 +1006,9 @@ def _hold_undetermined(obs, result, fixed, refit, predict=None):
         name = min(weak, key=lambda n: ratios[n])
         reason = _hold_reason(name, *values[name])
         trial_fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | {name})
-        ahead = None if predict is None else _next_hold(predict, result, name, trial_fixed,
-                                                       kept)
+        ahead = None
+        if predict is not None:
+            ahead = _next_hold(predict, result, name, trial_fixed, kept)
         if ahead is not None:
             pair_fixed = tuple(n for n in PARAMETER_NAMES if n in set(trial_fixed) | {ahead[0]})
             trial = refit(result, pair_fixed, (name, ahead[0]))
