@@ -82,9 +82,8 @@ class RefinementProblem:
         self.bounds = grouped.bounds
         self.pose_ids = grouped.pose_ids
         self.n_poses = len(grouped.pose_ids)
-        self.board_t = np.ascontiguousarray(obs.board[self.order].T)      # (3, N)
-        ijuv = obs.ijuv[self.order]
-        self.i, self.j, self.u, self.v = (np.ascontiguousarray(ijuv[:, k]) for k in range(4))
+        self.board_t = obs.board.T.take(self.order, axis=1)                # (3, N)
+        self.i, self.j, self.u, self.v = obs.ijuv.T.take(self.order, axis=1)   # (N,) each
         self.point = np.asarray(obs.point)[self.order].astype(np.int64)
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))

@@ -70,7 +70,9 @@ def read_observations(path):
                                 f'({",".join(names)})')
     _check_ids(path, a, names)
     _refuse_repeated_rays(path, a)
-    return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9], a[:, 9] if typed else None)
+    # contiguous board and ijuv: the calibration gathers and reduces them many times
+    return Observations(a[:, 0], a[:, 1], np.ascontiguousarray(a[:, 2:5]),
+                        np.ascontiguousarray(a[:, 5:9]), a[:, 9] if typed else None)
 
 
 def _read_lines(path):
