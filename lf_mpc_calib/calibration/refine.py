@@ -180,75 +180,105 @@ class RefinementProblem:
     def _evaluate_block(self, model, rot, trans, sl, st, res, jac, v, d_st):
         """evaluate_mpc on the rays ``sl`` of one pose (rot (3, 3), trans (3,), v (3, 3)):
         writes res[:, sl] and, when jac (16, 2, n) is given, the block's Jacobian."""
-        k_i, k_j, k_u, k_v = model.k_i, model.k_j, model.k_u, model.k_v
-        u_0, v_0, k_1, k_2, k_3, k_4 = (model.u_0, model.v_0, model.k_1, model.k_2,
-                                        model.k_3, model.k_4)
+        k_3, k_4 = model.k_3, model.k_4
         ii, jj = self.i[sl], self.j[sl]
         rb = rot @ self.board_t[:, sl]                          # R b: the board point turned
         pc = rb + trans[:, None]
-        s, t = (k_i * ii, k_j * jj) if st is None else (st[0][sl], st[1][sl])
+        # -s, -t: the view's position on the view plane, negated (the sign every use takes)
+        ns, nt = ((ii * -model.k_i, jj * -model.k_j) if st is None
+                  else (-st[0][sl], -st[1][sl]))
         inv_z = 1.0 / pc[2]
-        xu = (pc[0] - s) * inv_z
-        yu = (pc[1] - t) * inv_z
-        x, y, _ = model._distort_xy(s, t, xu, yu)
-        a_u = 1.0 / k_u
-        a_v = 1.0 / k_v
-        u_pred = (x - u_0) * a_u
-        v_pred = (y - v_0) * a_v
+        xu = (pc[0] + ns) * inv_z
+        yu = (pc[1] + nt) * inv_z
+        # q = (x^u - k_3 s, y^u - k_4 t) = g(r) (x, y): Eq. 18 inverted
+        if jac is None:
+            x, y, _ = model._distort_q(xu + k_3 * ns, yu + k_4 * nt)
+        else:
+            x, y, _, r2, g = model._distort_q(xu + k_3 * ns, yu + k_4 * nt, radial=True)
+        a_u = 1.0 / model.k_u
+        a_v = 1.0 / model.k_v
+        u_pred = (x - model.u_0) * a_u
+        v_pred = (y - model.v_0) * a_v
         np.subtract(u_pred, self.u[sl], out=res[0, sl])
         np.subtract(v_pred, self.v[sl], out=res[1, sl])
         if jac is None:
             return
-        jac[2, 1] = jac[3, 0] = jac[4, 1] = jac[5, 0] = 0.0     # k_u, u_0 act on u alone
-        r2 = x * x + y * y
-        if k_1 == 0.0 and k_2 == 0.0:
-            mu_x, mu_y = np.full(len(x), a_u), np.zeros(len(x))   # d u / d (q_x, q_y)
-            mv_x, mv_y = np.zeros(len(x)), np.full(len(x), a_v)   # d v / d (q_x, q_y)
-        else:
-            g = 1.0 + k_1 * r2 + k_2 * r2 * r2
-            gp2 = 2.0 * (k_1 + 2.0 * k_2 * r2)
-            inv_det = 1.0 / (g * (g + gp2 * r2))
-            m_xx = (g + gp2 * y * y) * inv_det
-            m_yy = (g + gp2 * x * x) * inv_det
-            m_xy = -gp2 * x * y * inv_det
-            mu_x, mu_y = a_u * m_xx, a_u * m_xy
-            mv_x, mv_y = a_v * m_xy, a_v * m_yy
-        # model parameters acting through q = (x^u - k_3 s, y^u - k_4 t)
-        dqx_dki = -ii * (inv_z + k_3)
-        dqy_dkj = -jj * (inv_z + k_4)
-        if d_st is not None:
-            dqx_ds, dqy_dt = -(inv_z + k_3), -(inv_z + k_4)
-            d_st[0][:, sl] = (mu_x * dqx_ds, mv_x * dqx_ds)
-            d_st[1][:, sl] = (mu_y * dqy_dt, mv_y * dqy_dt)
-        np.multiply(mu_x, dqx_dki, out=jac[0, 0])
-        np.multiply(mv_x, dqx_dki, out=jac[0, 1])
-        np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
-        np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
-        np.multiply(mu_x, -s, out=jac[8, 0])
-        np.multiply(mv_x, -s, out=jac[8, 1])
-        np.multiply(mu_y, -t, out=jac[9, 0])
-        np.multiply(mv_y, -t, out=jac[9, 1])
-        # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
-        np.multiply(-(mu_x * x + mu_y * y), r2, out=jac[6, 0])
-        np.multiply(-(mv_x * x + mv_y * y), r2, out=jac[6, 1])
-        np.multiply(jac[6, 0], r2, out=jac[7, 0])
-        np.multiply(jac[6, 1], r2, out=jac[7, 1])
-        # pixel scale and offset
+        # pixel scale and offset: k_u, u_0 act on u alone, k_v, v_0 on v
+        jac[2, 1] = jac[3, 0] = jac[4, 1] = jac[5, 0] = 0.0
         np.multiply(u_pred, -a_u, out=jac[2, 0])
         np.multiply(v_pred, -a_v, out=jac[3, 1])
         jac[4, 0] = -a_u
         jac[5, 1] = -a_v
+        # M = d (u, v) / d q = diag(a_u, a_v) (d q / d (x, y))^-1, d q / d (x, y) = g I +
+        # 2 (k_1 + 2 k_2 r^2) (x, y)(x, y)^T; rows (mu_x, mu_y) for u, (mv_x, mv_y) for v
+        radial = not (model.k_1 == 0.0 and model.k_2 == 0.0)
+        if radial:
+            gp2 = 2.0 * model.k_1 + (4.0 * model.k_2) * r2
+            w = 1.0 / (g * (g + gp2 * r2))
+            wu, wv = w * a_u, w * a_v
+            gx, gy = gp2 * x, gp2 * y
+            mu_x = (g + gy * y) * wu
+            mv_y = (g + gx * x) * wv
+            m_xy = -(gx * y)
+            mu_y, mv_x = m_xy * wu, m_xy * wv
+        else:                                                   # M = diag(a_u, a_v)
+            mu_x, mu_y, mv_x, mv_y = a_u, 0.0, 0.0, a_v
+        # k_i, k_j, k_3, k_4 act through q: dq_x / dk_i = -i (1/Z + k_3), dq_x / dk_3 = -s
+        dqx_ds = -(inv_z + k_3)
+        dqy_dt = -(inv_z + k_4)
+        if d_st is not None:
+            d_st[0][:, sl] = (mu_x * dqx_ds, mv_x * dqx_ds)
+            d_st[1][:, sl] = (mu_y * dqy_dt, mv_y * dqy_dt)
+        dqx_dki = ii * dqx_ds
+        dqy_dkj = jj * dqy_dt
+        # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
+        xr, yr = x * r2, y * r2
+        if radial:
+            np.multiply(mu_x, dqx_dki, out=jac[0, 0])
+            np.multiply(mv_x, dqx_dki, out=jac[0, 1])
+            np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
+            np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
+            np.multiply(mu_x, ns, out=jac[8, 0])
+            np.multiply(mv_x, ns, out=jac[8, 1])
+            np.multiply(mu_y, nt, out=jac[9, 0])
+            np.multiply(mv_y, nt, out=jac[9, 1])
+            np.negative(mu_x * xr + mu_y * yr, out=jac[6, 0])
+            np.negative(mv_x * xr + mv_y * yr, out=jac[6, 1])
+        else:
+            np.multiply(dqx_dki, a_u, out=jac[0, 0])
+            np.multiply(dqy_dkj, a_v, out=jac[1, 1])
+            np.multiply(ns, a_u, out=jac[8, 0])
+            np.multiply(nt, a_v, out=jac[9, 1])
+            jac[0, 1] = jac[1, 0] = jac[8, 1] = jac[9, 0] = 0.0
+            np.multiply(xr, -a_u, out=jac[6, 0])
+            np.multiply(yr, -a_v, out=jac[6, 1])
+        np.multiply(jac[6], r2, out=jac[7])
         # pose: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]] gives d = d res / dPc = d res / dt;
         # with dR/dw_k = [v_k]x R, d res / dw_k = v_k . (R b x d)
         q = np.empty((3, len(x)))
+        nxu, nyu = -xu, -yu
         for row, (cx, cy) in enumerate(((mu_x, mu_y), (mv_x, mv_y))):
             d0, d1, d2 = jac[13, row], jac[14, row], jac[15, row]
-            np.multiply(cx, inv_z, out=d0)
-            np.multiply(cy, inv_z, out=d1)
-            np.multiply(-(cx * xu + cy * yu), inv_z, out=d2)
-            np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
-            np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
-            np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
+            np.multiply(inv_z, cx, out=d0)
+            np.multiply(inv_z, cy, out=d1)
+            if not radial:      # one of cx, cy is 0: d = (d0, 0, -x^u d0) or (0, d1, -y^u d1)
+                if row == 0:
+                    np.multiply(d0, nxu, out=d2)
+                    np.multiply(rb[1], d2, out=q[0])
+                    np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+                    np.multiply(rb[1], d0, out=q[2])
+                    np.negative(q[2], out=q[2])
+                else:
+                    np.multiply(d1, nyu, out=d2)
+                    np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+                    np.multiply(rb[0], d2, out=q[1])
+                    np.negative(q[1], out=q[1])
+                    np.multiply(rb[0], d1, out=q[2])
+            else:
+                np.add(d0 * nxu, d1 * nyu, out=d2)
+                np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+                np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+                np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
             np.matmul(v, q, out=jac[10:13, row])
 
     def sparse_jacobian(self, jac, free):
