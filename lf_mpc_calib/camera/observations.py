@@ -54,6 +54,8 @@ class Observations:
         for name, arr in (('pose', pose), ('point', point)):
             if arr.shape != (n,):
                 raise InvalidInputError(f'{name} must have shape ({n},), got {arr.shape}')
+            if arr.dtype.kind in 'iu':
+                continue                    # whole and finite by type
             if arr.size and not np.all(np.isfinite(arr.astype(float))):
                 raise InvalidInputError(f'{name} contains NaN or inf')
             if arr.size and np.any(arr.astype(float) != np.round(arr.astype(float))):
