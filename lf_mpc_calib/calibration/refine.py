@@ -1085,6 +1085,8 @@ def _next_hold(predict, result, name, trial_fixed, kept):
     predicted = predict(result, (name,), candidates)
     if predicted is None or not predicted[1] <= HOLD_MARGIN * HOLD_RMS_GROWTH:
         return None
+    if not all(np.isfinite(v) and np.isfinite(sd) and sd > 0 for v, sd in predicted[0].values()):
+        return None                 # a sigma the refit would have to settle
     ratios = {n: _ratio(*v) for n, v in predicted[0].items()}
     nxt = min(candidates, key=lambda n: ratios[n])
     if not (ratios[nxt] <= (1.0 - HOLD_MARGIN) * SIGNIFICANCE
