@@ -21,29 +21,22 @@ seconds of simulate + calibrate-raw (process_time, this process), wall seconds, 
 calibrate-raw answers without --accept-uncertain: yes, or the refusal); last line: in how
 many cases all four targets are met.
 
-Measured 27 Nov (w5-defaults; rows marked x-defaults on the same code, load ~14; 2-core
-machine: CPU seconds of simulate + calibrate-raw, each alone on one core; wall times were 2-8 x
-those). Targets met in 7 of 9 cases: the Galilean's seeds 1 and 2 miss the principal point.
+Measured 27 Nov (load ~14, 2-core machine: CPU seconds of simulate + calibrate-raw, each
+alone on one core; wall times were 2-8 x those). Targets met in 7 of 9 cases: the Galilean's seeds 1 and 2 miss the principal point.
 
     camera             seed max|dk|/k %  pp px RMS px poses  CPU s  accepted
     focused-keplerian     0        0.06   0.11  0.085    10  172+71  yes
     focused-keplerian     1        0.04   0.06  0.091    10  139+77  yes
-    focused-keplerian     2        0.08   0.14  0.080    10  105+90  yes   (x-defaults)
+    focused-keplerian     2        0.08   0.14  0.080    10  105+90  yes
     focused-galilean      0        0.15   0.22  0.096    10  167+89  yes
     focused-galilean      1        0.03   1.05  0.092    10  131+89  yes
     focused-galilean      2        0.12   0.62  0.086    10  133+87  yes
     focused-multifocus    0        0.05   0.24  0.096    10 180+140  yes
     focused-multifocus    1        0.05   0.18  0.099    10 144+133  yes
-    focused-multifocus    2        0.07   0.21  0.097    10 105+132  yes   (x-defaults)
-
-Before (6 poses at 16 rays, 26 s CPU to simulate): Keplerian seeds 0/1/2 accepted, k 0.43 /
-0.16 / 0.46 %, pp 0.83 / 0.61 / 0.30 px; Galilean seed 0 refused (sigma of the principal point
-0.78 px; forced: k 3.3 %, pp 8.5 px, RMS 0.18 px, corner noise 0.16 px). Galilean seed 0 with
-6 poses at 64 rays: k 0.27 %, pp 0.60 px, RMS 0.098, accepted; at 128 rays: 0.46 %, 1.09 px,
-0.077 (the poses' shared errors, not the corner noise, set the principal point).
+    focused-multifocus    2        0.07   0.21  0.097    10 105+132  yes
 
 Every row is accepted and k is within 0.5 % (largest 0.15 %), RMS <= 0.1 px; the Galilean's
-principal point misses 0.5 px on seeds 1 and 2. Why (Galilean seed 1, rerun 27 Nov x-defaults:
+principal point misses 0.5 px on seeds 1 and 2. Why (Galilean seed 1, rerun 27 Nov:
 k 0.03 %, pp 1.05 px, RMS 0.092, CPU 98+88 s; --explain and refits of its table):
 - the error is systematic, not noise: the part of the detection errors each corner shares
   across its micro-images (RMS 0.03 px, against 0.06 px within a corner) gives (-0.31, +0.82) px

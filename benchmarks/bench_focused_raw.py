@@ -63,10 +63,6 @@ With micro-images that small a corner falls in few of them: the nearest pose (0.
 refused (Keplerian: no corner in 3 micro-images) and the 12 x 8 board does not determine the
 principal point (sd 0.58 / 1.39 px); at f/5.6 (fill 0.46) every pose is refused with the
 reason (a point falls in 0.6-1.4 usable micro-images).
-The presets' R and rho moved by 0.004 px or less with the joint plateau and rim fit
-(Keplerian, Galilean; multi-focus type 0's R by 0.04 px: its seed 0 row k 0.19 %, 2.45 sigma,
-pp 0.14 px, types 1.92 sigma, RMS 0.057 px, against 0.17 %, 2.15, 0.10, 1.98, 0.057 in the
-first table).
 
 Why 1024 rays per pixel: where the main-lens aperture cuts a pixel's bundle (within rho of a
 micro-image's rim) a render integrates only the rays that pass; at 256 rays that quadrature

@@ -17,8 +17,8 @@ tolerance: a silent wrong answer). Usage:
 environment with plenopticam (see peer_plenopticam_grid.py): PlenoptiCam's grid fit then runs on
 the synth-spots images and the full-size Lytro white, scored by the same measure (mean centre
 error over the true centres it matches within a third of the pitch, and the share matched).
-Works against older versions of the package too (falls back to
-estimate_grid(return_details=True)) for before/after figures.
+Works against older versions of the package too (falls back to estimate_grid when
+estimate_grid_with_quality is missing) for before/after figures.
 
 Measured (2026-11-23, 2 loaded cores): synth-spots d 0.0060 px, 100 % matched (PlenoptiCam
 0.0066 px, 92.1 %); c 0.0027 px (0.0099, 90.7 %); b 0.0149 px (0.0269, 76.9 %); full Lytro

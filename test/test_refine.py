@@ -35,8 +35,11 @@ def _scene(model, seed, *, n_poses=4, views=5, noise=0.0, cols=8, rows=6, square
     return rv, tr, obs
 
 
-def test_jacobian_matches_finite_differences():
+@pytest.mark.parametrize('radial', [True, False], ids=['radial', 'k1=k2=0'])
+def test_jacobian_matches_finite_differences(radial):
     model = _illum_like()
+    if not radial:      # its own evaluation path: Eq. 18 is then the identity
+        model = model.replace(k_1=0.0, k_2=0.0)
     rv, tr, obs = _scene(model, 0, n_poses=3, views=3, cols=4, rows=3)
     pb = RefinementProblem(obs, validate_observations(obs))
     theta = model.to_vector()

@@ -147,7 +147,7 @@ def validate_observations(obs, *, planar=False):
                 f'pose {p} is seen in 1 view (i, j) = {tuple(ij[sl.start])}; expected >= 2 '
                 'distinct views')
         pts = board[sl]
-        centred = pts - pts.mean(axis=0)
+        centred = pts - np.ones(len(pts)) @ pts / len(pts)    # the mean by BLAS: faster
         ev = np.linalg.eigvalsh(centred.T @ centred)          # ascending
         if not ev[1] > 1e-12 * max(ev[2], 1e-300):
             n_distinct = 1 if ev[2] <= 0 else '>= 2'

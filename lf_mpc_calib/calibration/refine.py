@@ -52,6 +52,10 @@ N_MODEL = len(PARAMETER_NAMES)          # 10 model parameters
 N_POSE = 6                              # rotation vector (3) + translation (3)
 BLOCK = 16384
 """Rays evaluated at once (a pose's rays in blocks: their temporaries stay in the cache)."""
+FTOL = 1e-12
+"""The 'lm' solver stops when the cost's (predicted) decrease is below this fraction of it."""
+PAIRED_FTOL = 1e-14
+"""FTOL of a refit that holds two terms at once (:func:`_hold_undetermined`)."""
 MAX_ITERATIONS = 500
 """LM steps a refinement may try. A converging one stops long before (6-30 steps); a poor
 start needs more: a Galilean frame set with a 17-row pose started 44 % off stopped at 100 steps
@@ -62,7 +66,9 @@ class RefinementProblem:
     """
     Residuals and analytic Jacobian of the reprojection error for one observation table.
 
-    Rows are sorted by pose once (``order``). Parameters: ``theta`` (10,) in PARAMETER_NAMES
+    Rows are sorted by pose, and within a pose by board point, once (``order``): the rays of
+    one corner of one pose (a cluster of :meth:`clusters`) are contiguous. Parameters:
+    ``theta`` (10,) in PARAMETER_NAMES
     order, ``poses`` (P, 6) = (w, t) per pose. Residuals are (2, N) predicted - observed
     pixels (u row, v row) in the sorted order; the Jacobian is (16, 2, N): d residual / d
     (the ten model parameters, then w_0, w_1, w_2, t_0, t_1, t_2 of the ray's own pose), i.e.
@@ -71,17 +77,18 @@ class RefinementProblem:
     """
 
     def __init__(self, obs, grouped, lens_type_terms='none'):
-        self.order = grouped.order
+        # grouped.order sorts by pose; the stable lexsort keeps its pose blocks and bounds
+        self.order = np.lexsort((obs.point, obs.pose))
         self.bounds = grouped.bounds
         self.pose_ids = grouped.pose_ids
         self.n_poses = len(grouped.pose_ids)
-        self.board_t = np.ascontiguousarray(obs.board[self.order].T)      # (3, N)
-        ijuv = obs.ijuv[self.order]
-        self.i, self.j, self.u, self.v = (np.ascontiguousarray(ijuv[:, k]) for k in range(4))
+        self.board_t = obs.board.T.take(self.order, axis=1)                # (3, N)
+        self.i, self.j, self.u, self.v = obs.ijuv.T.take(self.order, axis=1)   # (N,) each
         self.point = np.asarray(obs.point)[self.order].astype(np.int64)
         self.n = len(self.order)
         self.pose_index = np.repeat(np.arange(self.n_poses), np.diff(self.bounds))
         self._clusters = None
+        self._spare = []        # Jacobians nothing reads any more (recycle)
         self.blocks = [(p, slice(a, min(a + BLOCK, self.bounds[p + 1])))
                        for p in range(self.n_poses)
                        for a in range(self.bounds[p], self.bounds[p + 1], BLOCK)]
@@ -92,13 +99,28 @@ class RefinementProblem:
     def clusters(self):
         """
         (first ray (G,), cluster of each ray (N,)) of the G clusters of rays whose errors may
-        be correlated: one board corner of one pose, seen in every view. Computed once.
+        be correlated: one board corner of one pose, seen in every view; each cluster's rays
+        are contiguous (``order``). Computed once.
         """
         if self._clusters is None:
-            key = self.pose_index * (self.point.max() + 1) + self.point
-            _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-            self._clusters = first, inv.reshape(-1)
+            new = np.ones(self.n, dtype=bool)
+            new[1:] = (self.point[1:] != self.point[:-1]) | (
+                self.pose_index[1:] != self.pose_index[:-1])
+            self._clusters = np.flatnonzero(new), np.cumsum(new) - 1
         return self._clusters
+
+    def spare_jacobian(self):
+        """A (16, 2, N) Jacobian that nothing reads any more (:meth:`recycle`), or None."""
+        return self._spare.pop() if self._spare else None
+
+    def recycle(self, jac):
+        """
+        Keep ``jac``, which its owner will no longer read, as the memory of a later
+        evaluate(out=...): the refits of one table then take no fresh 38 MB per Jacobian.
+        """
+        if (isinstance(jac, np.ndarray) and jac.shape == (16, 2, self.n) and len(self._spare) < 2
+                and not any(jac is kept for kept in self._spare)):
+            self._spare.append(jac)
 
     def evaluate(self, theta, poses, *, jacobian=True, out=None):
         """
@@ -158,75 +180,105 @@ class RefinementProblem:
     def _evaluate_block(self, model, rot, trans, sl, st, res, jac, v, d_st):
         """evaluate_mpc on the rays ``sl`` of one pose (rot (3, 3), trans (3,), v (3, 3)):
         writes res[:, sl] and, when jac (16, 2, n) is given, the block's Jacobian."""
-        k_i, k_j, k_u, k_v = model.k_i, model.k_j, model.k_u, model.k_v
-        u_0, v_0, k_1, k_2, k_3, k_4 = (model.u_0, model.v_0, model.k_1, model.k_2,
-                                        model.k_3, model.k_4)
+        k_3, k_4 = model.k_3, model.k_4
         ii, jj = self.i[sl], self.j[sl]
         rb = rot @ self.board_t[:, sl]                          # R b: the board point turned
         pc = rb + trans[:, None]
-        s, t = (k_i * ii, k_j * jj) if st is None else (st[0][sl], st[1][sl])
+        # -s, -t: the view's position on the view plane, negated (the sign every use takes)
+        ns, nt = ((ii * -model.k_i, jj * -model.k_j) if st is None
+                  else (-st[0][sl], -st[1][sl]))
         inv_z = 1.0 / pc[2]
-        xu = (pc[0] - s) * inv_z
-        yu = (pc[1] - t) * inv_z
-        x, y, _ = model._distort_xy(s, t, xu, yu)
-        a_u = 1.0 / k_u
-        a_v = 1.0 / k_v
-        u_pred = (x - u_0) * a_u
-        v_pred = (y - v_0) * a_v
+        xu = (pc[0] + ns) * inv_z
+        yu = (pc[1] + nt) * inv_z
+        # q = (x^u - k_3 s, y^u - k_4 t) = g(r) (x, y): Eq. 18 inverted
+        if jac is None:
+            x, y, _ = model._distort_q(xu + k_3 * ns, yu + k_4 * nt)
+        else:
+            x, y, _, r2, g = model._distort_q(xu + k_3 * ns, yu + k_4 * nt, radial=True)
+        a_u = 1.0 / model.k_u
+        a_v = 1.0 / model.k_v
+        u_pred = (x - model.u_0) * a_u
+        v_pred = (y - model.v_0) * a_v
         np.subtract(u_pred, self.u[sl], out=res[0, sl])
         np.subtract(v_pred, self.v[sl], out=res[1, sl])
         if jac is None:
             return
-        jac[2, 1] = jac[3, 0] = jac[4, 1] = jac[5, 0] = 0.0     # k_u, u_0 act on u alone
-        r2 = x * x + y * y
-        if k_1 == 0.0 and k_2 == 0.0:
-            mu_x, mu_y = np.full(len(x), a_u), np.zeros(len(x))   # d u / d (q_x, q_y)
-            mv_x, mv_y = np.zeros(len(x)), np.full(len(x), a_v)   # d v / d (q_x, q_y)
-        else:
-            g = 1.0 + k_1 * r2 + k_2 * r2 * r2
-            gp2 = 2.0 * (k_1 + 2.0 * k_2 * r2)
-            inv_det = 1.0 / (g * (g + gp2 * r2))
-            m_xx = (g + gp2 * y * y) * inv_det
-            m_yy = (g + gp2 * x * x) * inv_det
-            m_xy = -gp2 * x * y * inv_det
-            mu_x, mu_y = a_u * m_xx, a_u * m_xy
-            mv_x, mv_y = a_v * m_xy, a_v * m_yy
-        # model parameters acting through q = (x^u - k_3 s, y^u - k_4 t)
-        dqx_dki = -ii * (inv_z + k_3)
-        dqy_dkj = -jj * (inv_z + k_4)
-        if d_st is not None:
-            dqx_ds, dqy_dt = -(inv_z + k_3), -(inv_z + k_4)
-            d_st[0][:, sl] = (mu_x * dqx_ds, mv_x * dqx_ds)
-            d_st[1][:, sl] = (mu_y * dqy_dt, mv_y * dqy_dt)
-        np.multiply(mu_x, dqx_dki, out=jac[0, 0])
-        np.multiply(mv_x, dqx_dki, out=jac[0, 1])
-        np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
-        np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
-        np.multiply(mu_x, -s, out=jac[8, 0])
-        np.multiply(mv_x, -s, out=jac[8, 1])
-        np.multiply(mu_y, -t, out=jac[9, 0])
-        np.multiply(mv_y, -t, out=jac[9, 1])
-        # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
-        np.multiply(-(mu_x * x + mu_y * y), r2, out=jac[6, 0])
-        np.multiply(-(mv_x * x + mv_y * y), r2, out=jac[6, 1])
-        np.multiply(jac[6, 0], r2, out=jac[7, 0])
-        np.multiply(jac[6, 1], r2, out=jac[7, 1])
-        # pixel scale and offset
+        # pixel scale and offset: k_u, u_0 act on u alone, k_v, v_0 on v
+        jac[2, 1] = jac[3, 0] = jac[4, 1] = jac[5, 0] = 0.0
         np.multiply(u_pred, -a_u, out=jac[2, 0])
         np.multiply(v_pred, -a_v, out=jac[3, 1])
         jac[4, 0] = -a_u
         jac[5, 1] = -a_v
+        # M = d (u, v) / d q = diag(a_u, a_v) (d q / d (x, y))^-1, d q / d (x, y) = g I +
+        # 2 (k_1 + 2 k_2 r^2) (x, y)(x, y)^T; rows (mu_x, mu_y) for u, (mv_x, mv_y) for v
+        radial = not (model.k_1 == 0.0 and model.k_2 == 0.0)
+        if radial:
+            gp2 = 2.0 * model.k_1 + (4.0 * model.k_2) * r2
+            w = 1.0 / (g * (g + gp2 * r2))
+            wu, wv = w * a_u, w * a_v
+            gx, gy = gp2 * x, gp2 * y
+            mu_x = (g + gy * y) * wu
+            mv_y = (g + gx * x) * wv
+            m_xy = -(gx * y)
+            mu_y, mv_x = m_xy * wu, m_xy * wv
+        else:                                                   # M = diag(a_u, a_v)
+            mu_x, mu_y, mv_x, mv_y = a_u, 0.0, 0.0, a_v
+        # k_i, k_j, k_3, k_4 act through q: dq_x / dk_i = -i (1/Z + k_3), dq_x / dk_3 = -s
+        dqx_ds = -(inv_z + k_3)
+        dqy_dt = -(inv_z + k_4)
+        if d_st is not None:
+            d_st[0][:, sl] = (mu_x * dqx_ds, mv_x * dqx_ds)
+            d_st[1][:, sl] = (mu_y * dqy_dt, mv_y * dqy_dt)
+        dqx_dki = ii * dqx_ds
+        dqy_dkj = jj * dqy_dt
+        # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
+        xr, yr = x * r2, y * r2
+        if radial:
+            np.multiply(mu_x, dqx_dki, out=jac[0, 0])
+            np.multiply(mv_x, dqx_dki, out=jac[0, 1])
+            np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
+            np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
+            np.multiply(mu_x, ns, out=jac[8, 0])
+            np.multiply(mv_x, ns, out=jac[8, 1])
+            np.multiply(mu_y, nt, out=jac[9, 0])
+            np.multiply(mv_y, nt, out=jac[9, 1])
+            np.negative(mu_x * xr + mu_y * yr, out=jac[6, 0])
+            np.negative(mv_x * xr + mv_y * yr, out=jac[6, 1])
+        else:
+            np.multiply(dqx_dki, a_u, out=jac[0, 0])
+            np.multiply(dqy_dkj, a_v, out=jac[1, 1])
+            np.multiply(ns, a_u, out=jac[8, 0])
+            np.multiply(nt, a_v, out=jac[9, 1])
+            jac[0, 1] = jac[1, 0] = jac[8, 1] = jac[9, 0] = 0.0
+            np.multiply(xr, -a_u, out=jac[6, 0])
+            np.multiply(yr, -a_v, out=jac[6, 1])
+        np.multiply(jac[6], r2, out=jac[7])
         # pose: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]] gives d = d res / dPc = d res / dt;
         # with dR/dw_k = [v_k]x R, d res / dw_k = v_k . (R b x d)
         q = np.empty((3, len(x)))
+        nxu, nyu = -xu, -yu
         for row, (cx, cy) in enumerate(((mu_x, mu_y), (mv_x, mv_y))):
             d0, d1, d2 = jac[13, row], jac[14, row], jac[15, row]
-            np.multiply(cx, inv_z, out=d0)
-            np.multiply(cy, inv_z, out=d1)
-            np.multiply(-(cx * xu + cy * yu), inv_z, out=d2)
-            np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
-            np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
-            np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
+            np.multiply(inv_z, cx, out=d0)
+            np.multiply(inv_z, cy, out=d1)
+            if not radial:      # one of cx, cy is 0: d = (d0, 0, -x^u d0) or (0, d1, -y^u d1)
+                if row == 0:
+                    np.multiply(d0, nxu, out=d2)
+                    np.multiply(rb[1], d2, out=q[0])
+                    np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+                    np.multiply(rb[1], d0, out=q[2])
+                    np.negative(q[2], out=q[2])
+                else:
+                    np.multiply(d1, nyu, out=d2)
+                    np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+                    np.multiply(rb[0], d2, out=q[1])
+                    np.negative(q[1], out=q[1])
+                    np.multiply(rb[0], d1, out=q[2])
+            else:
+                np.add(d0 * nxu, d1 * nyu, out=d2)
+                np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+                np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+                np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
             np.matmul(v, q, out=jac[10:13, row])
 
     def sparse_jacobian(self, jac, free):
@@ -375,31 +427,32 @@ class _LM:
         except np.linalg.LinAlgError:
             return None
 
-    def cluster_meat(self, neq, res, jac, clusters):
+    def cluster_scores(self, neq, res, jac, clusters):
         """
-        Sum over clusters of e_c e_c^T (nf, nf): the meat of the cluster-robust covariance.
+        The clusters' scores e (nf, G), whose e e^T is the meat of the cluster-robust
+        covariance; None when the pose blocks are singular.
 
         res (2, N), jac (16 + K, 2, N): the (robustified) residuals and Jacobian at the
         solution; clusters: (first ray of each cluster (G,), each ray's cluster (N,)) of rays
         whose errors may be correlated (RefinementProblem.clusters). e_c is the cluster's
         score J_c^T r_c with its pose part eliminated as in the Schur complement
         (g_m - H_mp H_pp^-1 g_p), so that S^-1 (sum e_c e_c^T) S^-1 is the model block of the
-        full sandwich covariance.
+        full sandwich covariance. A row of e stays what it is when other parameters are held
+        (the pose part is eliminated per parameter): :func:`_hold_prediction` uses that.
         """
         _, h_mp, h_pp, _, _ = neq
-        score = np.einsum('krn,rn->kn', jac, res)[self.rows]         # (nf + 6, N)
-        first, inv = clusters
-        g = np.stack([np.bincount(inv, weights=row, minlength=len(first)) for row in score])
+        first, _ = clusters
+        # every row's score J^T r summed per cluster, then the free rows: (nf + 6, G)
+        g = np.add.reduceat(np.einsum('krn,rn->kn', jac, res), first, axis=1)[self.rows]
         nf = len(self.free_idx)
         try:
             gain = np.einsum('pmk,pkl->pml', h_mp, np.linalg.inv(h_pp))   # (P, nf, 6)
         except np.linalg.LinAlgError:
             return None
         pose = self.pb.pose_index[first]
-        e = g[:nf] - np.einsum('cmk,kc->mc', gain[pose], g[nf:])
-        return e @ e.T, len(first)
+        return g[:nf] - np.einsum('cmk,kc->mc', gain[pose], g[nf:])
 
-    def run(self, theta, poses, max_iterations, progress, ftol=1e-12, first=None):
+    def run(self, theta, poses, max_iterations, progress, ftol=FTOL, first=None):
         """LM from (theta, poses); first: their (residuals, Jacobian) when already evaluated."""
         pb = self.pb
         res, jac = pb.evaluate(theta, poses) if first is None else first
@@ -411,7 +464,8 @@ class _LM:
         cost, rs, js = _robust(self.loss, self.f_scale, res, jac)
         neq = self.normal_equations(rs, js)
         last = rs, js
-        spare = None            # the Jacobian no longer needed, whose memory a trial reuses
+        spare = pb.spare_jacobian()     # the Jacobian no longer needed, whose memory a trial
+        # reuses
         mu, nu = 1e-5, 2.0
         it = 0
         converged = False
@@ -464,6 +518,9 @@ class _LM:
                 if mu > 1e20:
                     message = 'no step reduces the cost (damping exhausted)'
                     break
+        pb.recycle(spare)
+        if last[1] is not jac:
+            pb.recycle(jac)         # a robust loss: ``last`` holds the rescaled copy
         return theta, poses, res, neq, last, cost, it, converged, message
 
 
@@ -568,17 +625,19 @@ class _Solution:
     """
     Where a refinement stopped, for the refits of :func:`calibrate`: theta (10 + K,), poses
     (P, 6) in sorted pose order, free (10 + K,) bool, neq (the normal equations there),
-    cost, and ``summary`` (the arguments of error_summary, for a result made without it).
+    cost, ``summary`` (the arguments of error_summary, for a result made without it),
+    scores (nf, G) (the clusters' scores there, or None) and sizes (residuals, unknowns).
     """
 
-    def __init__(self, theta, poses, free, neq, cost, summary):
+    def __init__(self, theta, poses, free, neq, cost, summary, scores, sizes):
         self.theta, self.poses, self.free = theta, poses, free
         self.neq, self.cost, self.summary = neq, cost, summary
+        self.scores, self.sizes = scores, sizes
 
 
 def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
             max_iterations=MAX_ITERATIONS, progress=None, solver='lm', method=None,
-            lens_type_terms='auto', problem=None, start=None, summary=True):
+            lens_type_terms='auto', problem=None, start=None, summary=True, ftol=FTOL):
     """
     :func:`refine`, returning (CalibrationResult, _Solution).
 
@@ -586,7 +645,8 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
     to start from instead of ``initial``'s model and poses (``initial`` still
     names the closed-form model). summary False: the result's ray and per-pose / per-view
     errors are left out (NaN, empty) until :func:`_with_summary` adds them; its residuals and
-    RMS reprojection error are there.
+    RMS reprojection error are there. ftol: the 'lm' solver's tolerance on the cost's
+    decrease, relative.
     """
     if problem is None:
         problem = _problem(obs, lens_type_terms)
@@ -618,7 +678,7 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
         theta, poses, first = start
     if solver == 'lm':
         theta, poses, res, neq, robust, cost, it, converged, message = lm.run(
-            theta, poses, int(max_iterations), progress, first=first)
+            theta, poses, int(max_iterations), progress, ftol=ftol, first=first)
     else:
         theta, poses, res, it, converged, message = _run_trf(
             pb, free, theta, poses, loss, f_scale, int(max_iterations), progress)
@@ -629,7 +689,8 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
         res_f, jac_f = pb.evaluate(theta, poses)
         cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
         neq, robust = lm.normal_equations(rs, js), (rs, js)
-    cov = _honest_covariance(lm, pb, free, neq, robust, cost_f)
+    cov, scores = _honest_covariance(lm, pb, neq, robust, cost_f)
+    pb.recycle(robust[1])
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
     n_model = int(free[:N_MODEL].sum())
     model_cov = None if cov is None else cov[:n_model, :n_model].copy()
@@ -663,7 +724,8 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
         converged=bool(converged), message=message, fixed=fixed,
         method=method if method is not None else getattr(initial, 'method', 'exact'),
         loss=loss, cost=float(cost_f), lens_types=lens_types, covariance=model_cov,
-        **errors), _Solution(theta, poses, free, neq, float(cost_f), args)
+        **errors), _Solution(theta, poses, free, neq, float(cost_f), args, scores,
+                             (2 * pb.n, int(free.sum()) + N_POSE * pb.n_poses))
 
 
 def _with_summary(result, solution):
@@ -680,39 +742,49 @@ def _problem(obs, lens_type_terms, grouped=None):
     return grouped, lens_type_terms, RefinementProblem(obs, grouped, lens_type_terms)
 
 
-def _honest_covariance(lm, pb, free, neq, robust, cost):
+def _honest_covariance(lm, pb, neq, robust, cost):
     """
-    Covariance (nf, nf) of the free model parameters, or None when singular.
+    (covariance (nf, nf) of the free parameters or None when singular, the clusters' scores
+    (nf, G) or None): :func:`_covariance_from` at the solution.
 
     neq: the normal equations at the solution; robust: its robustified (residuals (2, N),
     Jacobian (16 + K, 2, N)), which built them.
+    """
+    rs, js = robust
+    scores = lm.cluster_scores(neq, rs, js, pb.clusters())
+    return _covariance_from(neq, scores, cost, 2 * pb.n, len(lm.free_idx) + N_POSE * pb.n_poses
+                            ), scores
+
+
+def _covariance_from(neq, scores, cost, n_res, n_unknown):
+    """
+    Covariance (nf, nf) of the free parameters, or None when singular.
+
+    neq: the normal equations; scores (nf, G): the clusters' scores (:meth:`_LM.cluster_scores`)
+    or None; cost at the solution; n_res residuals, n_unknown unknowns (poses included).
 
     The larger (per parameter, by the larger diagonal) of two estimates:
 
     - the classic (J^T J)^-1 s^2, right for independent errors of every ray;
-    - the cluster-robust sandwich S^-1 (sum_c e_c e_c^T) S^-1 (:meth:`_LM.cluster_meat`)
-      clustered by (pose, board point), with the small-sample factor
-      G/(G-1) (N-1)/(N-K) for G clusters, N residuals, K unknowns.
+    - the cluster-robust sandwich S^-1 (sum_c e_c e_c^T) S^-1 clustered by (pose, board
+      point), with the small-sample factor G/(G-1) (N-1)/(N-K) for G clusters, N residuals,
+      K unknowns.
 
     A corner detector's error is largely common to the views of one corner (the views see
     the same image patch): on such data the classic estimate is several times too small
     (measured |error|/sigma up to 13 with a per-corner offset of 0.13 px) while the sandwich
     stays honest; on independent errors both agree.
     """
-    s_inv = lm.covariance(neq)
+    s_inv = _LM.covariance(neq)
     if s_inv is None:
         return None
-    n_unknown = int(free.sum()) + N_POSE * pb.n_poses
-    n_res = 2 * pb.n
     sigma2 = 2.0 * cost / max(n_res - n_unknown, 1)
     classic = s_inv * sigma2
-    rs, js = robust
-    meat = lm.cluster_meat(neq, rs, js, pb.clusters())
-    if meat is None:
+    if scores is None:
         return classic
-    meat, n_clusters = meat
+    n_clusters = scores.shape[1]
     factor = (n_clusters / max(n_clusters - 1, 1)) * (n_res - 1) / max(n_res - n_unknown, 1)
-    sandwich = factor * (s_inv @ meat @ s_inv)
+    sandwich = factor * (s_inv @ (scores @ scores.T) @ s_inv)
     # scale the sandwich up where the classic diagonal is larger (keeps it a covariance)
     d = np.sqrt(np.maximum(np.diag(classic), 0.0) / np.maximum(np.diag(sandwich), 1e-300))
     d = np.maximum(d, 1.0)
@@ -831,51 +903,109 @@ HELD_START_TRUST = 2.0
 the quadratic model predicts (else the refit starts from the solution with the term at 0)."""
 
 
-def _held_start(pb, solution, name, loss, f_scale):
+def _held_step(solution, names):
     """
-    Warm start of the refit with ``name`` held at 0, or None.
-
     The minimum of the cost's quadratic model at ``solution`` (its Gauss-Newton normal
-    equations, over the model and every pose together) with ``name`` at 0: the refit's first
-    step taken with the Jacobian already there. Returns (theta (10 + K,), poses (P, 6),
-    (residuals, Jacobian) there) when the cost there is finite and within HELD_START_TRUST
-    times the predicted rise; None when the step is singular, leaves the model's domain or
-    the quadratic model does not hold there.
+    equations, over the model and every pose together) with ``names`` at 0: (theta (10 + K,),
+    poses (P, 6), the cost's predicted rise, the free positions kept (list)), or None when a
+    name is not free or the step is singular.
     """
-    idx = PARAMETER_NAMES.index(name)
     free_idx = list(np.flatnonzero(solution.free))
-    if idx not in free_idx:
+    idx = [PARAMETER_NAMES.index(n) for n in names]
+    if not all(i in free_idx for i in idx):
         return None
-    k = free_idx.index(idx)
-    value = float(solution.theta[idx])
+    ks = [free_idx.index(i) for i in idx]
+    keep = [m for m in range(len(free_idx)) if m not in ks]
+    d_held = -solution.theta[idx]
     h_mm, h_mp, h_pp, g_m, g_p = solution.neq
-    keep = [m for m in range(len(free_idx)) if m != k]
-    # the step with d theta_k = -value fixed: the rest solves H_rr d_r = -(g_r - value H_rk)
+    # the step with d theta_K = -theta_K fixed: the rest solves H_rr d_r = -(g_r + H_rK d_K)
     step = _LM.solve((h_mm[np.ix_(keep, keep)], h_mp[:, keep, :], h_pp,
-                      g_m[keep] - value * h_mm[keep, k], g_p - value * h_mp[:, k, :]), 0.0)
+                      g_m[keep] + h_mm[np.ix_(keep, ks)] @ d_held,
+                      g_p + np.einsum('pkl,k->pl', h_mp[:, ks, :], d_held)), 0.0)
     if step is None:
         return None
-    dm = np.insert(step[0], k, -value)
-    rise = _quadratic_change(solution.neq, dm, step[1])
+    dm = np.empty(len(free_idx))
+    dm[keep], dm[ks] = step[0], d_held
     theta = solution.theta.copy()
     theta[free_idx] += dm
     theta[idx] = 0.0
-    poses = solution.poses + step[1]
+    return theta, solution.poses + step[1], _quadratic_change(solution.neq, dm, step[1]), keep
+
+
+def _held_start(pb, solution, names, loss, f_scale):
+    """
+    Warm start of the refit with ``names`` (one name or a tuple) held at 0, or None.
+
+    :func:`_held_step`: the refit's first step taken with the Jacobian already there. Returns
+    (theta (10 + K,), poses (P, 6), (residuals, Jacobian) there) when the cost there is
+    finite and within HELD_START_TRUST times the predicted rise; None when the step is
+    singular, leaves the model's domain or the quadratic model does not hold there.
+    """
+    step = _held_step(solution, (names,) if isinstance(names, str) else tuple(names))
+    if step is None:
+        return None
+    theta, poses, rise, _ = step
     try:
         MPCModel.from_vector(theta[:N_MODEL])
     except InvalidInputError:
         return None
     with np.errstate(all='ignore'):             # a step out of the domain: refused below
-        res, jac = pb.evaluate(theta, poses)
-    if not np.all(np.isfinite(res)):
-        return None
-    cost, _, _ = _robust(loss, f_scale, res, None)
+        res, jac = pb.evaluate(theta, poses, out=pb.spare_jacobian())
+    cost = _robust(loss, f_scale, res, None)[0] if np.all(np.isfinite(res)) else np.inf
     if not cost - solution.cost <= HELD_START_TRUST * max(rise, 0.0) + 1e-12 * solution.cost:
+        pb.recycle(jac)
         return None
     return theta, poses, (res, jac)
 
 
-def _hold_undetermined(obs, result, fixed, refit):
+HOLD_MARGIN = 0.2
+HOLD_LINEARITY = 0.02
+"""A hold decided without its refit (:func:`_hold_prediction`) needs predicted ratios
+HOLD_MARGIN (relatively) from SIGNIFICANCE, a predicted RMS growth of HOLD_MARGIN times
+HOLD_RMS_GROWTH at most, and the step's cost rise within HOLD_LINEARITY of the predicted."""
+
+
+def _hold_prediction(pb, solution, names, candidates, loss, f_scale):
+    """
+    What the refit holding ``names`` at 0 will report, from ``solution``'s linearisation:
+    {candidate: (value, sigma)} of the distortion terms ``candidates`` still free, and the
+    relative RMS growth; None when singular or when the cost's quadratic model does not hold
+    along the step (its actual rise differs from the predicted by more than HOLD_LINEARITY).
+
+    The values: :func:`_held_step`. The sigmas: :func:`_covariance_from` with the held
+    parameters' rows and columns dropped from the normal equations and the clusters' scores,
+    and the cost raised by the predicted rise. Linearised at ``solution`` rather than at the
+    refit's minimum, one held term's sigma away: where the quadratic model holds, the values
+    and sigmas differ from the refit's by a few in 1e3 (the Jacobian's change over that
+    step), far inside HOLD_MARGIN.
+    """
+    step = _held_step(solution, names)
+    if step is None:
+        return None
+    theta, poses, rise, keep = step
+    with np.errstate(all='ignore'):             # a step out of the domain: refused below
+        res, _ = pb.evaluate(theta, poses, jacobian=False)
+    cost = _robust(loss, f_scale, res, None)[0] if np.all(np.isfinite(res)) else np.inf
+    if not abs(cost - solution.cost - rise) <= HOLD_LINEARITY * abs(rise):
+        return None
+    h_mm, h_mp, h_pp, g_m, g_p = solution.neq
+    neq = (h_mm[np.ix_(keep, keep)], h_mp[:, keep, :], h_pp, g_m[keep], g_p)
+    scores = None if solution.scores is None else solution.scores[keep]
+    n_res, n_unknown = solution.sizes
+    cov = _covariance_from(neq, scores, solution.cost + max(rise, 0.0), n_res,
+                           n_unknown - len(names))
+    if cov is None:
+        return None
+    free_kept = np.flatnonzero(solution.free)[keep]
+    out = {}
+    for n in candidates:
+        k = int(np.flatnonzero(free_kept == PARAMETER_NAMES.index(n))[0])
+        out[n] = float(theta[PARAMETER_NAMES.index(n)]), float(np.sqrt(max(cov[k, k], 0.0)))
+    growth = np.sqrt((solution.cost + max(rise, 0.0)) / solution.cost) - 1.0
+    return out, float(growth)
+
+
+def _hold_undetermined(obs, result, fixed, refit, predict=None):
     """
     Hold at 0, one at a time, the distortion terms the data do not determine.
 
@@ -886,31 +1016,84 @@ def _hold_undetermined(obs, result, fixed, refit):
     than HOLD_RMS_GROWTH is undone and the term kept free: the data did determine it, its
     sigma (linearised at a poor minimum) said otherwise (measured: a 4-pose focused
     calibration whose k_3 = 1 / Z_f read 2 sigma went from 0.27 px to 1.8 px held at 0).
-    refit(initial, fixed, hold) refines from a result (hold: the name just held, whose
-    refit may start from ``initial``'s solution moved by :func:`_held_start`). Returns
-    (result, {name: reason}).
+    refit(initial, fixed, hold) refines from a result (hold: the name(s) just held, whose
+    refit may start from ``initial``'s solution moved by :func:`_held_start`).
+    predict(result, names, candidates): :func:`_hold_prediction` at ``result``'s solution, or
+    None. When it shows the next decision beyond doubt (:func:`_next_hold`), the two holds
+    share one refit; that refit's RMS growth then vouches for both (each hold's growth is at
+    most the pair's). Returns (result, {name: reason}).
     """
     held, kept = {}, set()
     while True:
-        free = [n for n in HOLD_ORDER if n not in fixed and n not in kept
-                and not (n == 'k_1' and 'k_2' not in fixed)]
-        ratios = {}
-        for n in free:
-            value, sigma = float(getattr(result.model, n)), float(result.stddev.get(n, np.nan))
-            ratios[n] = abs(value) / sigma if np.isfinite(sigma) and sigma > 0 else 0.0
+        free = _hold_candidates(fixed, kept)
+        values = {n: (float(getattr(result.model, n)), float(result.stddev.get(n, np.nan)))
+                  for n in free}
+        ratios = {n: _ratio(*values[n]) for n in free}
         weak = [n for n in free if ratios[n] < SIGNIFICANCE]
         if not weak:
             return result, held
         name = min(weak, key=lambda n: ratios[n])
-        value, sigma = float(getattr(result.model, name)), float(result.stddev.get(name, np.nan))
+        reason = _hold_reason(name, *values[name])
         trial_fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | {name})
+        ahead = None
+        if predict is not None:
+            ahead = _next_hold(predict, result, name, trial_fixed, kept)
+        if ahead is not None:
+            pair_fixed = tuple(n for n in PARAMETER_NAMES if n in set(trial_fixed) | {ahead[0]})
+            trial = refit(result, pair_fixed, (name, ahead[0]))
+            limit = 1.0 + HOLD_MARGIN * HOLD_RMS_GROWTH
+            if trial.rms_reprojection_px <= limit * result.rms_reprojection_px:
+                held[name], held[ahead[0]] = reason, ahead[1]
+                fixed, result = pair_fixed, trial
+                continue
         trial = refit(result, trial_fixed, name)
         if trial.rms_reprojection_px > (1.0 + HOLD_RMS_GROWTH) * result.rms_reprojection_px:
             kept.add(name)
             continue
-        held[name] = (f'not determined by the data ({name} = {value:.3g} +- {sigma:.2g}, '
-                      f'{ratios[name]:.1f} sigma < {SIGNIFICANCE:g}): held at 0')
+        held[name] = reason
         fixed, result = trial_fixed, trial
+
+
+def _hold_candidates(fixed, kept):
+    """The distortion terms :func:`_hold_undetermined` tests next (HOLD_ORDER)."""
+    return [n for n in HOLD_ORDER if n not in fixed and n not in kept
+            and not (n == 'k_1' and 'k_2' not in fixed)]
+
+
+def _ratio(value, sigma):
+    """|value| / sigma; 0 without a finite positive sigma (the term is then held)."""
+    return abs(value) / sigma if np.isfinite(sigma) and sigma > 0 else 0.0
+
+
+def _hold_reason(name, value, sigma):
+    """The reason ``result.held`` gives for a term held at 0."""
+    return (f'not determined by the data ({name} = {value:.3g} +- {sigma:.2g}, '
+            f'{_ratio(value, sigma):.1f} sigma < {SIGNIFICANCE:g}): held at 0')
+
+
+def _next_hold(predict, result, name, trial_fixed, kept):
+    """
+    (next name, its reason) that :func:`_hold_undetermined` would hold after the refit with
+    ``name`` held, when :func:`_hold_prediction` puts it beyond doubt; else None. Beyond
+    doubt: a predicted RMS growth within HOLD_MARGIN of HOLD_RMS_GROWTH, the least significant
+    candidate at most (1 - HOLD_MARGIN) SIGNIFICANCE sigma and every other one at least
+    (1 + HOLD_MARGIN) SIGNIFICANCE sigma.
+    """
+    candidates = _hold_candidates(trial_fixed, kept)
+    if not candidates:
+        return None
+    predicted = predict(result, (name,), candidates)
+    if predicted is None or not predicted[1] <= HOLD_MARGIN * HOLD_RMS_GROWTH:
+        return None
+    if not all(np.isfinite(v) and np.isfinite(sd) and sd > 0 for v, sd in predicted[0].values()):
+        return None                 # a sigma the refit would have to settle
+    ratios = {n: _ratio(*v) for n, v in predicted[0].items()}
+    nxt = min(candidates, key=lambda n: ratios[n])
+    if not (ratios[nxt] <= (1.0 - HOLD_MARGIN) * SIGNIFICANCE
+            and all(ratios[n] >= (1.0 + HOLD_MARGIN) * SIGNIFICANCE
+                    for n in candidates if n != nxt)):
+        return None
+    return nxt, _hold_reason(nxt, *predicted[0][nxt])
 
 
 def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', f_scale=1.0,
@@ -924,7 +1107,9 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
     ``result.method`` says which started the refinement) or 'paper'. distortion: 'auto'
     (default) refines k_1..k_4 and then holds at 0, one by one, those the data do not
     determine (|value| < 3 sigma; k_2 before k_1), each named with its reason in
-    ``result.held``, and for a focused camera holds k_1, k_2 at 0 (they cannot model a
+    ``result.held`` (two holds share one refit when the first one's linearisation puts the
+    second beyond doubt; that reason then quotes the predicted value and sigma:
+    :func:`_hold_undetermined`), and for a focused camera holds k_1, k_2 at 0 (they cannot model a
     main-lens distortion there and rescale k_u, u_0: :func:`_hold_radial_of_focused`);
     True refines all four; False holds k_1..k_4 at 0 (the six intrinsics
     only, as in the paper's simulation). k_3, k_4 start from the closed form's shear
@@ -962,11 +1147,11 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
     problem = _problem(obs, lens_type_terms, grouped)     # shared by every refinement
     solutions = {}          # id(result): (result, its _Solution), for warm starts and summary
 
-    def solve(start, held_fixed, solve_loss, begin=None):
+    def solve(start, held_fixed, solve_loss, begin=None, ftol=FTOL):
         r, sol = _refine(obs, start, fix=held_fixed, loss=solve_loss, f_scale=f_scale,
                          max_iterations=max_iterations, progress=progress, solver=solver,
                          method=method, lens_type_terms=lens_type_terms, problem=problem,
-                         start=begin, summary=False)
+                         start=begin, summary=False, ftol=ftol)
         solutions[id(r)] = (r, sol)
         return r
 
@@ -987,12 +1172,20 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
             if hold is not None:
                 begin = _held_start(problem[2], solutions[id(start)][1], hold, loss, f_scale)
                 if begin is None:
-                    start = replace(start, model=start.model.replace(**{hold: 0.0}))
-            return solve(start, held_fixed, loss, begin)
+                    names = (hold,) if isinstance(hold, str) else hold
+                    start = replace(start, model=start.model.replace(**{n: 0.0 for n in names}))
+            # two holds in one refit: to PAIRED_FTOL, so that it lands where the two refits
+            # it replaces would (each stops within FTOL of the minimum, from its own side)
+            paired = hold is not None and not isinstance(hold, str)
+            return solve(start, held_fixed, loss, begin, PAIRED_FTOL if paired else FTOL)
+
+        def predict(start, names, candidates):
+            return _hold_prediction(problem[2], solutions[id(start)][1], names, candidates,
+                                    loss, f_scale)
         radial = {}
         if camera_type == 'focused':
             result, fixed, radial = _hold_radial_of_focused(obs, result, fixed, refit)
-        result, held = _hold_undetermined(obs, result, fixed, refit)
+        result, held = _hold_undetermined(obs, result, fixed, refit, predict)
         held = {**radial, **held}
     result = _with_summary(result, solutions[id(result)][1])
     if held:

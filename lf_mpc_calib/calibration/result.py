@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lf_mpc_calib.camera.rotations import rotation_matrix
-from lf_mpc_calib.camera.model import PARAMETER_NAMES, point_ray_distance
+from lf_mpc_calib.camera.model import PARAMETER_NAMES
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,18 +111,62 @@ def error_summary(model, obs, rotation_vectors, translations, pose_ids, residual
     rms = float(np.sqrt(np.mean(sq)))
     pose_index = np.searchsorted(pose_ids, obs.pose)
     per_pose = _group_rms(pose_index, sq, len(pose_ids))
-    ij = obs.ijuv[:, :2]
-    order = np.lexsort((ij[:, 1], ij[:, 0]))
-    sij = ij[order]
-    new = np.ones(len(sij), dtype=bool)
-    new[1:] = np.any(sij[1:] != sij[:-1], axis=1)
-    view_ids = sij[new]
-    inv = np.empty(len(sij), dtype=np.int64)
-    inv[order] = np.cumsum(new) - 1
-    per_view = _group_rms(inv, sq, len(view_ids))
-    rot = rotation_matrix(rotation_vectors)
-    cam = np.einsum('nij,nj->ni', rot[pose_index], obs.board) + translations[pose_index]
-    dist = point_ray_distance(cam, model.rays(obs.ijuv))
+    view_ids, view_index = _views(obs.ijuv[:, 0], obs.ijuv[:, 1])
+    per_view = _group_rms(view_index, sq, len(view_ids))
+    dist2 = _ray_distances_squared(model, obs, rotation_matrix(rotation_vectors),
+                                   np.asarray(translations, dtype=float), pose_index)
     return dict(residuals_px=residuals, rms_reprojection_px=rms,
-                rms_ray_reprojection_mm=float(1e3 * np.sqrt(np.mean(dist * dist))),
+                rms_ray_reprojection_mm=float(1e3 * np.sqrt(np.mean(dist2))),
                 per_pose_rms_px=per_pose, view_ids=view_ids, per_view_rms_px=per_view)
+
+
+MAX_DENSE_VIEWS = 1 << 20
+"""Views (i, j) of whole numbers spanning at most this many are indexed by counting, more
+(or fractional: focused micro-image centres) by sorting."""
+
+
+def _views(i, j):
+    """Distinct views (V, 2) sorted by i then j, and the view index (N,) of each ray."""
+    i0, j0 = i.min(), j.min()
+    di, dj = i - i0, j - j0
+    n_j = float(dj.max()) + 1.0
+    if (n_j * (float(di.max()) + 1.0) <= MAX_DENSE_VIEWS and np.all(di == np.floor(di))
+            and np.all(dj == np.floor(dj))):
+        key = di.astype(np.int64) * int(n_j) + dj.astype(np.int64)
+        present = np.bincount(key) > 0
+        rank = np.cumsum(present) - 1
+        found = np.flatnonzero(present)
+        return np.column_stack([i0 + found // int(n_j), j0 + found % int(n_j)]).astype(
+            float), rank[key]
+    order = np.lexsort((j, i))
+    si, sj = i[order], j[order]
+    new = np.ones(len(si), dtype=bool)
+    new[1:] = (si[1:] != si[:-1]) | (sj[1:] != sj[:-1])
+    index = np.empty(len(si), dtype=np.int64)
+    index[order] = np.cumsum(new) - 1
+    return np.column_stack([si[new], sj[new]]), index
+
+
+def _ray_distances_squared(model, obs, rot, trans, pose_index):
+    """
+    Squared distances (N,) in m^2 of each board point (in the camera frame by its pose) from
+    the decoded ray of its observation, in the rows' order sorted by pose:
+    :func:`lf_mpc_calib.camera.model.point_ray_distance` of ``model.rays(obs.ijuv)``, one
+    coordinate at a time. rot (P, 3, 3), trans (P, 3), pose_index (N,) into them.
+    """
+    order = np.argsort(pose_index, kind='stable')
+    bounds = np.searchsorted(pose_index[order], np.arange(len(rot) + 1))
+    cam = np.ascontiguousarray(obs.board[order].T)                 # (3, N), then turned
+    for p in range(len(rot)):
+        sl = slice(bounds[p], bounds[p + 1])
+        cam[:, sl] = rot[p] @ cam[:, sl] + trans[p][:, None]
+    m = model
+    i, j, u, v = np.ascontiguousarray(obs.ijuv[order].T)
+    s, t = m.k_i * i, m.k_j * j
+    x, y = m.k_u * u + m.u_0, m.k_v * v + m.v_0
+    rr = x * x + y * y
+    radial = 1.0 + m.k_1 * rr + m.k_2 * rr * rr
+    xu, yu = radial * x + m.k_3 * s, radial * y + m.k_4 * t       # direction (xu, yu, 1)
+    wx, wy, wz = cam[0] - s, cam[1] - t, cam[2]                     # from (s, t, 0)
+    cx, cy, cz = wy - wz * yu, wz * xu - wx, wx * yu - wy * xu        # w x (xu, yu, 1)
+    return (cx * cx + cy * cy + cz * cz) / (xu * xu + yu * yu + 1.0)

@@ -171,14 +171,25 @@ class MPCModel:
 
     def _distort_xy(self, s, t, xu, yu):
         """Inverse of Eq. 18 on (N,) arrays; returns x, y and a (N,) bool 'solved' mask."""
-        bx = xu - self.k_3 * s
-        by = yu - self.k_4 * t
+        return self._distort_q(xu - self.k_3 * s, yu - self.k_4 * t)
+
+    def _distort_q(self, bx, by, radial=False):
+        """
+        Solve (1 + k_1 r^2 + k_2 r^4) (x, y) = (bx, by) on (N,) arrays (:meth:`distort`).
+
+        Returns x, y and a (N,) bool 'solved' mask; with ``radial``, also r^2 = x^2 + y^2 and
+        the radial factor 1 + k_1 r^2 + k_2 r^4 (NaN where not solved).
+        """
         if self.k_1 == 0.0 and self.k_2 == 0.0:
-            return bx, by, np.ones(bx.shape, dtype=bool)
+            solved = np.ones(bx.shape, dtype=bool)
+            if not radial:
+                return bx, by, solved
+            return bx, by, solved, bx * bx + by * by, np.ones(bx.shape)
         rb = np.hypot(bx, by)
         rho = rb.copy()
         k1, k2 = self.k_1, self.k_2
-        tol = 1e-15 * np.maximum(1.0, rb)
+        scale = np.maximum(1.0, rb)
+        tol = 1e-15 * scale
         for _ in range(50):
             r2 = rho * rho
             f = rho * (1.0 + r2 * (k1 + k2 * r2)) - rb
@@ -188,12 +199,18 @@ class MPCModel:
             if np.all(np.abs(step) <= tol):
                 break
         r2 = rho * rho
-        radial = 1.0 + k1 * r2 + k2 * r2 * r2
-        ok = np.abs(rho * radial - rb) <= 1e-10 * np.maximum(1.0, rb)
+        factor = 1.0 + k1 * r2 + k2 * r2 * r2
+        ok = np.abs(rho * factor - rb) <= 1e-10 * scale
         ok &= np.isfinite(rho) & (rho >= 0.0)
-        q = np.where(rb > 0, rho / np.where(rb > 0, rb, 1.0), 1.0)
-        q = np.where(ok, q, np.nan)
-        return q * bx, q * by, ok
+        if rb.min() > 0:
+            q = rho / rb
+        else:
+            q = np.where(rb > 0, rho / np.where(rb > 0, rb, 1.0), 1.0)
+        if not ok.all():
+            q, r2, factor = (np.where(ok, a, np.nan) for a in (q, r2, factor))
+        if not radial:
+            return q * bx, q * by, ok
+        return q * bx, q * by, ok, r2, factor
 
     def project(self, points_cam, ij):
         """

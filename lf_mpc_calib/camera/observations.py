@@ -21,10 +21,12 @@ CAMERA_TYPES = ('conventional', 'focused')
 
 def guess_camera_type(obs):
     """Return 'conventional' if (i, j) are integers spanning < 100 values, else 'focused'."""
-    ij = obs.ijuv[:, :2]
-    if len(ij) and np.all(ij == np.round(ij)) and np.ptp(ij, axis=0).max() < 100:
-        return 'conventional'
-    return 'focused'
+    if not len(obs):
+        return 'focused'
+    for ij in (obs.ijuv[:, 0], obs.ijuv[:, 1]):   # column by column: np.ptp(axis=0) is slow
+        if not (ij.max() - ij.min() < 100 and np.all(ij == np.round(ij))):
+            return 'focused'
+    return 'conventional'
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +54,8 @@ class Observations:
         for name, arr in (('pose', pose), ('point', point)):
             if arr.shape != (n,):
                 raise InvalidInputError(f'{name} must have shape ({n},), got {arr.shape}')
+            if arr.dtype.kind in 'iu':
+                continue                    # whole and finite by type
             if arr.size and not np.all(np.isfinite(arr.astype(float))):
                 raise InvalidInputError(f'{name} contains NaN or inf')
             if arr.size and np.any(arr.astype(float) != np.round(arr.astype(float))):
@@ -79,7 +83,11 @@ class Observations:
     @property
     def pose_ids(self):
         """Sorted distinct pose indices (P,)."""
-        return np.unique(self.pose)
+        # by sorting: np.unique without return_* imports numpy.ma (~5 ms of a CLI run)
+        pose = np.sort(self.pose)
+        first = np.ones(len(pose), dtype=bool)
+        first[1:] = pose[1:] != pose[:-1]
+        return pose[first]
 
     def select(self, mask):
         """Return the rows where ``mask`` (N,) bool (or an index array) holds."""

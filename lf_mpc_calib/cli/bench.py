@@ -7,7 +7,6 @@
 Prints our numbers next to the paper's, writes ``bench_paper.json`` and PNG plots into DIR.
 """
 
-import json
 import os
 from pathlib import Path
 import sys
@@ -80,6 +79,8 @@ class _Progress:
 
 def run(args):
     """Run the selected sweeps, print the tables, write JSON and plots."""
+    import json
+
     import numpy as np
 
     from lf_mpc_calib.simulation import paper_experiments as paper

@@ -16,7 +16,6 @@ one more frame at a new pose, measures the board corners in 3-D with the calibra
 """
 
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -98,6 +97,8 @@ def run(args):
         args.output_dir = args.output
         args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
         return demo.run(args)
+    import tempfile
+
     from lf_mpc_calib.calibration.closed_form import aligned_truth
     from lf_mpc_calib.camera.model import PARAMETER_NAMES
     from lf_mpc_calib.camera.rotations import rotation_matrix

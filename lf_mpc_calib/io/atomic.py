@@ -12,8 +12,6 @@ full disk or an error midway leaves the previous file as it was and no temporary
 
 import contextlib
 import os
-import secrets
-import shutil
 from pathlib import Path
 
 
@@ -21,7 +19,7 @@ def temporary_name(path):
     """A hidden name beside ``path`` ending in the same suffix (writers choose the format by
     it), unique to this call: ``.<stem>.<random>.partial<suffix>``."""
     path = Path(path)
-    return path.with_name(f'.{path.stem}.{secrets.token_hex(4)}.partial{path.suffix}')
+    return path.with_name(f'.{path.stem}.{os.urandom(4).hex()}.partial{path.suffix}')
 
 
 def write_atomically(path, write):
@@ -76,6 +74,7 @@ def remove_partials(folder, prefix='.'):
         if not (entry.name.startswith(prefix) and '.partial' in entry.name):
             continue
         if entry.is_dir() and not entry.is_symlink():
+            import shutil  # here: every CLI run writes files, few remove folders
             shutil.rmtree(entry)
         else:
             entry.unlink()

@@ -69,28 +69,34 @@ def read_observations(path):
         raise InvalidInputError(f'{path}: no rows after the header; expected one row per ray '
                                 f'({",".join(names)})')
     _check_ids(path, a, names)
-    _refuse_repeated_rays(path, a)
-    return Observations(a[:, 0], a[:, 1], a[:, 2:5], a[:, 5:9], a[:, 9] if typed else None)
+    pose, point = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64)
+    # contiguous board and ijuv: the calibration gathers and reduces them many times
+    ijuv = np.ascontiguousarray(a[:, 5:9])
+    _refuse_repeated_rays(path, (pose, point, ijuv[:, 0], ijuv[:, 1]))
+    return Observations(pose, point, np.ascontiguousarray(a[:, 2:5]), ijuv,
+                        a[:, 9].astype(np.int64) if typed else None)
 
 
 def _read_lines(path):
     """The file's lines as text, or InvalidInputError saying why it cannot be read."""
     try:
-        with open(path, encoding='utf-8', newline='') as f:
-            text = f.read()
+        with open(path, 'rb') as f:
+            data = f.read()
     except FileNotFoundError:
         raise InvalidInputError(f'{path}: no such file, expected an observation table (CSV)'
                                 ) from None
     except IsADirectoryError:
         raise InvalidInputError(f'{path}: is a folder, expected an observation table (CSV)'
                                 ) from None
+    except OSError as exc:
+        raise InvalidInputError(f'{path}: cannot read the observation table: '
+                                f'{exc.strerror or exc}') from None
+    try:
+        text = data.decode('ascii' if data.isascii() else 'utf-8')
     except UnicodeDecodeError as exc:
         raise InvalidInputError(f'{path}: not UTF-8 text (byte {exc.start}); expected an '
                                 f'observation table (CSV), got a binary or UTF-16 file'
                                 ) from None
-    except OSError as exc:
-        raise InvalidInputError(f'{path}: cannot read the observation table: '
-                                f'{exc.strerror or exc}') from None
     if '\0' in text:
         raise InvalidInputError(f'{path}: holds NUL bytes; expected an observation table '
                                 f'(CSV text), got a binary file')
@@ -131,6 +137,8 @@ def _check_ids(path, a, names):
         if name not in limits:
             continue
         v = a[:, col]
+        if v.min() >= 0 and v.max() < limits[name] and np.all(v == np.floor(v)):
+            continue                        # (NaN fails the first test)
         bad = ~(np.isfinite(v) & (v >= 0) & (v < limits[name]) & (v == np.round(v)))
         if bad.any():
             k = int(np.argmax(bad))
@@ -139,17 +147,50 @@ def _check_ids(path, a, names):
                 f'{limits[name] - 1}, got {float(v[k]):g}')
 
 
-def _refuse_repeated_rays(path, a):
-    """Refuse a table listing one ray (pose, point, i, j) twice: it would weigh it double."""
-    if len(a) < 2:
+def _refuse_repeated_rays(path, columns):
+    """
+    Refuse a table listing one ray (pose, point, i, j) twice: it would weigh it double.
+    columns: (pose, point, i, j), each (N,).
+    """
+    if len(columns[0]) < 2:
         return
-    key = a[:, [0, 1, 5, 6]]
+    counts = _dense_key_counts(columns)
+    if counts is not None and counts.max() < 2:
+        return          # the common case, without sorting; else the sort names a repeat
+    key = np.column_stack(columns).astype(float)
     order = np.lexsort(key.T[::-1])
     ordered = key[order]
     repeated = np.all(ordered[1:] == ordered[:-1], axis=1)
     if repeated.any():
-        k = int(order[np.argmax(repeated)])
+        p, q, i, j = key[int(order[np.argmax(repeated)])]
         raise InvalidInputError(
             f'{path}: {int(repeated.sum())} row(s) repeat a ray already listed (same pose, '
-            f'point, i, j), e.g. pose {a[k, 0]:g} point {a[k, 1]:g} (i, j) = ({a[k, 5]:g}, '
-            f'{a[k, 6]:g}); expected each ray once (remove the duplicated rows)')
+            f'point, i, j), e.g. pose {p:g} point {q:g} (i, j) = ({i:g}, {j:g}); expected each '
+            f'ray once (remove the duplicated rows)')
+
+
+def _dense_key_counts(columns):
+    """
+    How often each (pose, point, i, j) occurs, counted over their box of whole numbers:
+    (n_keys,) counts, or None when a column is not whole numbers or the box is large (over
+    DENSE_KEYS_PER_ROW times the rows; then the caller sorts). columns: 4 arrays (N,).
+    """
+    low = [c.min() for c in columns]
+    span = [float(c.max()) - float(lo) + 1.0 for c, lo in zip(columns, low)]
+    size = float(np.prod(span))
+    if not size <= DENSE_KEYS_PER_ROW * len(columns[0]) + 1024:
+        return None
+    flat = 0
+    for c, lo, n in zip(columns, low, span):
+        offset = c - lo
+        if offset.dtype.kind == 'f':
+            if not np.all(offset == np.floor(offset)):
+                return None
+            offset = offset.astype(np.int64)
+        flat = flat * int(n) + offset
+    return np.bincount(flat, minlength=int(size))
+
+
+DENSE_KEYS_PER_ROW = 8
+"""Repeated rays are counted in a dense array when the ids' box holds at most this many keys
+per row (a calibration table's poses, points and views fill most of theirs), else sorted."""
