@@ -30,9 +30,9 @@ errors the calibration measured on them, the candidate with independent noise: t
 covariance is the refinement's cluster-robust sandwich inv(I) (I0 C0 I0 + s^2 (I - I0))
 inv(I), never below inv(I) s^2 (as the refinement reports it), with C0 the covariance the
 calibration reports for its captures (information I0) and s its residual corner noise.
-Measured on the rendered closed loop (``demo --ros --plan``): within 8 % of what the next
-calibration reports from the 4th capture on, where a fixed per-quantity noise factor missed by
-up to 82 % (a far board cuts sigma(k_i, k_j) more than the near ones' factor says).
+Measured on the rendered closed loop (``demo --ros --plan``): within 14 % of what the next
+calibration reports from the 5th capture on, where a fixed per-quantity noise factor missed
+by up to 82 % (a far board cuts sigma(k_i, k_j) more than the near ones' factor says).
 
 Poses map board to the MPC (optical) frame, X_cam = R X_board + t (DESIGN.md "Frames").
 """
