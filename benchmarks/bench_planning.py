@@ -14,7 +14,10 @@ seed:
 - default: the smallest n for which ``capture_poses(camera, board, n)`` (simulate's list)
   is predicted to reach the target (capped at --max);
 - the planned captures' observations calibrated (calibrate, distortion auto): the worst
-  |true error| / reported sigma, and the worst ratio predicted sigma / reported sigma.
+  |true error| / reported sigma, and the worst ratio predicted sigma / reported sigma;
+  and after each capture k >= 3 (the first k calibrated): the planner's prediction against
+  what that calibration reports, the worst quantity's predicted / reported - 1 (skipped with
+  --no-per-capture, and on an arm).
 
 Targets (issue 28): planned <= 0.6 x random and fewer than default; |error| <= 3 sigma;
 prediction within 25 % of the reported sigma.
@@ -65,8 +68,9 @@ SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 
 
 def plan(planner, mode, limit):
-    """Capture until the target is predicted: (rvecs (n, 3), tvecs (n, 3))."""
-    rv, tv = [], []
+    """Capture until the target is predicted: (rvecs (n, 3), tvecs (n, 3), [predicted sigmas
+    after each capture])."""
+    rv, tv, predicted = [], [], []
     while not planner.reached() and len(rv) < limit:
         if mode == 'planned':
             s = planner.suggest(n_candidates=40)
@@ -77,7 +81,8 @@ def plan(planner, mode, limit):
         planner.add_capture(r, t)
         rv.append(r)
         tv.append(t)
-    return np.array(rv), np.array(tv)
+        predicted.append(planner.predicted())
+    return np.array(rv), np.array(tv), predicted
 
 
 def default_count(make_planner, camera, board, seed, limit):
@@ -136,14 +141,34 @@ def mount_check(truth_arm, truth_model, obs, res, planner, rv, tv):
             pred['mount_translation'], pred['mount_rotation'], outside), joint
 
 
-def check(camera, board, planner, rv, tv, noise, seed, arm=None):
+def reported(res):
+    """{quantity: sigma} a calibration reports (% of k_i..k_v, px of the principal point)."""
+    out = {n: 100 * res.stddev[n] / abs(getattr(res.model, n)) for n in SCALES}
+    out.update(zip(('principal_point_u', 'principal_point_v'), res.principal_point_stddev()))
+    return out
+
+
+def per_capture(camera, obs, predicted, first=3):
+    """[(captures k, worst predicted / reported - 1 (signed), its quantity)] for k = first..n:
+    the planner's prediction after k captures against the calibration of those k."""
+    out = []
+    for k in range(first, len(predicted) + 1):
+        res = calibrate(obs.select(obs.pose < k), camera_type=camera.camera_type)
+        rep = reported(res)
+        q = max(rep, key=lambda n: abs(predicted[k - 1][n] / rep[n] - 1))
+        out.append((k, predicted[k - 1][q] / rep[q] - 1, q))
+    return out
+
+
+def check(camera, board, planner, rv, tv, noise, seed, arm=None, predicted=None):
     """(worst |error| / sigma, worst predicted / reported sigma - 1) of the calibration (and
-    on an arm, mount_check's figures)."""
+    on an arm, mount_check's figures; with ``predicted``, per_capture's list too)."""
     truth = planner.model
     obs = observations(camera, board, truth, planner.constraints, rv, tv, noise, seed)
     if obs.lens_type is not None:     # multi-focus: the truth in the gauge of these rays' types
         truth = camera.ground_truth_model(
             weights=np.bincount(obs.lens_type, minlength=camera.mla.n_types) / len(obs))
+    captures = None if predicted is None else per_capture(camera, obs, predicted)
     res = calibrate(obs, camera_type=camera.camera_type)
     if camera.camera_type == 'focused':        # the physical orientation, as the pipeline's
         res = orient_focused(res)
@@ -152,18 +177,16 @@ def check(camera, board, planner, rv, tv, noise, seed, arm=None):
         mount, joint = mount_check(arm, truth, obs, res, planner, rv, tv)
         res = res if joint is None else joint
     aligned, _, _ = aligned_truth(truth, res.model, rotation_matrix(rv), tv)
-    reported = {n: 100 * res.stddev[n] / abs(getattr(res.model, n)) for n in SCALES}
+    rep = reported(res)
     errors = {n: 100 * abs(getattr(res.model, n) / getattr(aligned, n) - 1) for n in SCALES}
-    pp_sigma = res.principal_point_stddev()
     pp_err = np.abs(np.asarray(res.model.principal_point) - aligned.principal_point)
-    for q, s, e in zip(('principal_point_u', 'principal_point_v'), pp_sigma, pp_err):
-        reported[q], errors[q] = float(s), float(e)
+    errors.update(zip(('principal_point_u', 'principal_point_v'), (float(e) for e in pp_err)))
     predicted = planner.predicted()
-    z = max(errors[q] / reported[q] for q in reported)
-    dev = max(abs(predicted[q] / reported[q] - 1) for q in reported)
-    worst = max(reported, key=lambda q: reported[q] / (planner.target_k_pct if q in SCALES
-                                                       else planner.target_pp_px))
-    return z, dev, worst, reported[worst], mount
+    z = max(errors[q] / rep[q] for q in rep)
+    dev = max(abs(predicted[q] / rep[q] - 1) for q in rep)
+    worst = max(rep, key=lambda q: rep[q] / (planner.target_k_pct if q in SCALES
+                                             else planner.target_pp_px))
+    return z, dev, worst, rep[worst], mount, captures
 
 
 def main():
@@ -178,6 +201,8 @@ def main():
                     help='plan on the simulated arm (the mount in the criterion)')
     ap.add_argument('--target-mount-mm', type=float, default=0.1)
     ap.add_argument('--target-mount-deg', type=float, default=0.02)
+    ap.add_argument('--no-per-capture', action='store_true',
+                    help='skip the calibration after each capture (prediction per capture)')
     args = ap.parse_args()
     truth_arm = None if args.arm is None else default_arm(args.arm)
     print(f'noise {args.noise} px, target sigma(k) <= {args.target_k} %, sigma(pp) <= '
@@ -203,16 +228,22 @@ def main():
                     p.target_mount_deg = args.target_mount_deg
                 return p
             planner = make()
-            rv, tv = plan(planner, 'planned', args.max)
+            rv, tv, predicted = plan(planner, 'planned', args.max)
             n_random = len(plan(make(), 'random', args.max)[0])
             n_default = default_count(make, camera, board, seed, args.max)
-            z, dev, worst, rep, mount = check(camera, board, planner, rv, tv, args.noise,
-                                              seed, truth_arm)
+            z, dev, worst, rep, mount, captures = check(
+                camera, board, planner, rv, tv, args.noise, seed, truth_arm,
+                None if truth_arm is not None or args.no_per_capture else predicted)
             ratios.append(len(rv) / n_random)
             print(f'{name:18s} {seed:4d} {len(rv):7d} {n_random:6d} '
                   f'{n_default if n_default else ">" + str(args.max):>7} '
                   f'{len(rv) / n_random:6.2f} {z:10.2f} {dev:11.2f} '
                   f'{worst:17s} {rep:.3f} {time.process_time() - t0:8.1f}', flush=True)
+            if captures:
+                worst_k = max(abs(c[1]) for c in captures)
+                print(f'{"":18s}      predicted / reported - 1 after each capture (worst '
+                      f'quantity; {worst_k:.0%} at most): '
+                      + ' '.join(f'{k}:{d:+.2f}' for k, d, _ in captures), flush=True)
             if mount is not None:
                 print(f'{"":18s}      {args.arm} mount error {mount[0]:.4f} mm, '
                       f'{mount[1]:.4f} deg; reported sigma {mount[2]:.4f} mm, '

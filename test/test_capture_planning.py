@@ -10,10 +10,11 @@ from lf_mpc_calib.calibration.board_pose import fit_board_pose
 from lf_mpc_calib.calibration.planning import QUANTITIES, pose_geometry
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
 from lf_mpc_calib.pipeline.capture_planning import (
-    PlanSettings, reported_sigmas, suggest_next)
+    PlanSettings, in_calibrated_frame, reported_sigmas, suggest_next)
 from lf_mpc_calib.pipeline.session import CalibrationSession
 from lf_mpc_calib.simulation.dataset import capture_poses
 from lf_mpc_calib.simulation.optics import default_board, preset
+from lf_mpc_calib.simulation.planning_scene import in_optics_frame
 from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
 
 pytestmark = pytest.mark.cost(30)   # s on the CI machine: scheduled early (conftest)
@@ -75,8 +76,11 @@ def test_suggestion_with_the_nominal_model_keeps_the_constraints(scene):
     z, ax, ay, roll = pose_geometry(s.rotation_vector, s.translation, scene['board'].points())
     assert DEPTHS[0] <= z <= DEPTHS[1] and abs(ax) <= 25.0 and abs(ay) <= 25.0
     # the simulated optics (not the model) show the whole board there: rendered, detected
-    raw = render_raw(scene['cam'], scene['board'], s.rotation_vector, s.translation,
-                     rng=np.random.default_rng(9))
+    # (the pose is in the calibrated frame, a half turn about the axis from the optics')
+    np.testing.assert_allclose(in_calibrated_frame(scene['truth']).to_vector()[:2],
+                               np.abs(scene['truth'].to_vector()[:2]))
+    rv, tv = in_optics_frame(scene['truth'], s.rotation_vector, s.translation)
+    raw = render_raw(scene['cam'], scene['board'], rv, tv, rng=np.random.default_rng(9))
     trial = CalibrationSession(scene['board'], white=scene['session'].white)
     report = trial.capture(quantize(raw, 8))
     assert report.accepted and report.corners_found == report.corners_total, report.summary()

@@ -243,6 +243,14 @@ def canonical_signs(model, rotations, translations):
     return sign_change(model, rotations, translations, (s1, s2, s3))
 
 
+def canonical_frame_signs(model):
+    """(s1, s2, s3): the camera-frame change (:func:`sign_change`) that takes ``model``'s frame
+    to the one a calibration reports (k_i > 0, k_u > 0, boards facing +z kept facing it: s2 =
+    s1). Its own inverse: poses in the calibrated frame map back with the same signs."""
+    s1 = 1.0 if model.k_i > 0 else -1.0
+    return s1, s1, s1 * (1.0 if model.k_u > 0 else -1.0)
+
+
 def aligned_truth(truth, estimate, rotations, translations):
     """
     Express the ground truth in the calibrated camera frame.

@@ -29,6 +29,7 @@ import numpy as np
 
 from lf_mpc_calib.calibration.arm_planning import ArmConstraints
 from lf_mpc_calib.calibration.board_pose import fit_board_pose
+from lf_mpc_calib.calibration.closed_form import canonical_frame_signs, sign_change
 from lf_mpc_calib.calibration.planning import QUANTITIES, SCALES, PoseConstraints, PosePlanner
 from lf_mpc_calib.errors import InvalidInputError, LFCalibError
 
@@ -78,8 +79,9 @@ class SessionSuggestion:
     suggestion: the planner's :class:`~lf_mpc_calib.calibration.planning.Suggestion`;
     now: {quantity: sigma} of the captures so far (inf while undetermined); reached: whether
     they already meet the targets; model_source: 'calibration' or 'nominal'; noise_px: the
-    corner noise used (after a calibration: the RMS of the per-quantity effective noise);
-    captures: captures accounted for; depth_range_m: the range searched; arm: on an arm,
+    corner noise used (after a calibration: its residual noise; on an arm the RMS of the
+    per-quantity effective noise); captures: captures accounted for; depth_range_m: the
+    range searched; arm: on an arm,
     {'setup', 'tool_pose_in_base': {frame_id, child_frame_id, rotation_vector,
     translation_m} or None, 'tool_tilt_deg', 'limits', 'note'} (the base -> tool pose that
     brings the camera, or the board, there: ArmConstraints.tool_poses); central_uv (C, 2):
@@ -153,6 +155,26 @@ def sigma_scale(result, unit_sigmas, hand_eye=None):
     fallback = (float(np.sqrt(np.mean(np.square(list(ratio.values()))))) if ratio
                 else float(result.rms_reprojection_px) / np.sqrt(2.0))
     return {q: float(ratio.get(q, fallback)) for q in unit_sigmas}
+
+
+def in_calibrated_frame(model):
+    """``model`` (conventional MPCModel) in the camera frame a calibration reports
+    (:func:`~lf_mpc_calib.calibration.closed_form.canonical_frame_signs`). A nominal model of
+    another sign convention (a design's) would otherwise put the suggestions made before the
+    first calibration in another frame than those after it: a board moved there is shown at
+    another pose than the one planned (measured: the closed loop's prediction missed the
+    reported sigmas by 37 %)."""
+    signs = canonical_frame_signs(model)
+    return sign_change(model, np.eye(3)[None], np.zeros((1, 3)), signs)[0]
+
+
+def residual_noise(result):
+    """The corner noise (px per coordinate) a CalibrationResult's residuals measure: the root
+    of their sum of squares over the degrees of freedom (2 N rows less the free parameters
+    and six per pose)."""
+    r = np.asarray(result.residuals_px, float)
+    dof = 2 * len(r) - len(result.free_names()) - 6 * len(result.pose_ids)
+    return float(np.sqrt(np.sum(r * r) / max(dof, 1)))
 
 
 def capture_poses(session, model, result=None):
@@ -311,18 +333,24 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     """
     The next board pose for ``session`` (conventional): a :class:`SessionSuggestion`.
 
-    Plans with the session's published calibration when it has one (each quantity's corner
-    noise set so the prediction matches the sigmas it reports: :func:`sigma_scale`), else
-    with ``nominal`` (MPCModel) and ``settings.corner_noise_px``. Raises InvalidInputError
-    without either model, LFCalibError when a capture cannot be placed under the model or no
-    pose satisfies the constraints.
+    Plans with the session's published calibration when it has one (the captures so far
+    counted with the covariance it reports, the candidate with its residual corner noise:
+    :meth:`PosePlanner.set_measured`; on an arm each quantity's noise set so the prediction
+    matches the sigmas it and the hand-eye solve report: :func:`sigma_scale`), else
+    with ``nominal`` (MPCModel; conventional: in the calibrated frame, :func:`in_calibrated_frame`)
+    and ``settings.corner_noise_px``. The pose is in the calibrated optical frame. Raises
+    InvalidInputError without either model, LFCalibError when a capture cannot be placed
+    under the model or no pose satisfies the constraints.
     """
     rng = np.random.default_rng() if rng is None else rng
     result = session.published_result if session.result is not None else None
     if result is not None:
         model, source, noise = result.model, 'calibration', 1.0   # set from the result below
     elif nominal is not None:
-        model, source, noise = nominal, 'nominal', float(settings.corner_noise_px)
+        model, source = nominal, 'nominal'
+        if session.camera_type == 'conventional':
+            model = in_calibrated_frame(nominal)
+        noise = float(settings.corner_noise_px)
     else:
         raise InvalidInputError('no model to plan with: calibrate first or give a nominal '
                                 'model (a calibration file of this camera or its design)')
@@ -341,7 +369,10 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     robot = session.robot_poses if arm is not None else [None] * len(rvecs)
     for r, t, det, g in zip(rvecs, tvecs, session.detections, robot):
         planner.add_capture(r, t, rows=det.observations, robot_pose=g)
-    if result is not None:
+    if result is not None and planner.set_measured(result.covariance, result.free_names(),
+                                                   residual_noise(result)):
+        noise = planner.noise_px
+    elif result is not None:      # on an arm: the joint problem's sigmas, scaled
         planner.sigma_scale = sigma_scale(result, planner.predicted(),
                                           None if arm is None else session.hand_eye)
         noise = float(np.sqrt(np.mean(np.square(

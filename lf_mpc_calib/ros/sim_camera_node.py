@@ -40,7 +40,8 @@ pose of every frame goes out on ``/tf`` (``<camera>_true_board``, the frame's st
 of ``/tf_static``, and :meth:`SimCameraNode.true_pose_at` gives it by stamp in-process.
 
 With ``follow_suggestions`` the board goes to each pose received on ``suggestion_topic``
-(geometry_msgs/PoseStamped in the optical frame; default the calibration node's latched
+(geometry_msgs/PoseStamped in the optical frame as a calibration reports it, conventional:
+k_i, k_u > 0, taken into the optics' frame; default the calibration node's latched
 ``lf_calibration/suggested_pose``): the pose is appended to the poses and to the ground truth
 (republished), rendered and shown (``followed`` counts them); 'board' scene. In arm mode the
 arm is driven there through its true chain (the tool pose that shows the board at that pose)
@@ -246,12 +247,16 @@ class SimCameraNode(Node):
         from lf_mpc_calib.io.calibration_file import dumps
         from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion
         from lf_mpc_calib.simulation.dataset import ground_truth_file
+        from lf_mpc_calib.simulation.planning_scene import in_optics_frame
         if msg.header.frame_id != self.frame_id:
             raise InvalidInputError(f'suggested pose in frame {msg.header.frame_id!r}, '
                                     f'expected {self.frame_id!r}')
         o, t = msg.pose.orientation, msg.pose.position
         rvec = rotation_vector_from_quaternion([o.x, o.y, o.z, o.w])
         tvec = np.array([t.x, t.y, t.z])
+        if np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec)):
+            rvec, tvec = in_optics_frame(self.truth.model, rvec, tvec,
+                                         self.camera.camera_type)
         if not (np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec)) and tvec[2] > 0):
             raise InvalidInputError(f'suggested pose t = {tvec} m: expected finite values and '
                                     'the board in front of the camera')

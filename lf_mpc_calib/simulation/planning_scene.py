@@ -11,7 +11,9 @@ multi-focus camera's micro-images see a corner only in their type's focus band
 
 import numpy as np
 
+from lf_mpc_calib.calibration.closed_form import canonical_frame_signs, sign_change
 from lf_mpc_calib.calibration.planning import PoseConstraints, PosePlanner
+from lf_mpc_calib.camera.rotations import rotation_matrix, rotation_vector
 from lf_mpc_calib.simulation.dataset import (
     CAPTURE_TILT_DEG, board_in_view, capture_depth_range, ground_truth_file)
 from lf_mpc_calib.simulation.observations import view_grid
@@ -84,3 +86,20 @@ def simulated_planner(camera, board, *, noise_px, target_k_pct, target_pp_px, rn
                           fix=('k_1', 'k_2'))
     planner.pose_filter = lambda rv, tv: board_in_view(camera, board, rv, tv)
     return planner
+
+
+def in_optics_frame(truth, rotation_vector_, translation, camera_type='conventional'):
+    """
+    A board pose (rvec, tvec (3,)) given in the optical frame a conventional calibration
+    reports (k_i, k_u > 0: what ``~/suggest`` gives) in the frame of the simulated optics
+    whose true model is ``truth`` (MPCModel): the two may differ by axis signs
+    (:func:`~lf_mpc_calib.calibration.closed_form.canonical_frame_signs`; the Lytro preset's
+    by a half turn about the optical axis). Focused cameras: returned as given (their
+    calibrations take another orientation, k_3 + k_4 > 0, and their suggestions are not
+    converted). Returns (rvec (3,), tvec (3,)).
+    """
+    if camera_type != 'conventional':
+        return np.asarray(rotation_vector_, float), np.asarray(translation, float)
+    _, rot, t = sign_change(truth, rotation_matrix(np.asarray(rotation_vector_, float)[None]),
+                            np.asarray(translation, float)[None], canonical_frame_signs(truth))
+    return rotation_vector(rot)[0], t[0]
