@@ -325,6 +325,8 @@ def run(args, out=None):
         sim_params = [Parameter('seed', value=args.seed)]
         if samples is not None:
             sim_params.append(Parameter('samples', value=samples))
+        if not getattr(args, 'plan', False):    # the poses are known: rendered ahead
+            sim_params.append(Parameter('render_ahead', value=True))
         if focused and not getattr(args, 'plan', False):   # simulate's capture + a new pose
             sim_params.append(Parameter('poses', value=focused_poses(
                 camera, board, args.poses, args.seed).ravel().tolist()))
