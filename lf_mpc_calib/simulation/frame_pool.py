@@ -13,11 +13,16 @@ at 64 rays per pixel: about 2.6 s CPU at half size); the pool renders every pose
 one worker process from the start, so on a second core the frames are ready while the first
 ones are being detected. The worker's frame is the one :func:`render_frame` gives in-process
 (same optics, rays and noise draw); a worker that dies or fails gives its error when the frame
-is asked for, never another frame.
+is asked for, never another frame, and the worker ends when its parent does (killed too). The
+worker is spawned (a fork would copy the caller's running threads): a script that makes a pool
+at import time needs the ``if __name__ == '__main__':`` guard of :mod:`multiprocessing`.
 """
 
 import concurrent.futures
 import multiprocessing
+import os
+import threading
+import time
 
 import numpy as np
 
@@ -34,6 +39,16 @@ def render_frame(camera, board, rvec, tvec, *, samples, seed, index, noise, bits
     return quantize(raw, bits)
 
 
+def _exit_with_parent(parent_pid):
+    """The worker's initializer: end the worker once its parent is gone (a killed node), so
+    that no orphan waits on its queue or renders on."""
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 class FramePool:
     """Every pose's frame rendered in order in one worker process (module docstring)."""
 
@@ -43,9 +58,9 @@ class FramePool:
         if rvecs.shape != tvecs.shape or len(rvecs) == 0:
             raise InvalidInputError(f'rvecs and tvecs must both be (P, 3) with P >= 1, got '
                                     f'{rvecs.shape} and {tvecs.shape}')
-        # spawn: a fork would copy the caller's threads' state (DDS, executors) mid-flight
         self._executor = concurrent.futures.ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context('spawn'))
+            max_workers=1, mp_context=multiprocessing.get_context('spawn'),
+            initializer=_exit_with_parent, initargs=(os.getpid(),))
         self._futures = [self._executor.submit(
             render_frame, camera, board, rvecs[k], tvecs[k], samples=samples, seed=seed,
             index=k, noise=noise, bits=bits) for k in range(len(rvecs))]
