@@ -30,7 +30,8 @@ def _errors(text):
 
 def test_demo_ros_focused_keplerian_at_half_size_against_the_trust_targets(tmp_path):
     out = io.StringIO()
-    # the demo's defaults but the half-size crop (module docstring): 49 s alone, not 80 s
+    # the demo's defaults but the half-size crop (module docstring); its 11 renders (2.6 s CPU
+    # each) go to the sim node's render worker on the other core (render_ahead)
     args = SimpleNamespace(preset='focused-keplerian', poses=None, output_dir=str(tmp_path),
                            seed=1, scale=SIM_SCALE, timeout=300.0)
     assert demo.run(args, out=out) == 0, out.getvalue()
