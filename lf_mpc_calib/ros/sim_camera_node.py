@@ -7,8 +7,10 @@ checkerboard (``board_cols``, ``board_rows``, ``square_size``; 0: the preset's c
 a focused camera's the board ``simulate`` renders, filling most of the view at the nearest
 pose) at a sequence of poses and publishes them at a steady rate; each
 pose is rendered once and cached (``samples`` rays per pixel; 0: ``simulate``'s, 4 or
-FOCUSED_SAMPLES for a focused camera). Publishes (relative names, so it connects to the other
-nodes in its namespace):
+FOCUSED_SAMPLES for a focused camera); with ``render_ahead`` every pose's frame is rendered in
+order in a worker process from the start (:mod:`lf_mpc_calib.simulation.frame_pool`: the same
+frames, ready on a second core while the first ones are processed). Publishes (relative
+names, so it connects to the other nodes in its namespace):
 
 - ``image_raw`` (sensor_msgs/Image, mono8 or mono16, ``rate`` Hz, frame ``<camera>_optical_frame``)
 - ``white_image`` (latched): the white image of the same camera
@@ -132,6 +134,9 @@ class SimCameraNode(Node):
              'played in a loop at rate Hz (0: a still board)', D.at_least(0)),
             ('motion_amplitude', 0.002, 'live mode: metres the board drifts sideways',
              D.at_least(0.0)),
+            ('render_ahead', False, "render every pose's frame in order in a worker process "
+             "from the start ('board' scene), so that on a second core the next frames are "
+             'ready while the first are processed (simulation.frame_pool)', None),
             ('follow_suggestions', False, 'move the board to each pose received on '
              'suggestion_topic (a closed loop with the calibration node)', None),
             ('suggestion_topic', 'lf_calibration/suggested_pose', 'follow_suggestions: the '
@@ -162,6 +167,12 @@ class SimCameraNode(Node):
         self._phase = 0
         self._sent = {}                         # live mode: stamp ns -> (rvec, tvec) sent
         self._Image, self._TFMessage, self._String = Image, TFMessage, String
+        self._pool = None                       # render_ahead: the frames' worker process
+        if p['render_ahead'] and self.scenes is None:
+            from lf_mpc_calib.simulation.frame_pool import FramePool
+            self._pool = FramePool(self.camera, self.board, self.rvecs, self.tvecs,
+                                   samples=p['samples'], seed=p['seed'], noise=self._noise(),
+                                   bits=self.bits)
 
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
@@ -315,21 +326,36 @@ class SimCameraNode(Node):
         return self._index
 
     def frame(self, index):
-        """The quantized raw frame (H, W) uint8/uint16 of pose ``index``, rendered once."""
-        from lf_mpc_calib.simulation.render import render_raw, render_scene
+        """The quantized raw frame (H, W) uint8/uint16 of pose ``index``, rendered once (with
+        ``render_ahead``: by the worker process, the same frame)."""
+        from lf_mpc_calib.simulation.frame_pool import render_frame
+        from lf_mpc_calib.simulation.render import render_scene
         index = int(index) % len(self.rvecs)
         if index not in self._cache:
-            rng = np.random.default_rng([self.params['seed'], index])
-            noise = self.params['noise'] if self.params['noise'] >= 0 else None
             if self.scenes is not None:
+                rng = np.random.default_rng([self.params['seed'], index])
                 raw = render_scene(self.camera, self.scenes[index],
-                                   samples=self.params['samples'], rng=rng, noise=noise)
+                                   samples=self.params['samples'], rng=rng,
+                                   noise=self._noise())
+                self._cache[index] = self._quantize(raw, self.bits)
+            elif self._pool is not None and index < len(self._pool):
+                self._cache[index] = self._pool.frame(index)
             else:
-                raw = render_raw(self.camera, self.board, self.rvecs[index],
-                                 self.tvecs[index], samples=self.params['samples'], rng=rng,
-                                 noise=noise)
-            self._cache[index] = self._quantize(raw, self.bits)
+                self._cache[index] = render_frame(
+                    self.camera, self.board, self.rvecs[index], self.tvecs[index],
+                    samples=self.params['samples'], seed=self.params['seed'], index=index,
+                    noise=self._noise(), bits=self.bits)
         return self._cache[index]
+
+    def _noise(self):
+        """The sensor noise sigma of the frames (None: the preset's)."""
+        return self.params['noise'] if self.params['noise'] >= 0 else None
+
+    def destroy_node(self):
+        """Stop the render worker (``render_ahead``), then destroy the node."""
+        if getattr(self, '_pool', None) is not None:
+            self._pool.close()
+        super().destroy_node()
 
     def start_motion(self, frames, amplitude=0.002):
         """Live mode from now on (module docstring): ``frames`` per pose, drifting

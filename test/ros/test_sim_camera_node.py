@@ -113,3 +113,17 @@ def test_live_mode_plays_a_drifting_board_with_its_truth(ros_context, ros_execut
         np.testing.assert_allclose([t.transform.translation.x, t.transform.translation.y,
                                     t.transform.translation.z], sim.true_pose_at(stamp)[1],
                                    atol=1e-12)
+
+
+def test_frames_rendered_ahead_are_the_frames_rendered_on_demand(ros_context):
+    from lf_mpc_calib.simulation.frame_pool import render_frame
+    sim = SimCameraNode(context=ros_context, parameter_overrides=SMALL + [
+        Parameter('samples', value=1), Parameter('render_ahead', value=True)])
+    try:
+        assert sim._pool is not None and len(sim._pool) == 3
+        for k in (0, 2):    # pose 0 is shown at the start; 2 waits for the worker
+            here = render_frame(sim.camera, sim.board, sim.rvecs[k], sim.tvecs[k], samples=1,
+                                seed=4, index=k, noise=None, bits=8)
+            np.testing.assert_array_equal(sim.frame(k), here)
+    finally:
+        sim.destroy_node()
