@@ -21,6 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
+DEMO_SCALE = 0.5
+"""Sensor crop of the offline demo (``--scale``'s default without --ros)."""
+
 
 def register(subparsers):
     """Add the ``demo`` subcommand."""
@@ -32,8 +35,9 @@ def register(subparsers):
                    help="board poses (default: 6; with --ros and a focused preset, as many "
                         "as simulate's focused capture)")
     p.add_argument('--preset', default='lytro', help='camera preset (default: %(default)s)')
-    p.add_argument('--scale', type=float, default=0.5,
-                   help='sensor crop factor (default: %(default)s)')
+    p.add_argument('--scale', type=float, default=None,
+                   help='sensor crop factor (default: 0.5; with --ros and a focused preset '
+                        '0.7, where the principal point is pinned to 1 px)')
     p.add_argument('--seed', type=int, default=1, help='random seed (default: %(default)s)')
     p.add_argument('--ros', action='store_true',
                    help='run the session through the ROS 2 nodes (lf_sim_camera, '
@@ -88,14 +92,13 @@ def run(args):
               file=sys.stderr)
         return 2
     if getattr(args, 'ros', False):
-        from lf_mpc_calib.ros import defaults, demo
+        from lf_mpc_calib.ros import demo
         from lf_mpc_calib.simulation.names import PRESETS
         if args.preset not in PRESETS:
             print(f'lf-mpc-calib demo: unknown --preset {args.preset!r}; expected one of '
                   f'{", ".join(PRESETS)}', file=sys.stderr)
             return 2
         args.output_dir = args.output
-        args.scale = None if args.scale == defaults.SIM_SCALE else args.scale
         return demo.run(args)
     import tempfile
 
@@ -113,7 +116,7 @@ def run(args):
 
     start = time.perf_counter()
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix='lf_demo_'))
-    camera = preset(args.preset, scale=args.scale)
+    camera = preset(args.preset, scale=DEMO_SCALE if args.scale is None else args.scale)
     board = default_board(camera)
     rng = np.random.default_rng(args.seed)
     # a careful user's poses (both sides of the focus distance, tilts about both axes), then
