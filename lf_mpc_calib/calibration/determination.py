@@ -13,6 +13,10 @@ within TARGET_PP_PX):
   :func:`~lf_mpc_calib.calibration.guidance.capture_guidance`;
 - 3 sigma above the target: the result is kept but flagged (``warnings``): it may miss the
   target, by up to the 3-sigma figure given.
+
+The sigmas are the result's: for focused calibrations the larger of the residual and the
+leave-one-pose-out ones (:meth:`~lf_mpc_calib.calibration.pose_jackknife.PoseJackknife.
+covering_result`, whose ``extras['stddev_source']`` the refusal names).
 """
 
 from dataclasses import dataclass
@@ -84,6 +88,8 @@ def check_determined(result, *, board_points=None, target_k_pct=TARGET_K_PCT,
     guide = capture_guidance(result, board_points=board_points, camera_type=camera_type)
     advice = '; '.join(guide.advice) or (
         f'add poses: boards {DEPTH_ADVICE[camera_type]}, tilted 15-30 deg about both axes')
+    source = result.extras.get('stddev_source')
     raise DegenerateConfigurationError(
         'calibration: the poses do not determine the camera: ' + ', '.join(d.refusals)
+        + (f' (each sigma {source})' if source else '')
         + f'. To do: {advice} (or pass --accept-uncertain to write it anyway)')
