@@ -93,3 +93,44 @@ def test_refuses_too_few_poses_and_a_table_of_other_poses():
     other = six.select(six.pose != 5)
     with pytest.raises(InvalidInputError, match='the table has poses'):
         pose_jackknife(other, res6)
+
+
+def test_the_covering_sigmas_cover_shared_errors_and_are_flagged_on():
+    from lf_mpc_calib.calibration.determination import check_determined, determination
+    from lf_mpc_calib.errors import DegenerateConfigurationError
+    truth = CAM.ground_truth_model()
+    z_res, z_cover = [], []
+    for seed in range(4):
+        obs = _rows(seed, 0.003)
+        res = calibrate(obs, camera_type='focused')
+        jk = pose_jackknife(obs, res)
+        cover = jk.covering_result()
+        for n in ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0'):
+            assert cover.stddev[n] == max(res.stddev[n], jk.stddev[n])
+        np.testing.assert_allclose(cover.principal_point_stddev(), np.fmax(
+            res.principal_point_stddev(), jk.principal_point_stddev()))
+        assert res.principal_point_stddev() is not None and 'principal_point_stddev_px' \
+            not in res.extras                       # the residual result is left as it was
+        err = np.r_[abs(res.model.k_u) - abs(truth.k_u),
+                    np.asarray(res.model.principal_point) - truth.principal_point]
+        z_res.append(np.abs(err) / np.r_[res.stddev['k_u'], res.principal_point_stddev()])
+        z_cover.append(np.abs(err) / np.r_[cover.stddev['k_u'],
+                                           cover.principal_point_stddev()])
+        # a target between 3 x the two sigmas of k_u: the residual one passes it, the
+        # covering one is flagged (the refusal stays on the residual sigma)
+        target = 300 * np.sqrt(res.stddev['k_u'] * cover.stddev['k_u']) / abs(res.model.k_u)
+        if cover.stddev['k_u'] > 1.2 * res.stddev['k_u']:
+            plain = determination(res, target_k_pct=target, target_pp_px=1e9)
+            flagged = determination(cover, target_k_pct=target, target_pp_px=1e9)
+            assert not any('k_u' in w for w in plain.warnings + plain.refusals)
+            assert any(w.startswith('k_u is within') for w in flagged.warnings)
+            assert not flagged.refusals
+            check_determined(cover, target_k_pct=target, target_pp_px=1e9,
+                             camera_type='focused')
+            with pytest.raises(DegenerateConfigurationError, match='sigma of k_u'):
+                check_determined(cover, target_pp_px=1e9, camera_type='focused',
+                                 target_k_pct=90 * res.stddev['k_u'] / abs(res.model.k_u))
+    z_res, z_cover = np.array(z_res), np.array(z_cover)
+    # shared errors leave the error beyond 3 residual sigmas in some seed; never the covering
+    assert z_res.max() > z_cover.max()
+    assert z_cover.max() < 3.0

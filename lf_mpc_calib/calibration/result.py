@@ -74,8 +74,12 @@ class CalibrationResult:
         (u, v) standard deviation (2,) of the principal point (-u_0/k_u, -v_0/k_v) in pixels.
 
         By the delta method from ``covariance`` (the correlation of u_0 with k_u counts);
-        from the stddev alone when there is no covariance; NaN where not estimated.
+        from the stddev alone when there is no covariance; NaN where not estimated;
+        extras['principal_point_stddev_px'] when set (calibration.pose_jackknife's
+        covering_result).
         """
+        if 'principal_point_stddev_px' in self.extras:   # a covering one (pose_jackknife)
+            return np.array(self.extras['principal_point_stddev_px'], dtype=float)
         m = self.model
         names = self.free_names()
         out = []

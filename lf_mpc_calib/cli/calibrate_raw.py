@@ -117,14 +117,17 @@ def distortion_option(args):
     return True if getattr(args, 'all_distortion', False) else 'auto'
 
 
-def pose_jackknife_of(args, obs, result, camera_type):
+def pose_jackknife_of(args, obs, result, camera_type, done=None):
     """The leave-one-pose-out refits (a PoseJackknife) that ``--pose-jackknife`` asks for;
-    None when off, or for 'auto' on a conventional camera or < 4 poses."""
+    None when off, or for 'auto' on a conventional camera or < 4 poses. ``done``: refits
+    already made with the default loss scale (a focused run's), reused."""
     from lf_mpc_calib.calibration.pose_jackknife import MIN_POSES, pose_jackknife
     mode = getattr(args, 'pose_jackknife', 'auto')
     n = len(obs.pose_ids)
     if mode == 'off' or (mode == 'auto' and (camera_type != 'focused' or n < MIN_POSES)):
         return None
+    if done is not None and getattr(args, 'f_scale', 1.0) == 1.0:
+        return done
     if n < MIN_POSES:
         print(f'warning: --pose-jackknife needs >= {MIN_POSES} poses, got {n}: skipped',
               file=sys.stderr)
@@ -324,7 +327,8 @@ def run(args):
                                      result_run.pose_frames, out,
                                      [order[str(p)] for p in result_run.pose_frames])
         determined = check_joint_determined(he, result_run, args.accept_uncertain)
-    jackknife = pose_jackknife_of(args, result_run.observations, result_run.result, camera_type)
+    jackknife = pose_jackknife_of(args, result_run.observations, result_run.result, camera_type,
+                                  getattr(result_run, 'jackknife', None))
     written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
                             hand_eye_result=he, jackknife=jackknife)
     r = result_run.result

@@ -113,6 +113,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     accept_uncertain as for ``calibrate_raw`` (poses that leave the intrinsics too uncertain
     are refused unless ``accept_uncertain``). Raises DetectionError when fewer than
     ``min_poses`` frames show the board. recentre: as for :func:`focused_detector`.
+    The result's sigmas are the larger of the residual and the leave-one-pose-out ones
+    (:func:`covering_jackknife`, the run's ``jackknife``), and the poses are accepted on them.
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
@@ -172,6 +174,9 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
         raise DegenerateConfigurationError(
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
             f'{exc}') from exc
+    jackknife = covering_jackknife(obs, result)
+    if jackknife is not None:
+        result = jackknife.covering_result()
     timings['calibrate'] = time.perf_counter() - t0
     noise = float(np.median([d.diagnostics['fit_residual_rms_px'] for _, d in detections]))
     ratio = check_model_fit(result.rms_reprojection_px, noise)
@@ -196,7 +201,22 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
                           det_figures, camera_type='focused',
                           lens_type_rule=_type_rule(det, result),
                           lens_type_source=source if result.lens_types is not None else None,
-                          frame_warnings=warned)
+                          frame_warnings=warned, jackknife=jackknife)
+
+
+def covering_jackknife(obs, result):
+    """The leave-one-pose-out refits (calibration.pose_jackknife) of a focused ``result``
+    whose sigmas it is quoted and accepted on (the larger of the residual and the jackknife
+    one: errors shared within a pose, the aperture cut's leftover on the near defocused
+    boards, show only in the latter); None with fewer than MIN_POSES poses or a refit that
+    fails (the residual sigmas then stand alone)."""
+    from lf_mpc_calib.calibration.pose_jackknife import MIN_POSES, pose_jackknife
+    if len(obs.pose_ids) < MIN_POSES:
+        return None
+    try:
+        return pose_jackknife(obs, result)
+    except LFCalibError:
+        return None
 
 
 def _type_rule(det, result):

@@ -62,7 +62,8 @@ class RawCalibration:
     'simulated': the simulator's truth) or None (one type); frame_warnings: (Path, message)
     of kept frames that look like the white image or transposed against it
     (:func:`~lf_mpc_calib.lenslet.frame_check.frame_warnings`; a skipped frame's reason says
-    it).
+    it); jackknife: the PoseJackknife whose larger sigmas a focused result carries
+    (:func:`lf_mpc_calib.pipeline.focused_raw.covering_jackknife`) or None.
     """
 
     result: object
@@ -86,6 +87,7 @@ class RawCalibration:
     lens_type_rule: dict = None
     lens_type_source: str = None
     frame_warnings: list = field(default_factory=list)
+    jackknife: object = None
 
 
 # ---- input ----------------------------------------------------------------------------------

@@ -182,9 +182,11 @@ FOCUSED_SAMPLES = 64
 micro-images up to their rims, where the main lens's aperture cuts the bundle; too few rays
 there move the corners (Galilean seed 0, 6 poses: 16 rays gave k_u 3.3 % and the principal point
 8.5 px off with corner noise 0.16 px; 64 rays 0.27 %, 0.60 px, 0.095 px; 4 x the render time).
-At 64 rays the detector's aperture-cut correction is still about 20 % off the rendered cut, which
-leaves a Galilean's principal point 0.2-1.05 px off at the default capture (seeds 0-2;
-benchmarks/bench_focused_defaults.py explains it)."""
+With the same lens points in every pixel the 64-ray cut fell 6-19 % short of the continuous
+aperture's that the detector's correction models, which left a Galilean's principal point
+0.2-1.05 px off at the default capture (seeds 0-2); the renderer now turns each pixel's lens
+points (simulation.render.pixel_turns): seed 1 0.37 px (benchmarks/bench_focused_defaults.py,
+bench_aperture_cut.py)."""
 FOCUSED_SQUARE_PX = 55.0
 """Fewest raw pixels a square spans at the farthest capture depth (the detector renders the
 board from the micro-images at about a third of the raw resolution)."""

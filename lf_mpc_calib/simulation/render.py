@@ -10,6 +10,7 @@ Public API::
                  progress=None) -> (H, W) float64 in [0, 1]
     quantize(image, bit_depth) -> (H, W) uint8 | uint16
     sample_pattern(samples) -> (S, 4)
+    pixel_turns(xs, ys) -> (cos, sin) (n,) (n,)
 
 Every pixel belongs to the micro-lens whose micro-image contains its centre (the nearest
 micro-image centre, :meth:`Camera.micro_image_of`). Each of ``samples`` rays per pixel leaves a
@@ -25,6 +26,16 @@ weighted mean ray off the chief ray (by ~3 % of the bundle's footprint on the bo
 chief ray is what the ground truth (and the MPC model) assigns to the pixel. Defocus, the
 aperture disk of each micro-image and the vignetting of border micro-images follow from the
 geometry. The white image is the same tracing against a uniform white scene (reflectance 1).
+
+On focused cameras each pixel turns its lens points by its own angle (:func:`pixel_turns`, keyed
+by the pixel, so a frame and its white keep the same rays). The aperture's cut of a defocused
+micro-image's bundles keeps only some of a pixel's lens points; with the same points in every
+pixel, the same quadrature error of that cut repeats in every micro-image and moves the
+corners the same way (at 64 rays the rendered cut moved corners about 0.8 x as far as a
+continuous aperture, features.aperture_bias). Turned per pixel, the error of each pixel has
+zero mean over pixels (up to the equal-area rings' radial quadrature) and averages out. The
+turn keeps each pixel's pattern centred and isotropic (``sample_pattern``'s quadruples turn
+together). Conventional cameras keep the shared pattern: their views are read pixel by pixel.
 
 ``render_scene`` traces the same rays to a :class:`lf_mpc_calib.simulation.scene.Scene` of
 finite planes (textured planes and boards): each ray takes the nearest surface it meets
@@ -48,6 +59,18 @@ from lf_mpc_calib.simulation.scene import Scene, surface_hits, surface_poses
 
 CHUNK_PIXELS = 1 << 15
 _R4 = 1.0 / 1.1673039782614187 ** np.arange(1, 5)   # Kronecker (R_4) sequence steps
+_R2 = 1.0 / 1.3247179572447460 ** np.arange(1, 3)   # Kronecker (R_2) steps: the pixel turns
+
+
+def pixel_turns(xs, ys):
+    """
+    (cos, sin) (n,) of each pixel's turn of its lens points: the angle 2 pi frac(x a_1 + y a_2)
+    of the R_2 sequence over the pixel's column x and row y (n,), so angles spread evenly
+    over any few neighbouring pixels and a pixel keeps its angle in every render.
+    """
+    a = (2.0 * np.pi) * ((np.asarray(xs, np.float64) * _R2[0]
+                          + np.asarray(ys, np.float64) * _R2[1]) % 1.0)
+    return np.cos(a), np.sin(a)
 
 
 def sample_pattern(samples):
@@ -240,20 +263,37 @@ def _render_rows(camera, scene, pattern, y0, y1):
         nx, ny, nz = rmat[:, 2]
         n_t = float(rmat[:, 2] @ t)
         r0, r1 = rmat[:, 0], rmat[:, 1]
+    # A ray leaves sensor point s = s0 + step d and lens point l + a (a = lens_r x the turned
+    # lens point, 0 for a pinhole): slope i = (l + a - s) / b, refracted g = i - a / f, on the
+    # main lens o = l + a + D g. All linear in d and a, so per pixel o = o0 - D step d / b
+    # + a (1 + D / b - D / f), the field slope -(l + a) / D and the chief ray's (l - s) / b.
+    inv_b = 1.0 / b
+    inv_f = 0.0 if f_m is None else 1.0 / f_m
+    gain = 1.0 + D * inv_b - D * inv_f
+    if lens_r > 0.0 and camera.camera_type == 'focused':   # per-pixel turn (module docstring)
+        cr, sr = pixel_turns(q[:, 0], q[:, 1])
+        cr *= lens_r
+        sr *= lens_r
+    else:
+        cr, sr = lens_r, 0.0
+    o_cr, o_sr = cr * gain, sr * gain              # a's share of o
+    f_cr, f_sr = cr * (-1.0 / D), sr * (-1.0 / D)  # a's share of the field slope
+    ox0, oy0 = lx + D * inv_b * (lx - sx0), ly + D * inv_b * (ly - sy0)
+    fx0, fy0 = lx * (-1.0 / D), ly * (-1.0 / D)
+    o_step = D * step * inv_b
+    if natural:
+        cx0, cy0 = (lx - sx0) * inv_b, (ly - sy0) * inv_b
+        c_step = step * inv_b
     total = np.zeros(q.shape[0])
     for dx, dy, ex, ey in pattern:
-        sx = sx0 + step * dx
-        sy = sy0 + step * dy
         if lens_r > 0.0 and (ex != 0.0 or ey != 0.0):
-            px_, py_ = lx + lens_r * ex, ly + lens_r * ey
-            ix, iy = (px_ - sx) / b, (py_ - sy) / b
-            gx, gy = ix - lens_r * ex / f_m, iy - lens_r * ey / f_m
+            ox = (ox0 - o_step * dx) + (o_cr * ex - o_sr * ey)      # on the main lens, z = 0
+            oy = (oy0 - o_step * dy) + (o_sr * ex + o_cr * ey)
+            x0 = fx0 + (f_cr * ex - f_sr * ey)                      # chief-ray (field) slope
+            y0_ = fy0 + (f_sr * ex + f_cr * ey)
         else:
-            px_, py_ = lx, ly
-            ix, iy = (lx - sx) / b, (ly - sy) / b
-            gx, gy = ix, iy
-        ox, oy = px_ + gx * D, py_ + gy * D          # on the main lens, z = 0
-        x0, y0_ = px_ * (-1.0 / D), py_ * (-1.0 / D)   # chief-ray (field) slope
+            ox, oy = ox0 - o_step * dx, oy0 - o_step * dy
+            x0, y0_ = fx0, fy0
         if d1 != 0.0 or d2 != 0.0:
             rr = x0 * x0 + y0_ * y0_
             rho = 1.0 + rr * (d1 + d2 * rr)
@@ -264,7 +304,7 @@ def _render_rows(camera, scene, pattern, y0, y1):
             bx, by = ox + zb * dxs, oy + zb * dys
             weight *= bx * bx + by * by <= rb2
         if natural:   # cos^4 of the chief ray (sample point -> lens centre), see the docstring
-            cx, cy = (lx - sx) / b, (ly - sy) / b
+            cx, cy = cx0 - c_step * dx, cy0 - c_step * dy
             weight /= np.square(1.0 + cx * cx + cy * cy)
         if scene is None:
             total += weight
