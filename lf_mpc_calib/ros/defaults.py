@@ -265,7 +265,14 @@ def run_node(node_factory, args=None):
         if building[0]:
             raise _StopRequested()
 
+    def quiet_stop(unraisable):
+        # a stop raised inside a finaliser (e.g. importlib's module-lock callback) cannot leave
+        # it and Python prints it as ignored; the stop flag ends the node after its build
+        if not isinstance(unraisable.exc_value, _StopRequested):
+            unraisable_before(unraisable)
+
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    unraisable_before, sys.unraisablehook = sys.unraisablehook, quiet_stop
     node, executor, code = None, None, 0
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -285,6 +292,7 @@ def run_node(node_factory, args=None):
         building[0] = False
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        sys.unraisablehook = unraisable_before
         if executor is not None:
             executor.shutdown(timeout_sec=SHUTDOWN_GRACE_S)
         if node is not None:
