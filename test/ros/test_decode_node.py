@@ -5,7 +5,6 @@ import dataclasses
 import subprocess
 import sys
 
-import cv2
 import numpy as np
 import pytest
 import yaml
@@ -23,6 +22,7 @@ from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image, image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns, point_cloud, points_cloud  # noqa: E402
 from ros.background import spinning  # noqa: E402
+from ros.decode_scene import write_decode_scene  # noqa: E402
 from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, wait_for, \
     wait_for_subscribers  # noqa: E402
 
@@ -34,25 +34,10 @@ OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 @pytest.fixture(scope='module')
 def scene(tmp_path_factory):
     """0.3-crop Lytro: white, one 8-bit frame, true corners, a ground-truth calibration file."""
-    from lf_mpc_calib.io.calibration_file import default_frames, dumps, save_calibration
-    from lf_mpc_calib.io.images import write_image
-    from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
-    from lf_mpc_calib.simulation.optics import default_board, preset
-    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
-    camera = preset('lytro', scale=0.3)
-    board = default_board(camera)
-    rng = np.random.default_rng(5)
-    rvecs, tvecs = random_poses(camera, board, 1, rng=rng)
-    white = quantize(render_white(camera), 8)
-    raw = quantize(render_raw(camera, board, rvecs[0], tvecs[0], rng=rng), 8)
-    truth = dataclasses.replace(ground_truth_file(camera, rvecs, tvecs),
-                                frames=default_frames('lf_camera'))
-    folder = tmp_path_factory.mktemp('decode')
-    save_calibration(folder / 'truth.yaml', truth)
-    write_image(folder / 'white.png', white)
-    corners = board.points() @ cv2.Rodrigues(rvecs[0])[0].T + tvecs[0]
-    return dict(camera=camera, board=board, white=white, raw=raw, truth=truth,
-                text=dumps(truth), folder=folder, corners=corners)
+    from lf_mpc_calib.io.calibration_file import dumps
+    from lf_mpc_calib.simulation.optics import preset
+    out = write_decode_scene(preset('lytro', scale=0.3), tmp_path_factory.mktemp('decode'))
+    return dict(out, text=dumps(out['truth']))
 
 
 def test_point_cloud_packing_round_trip():

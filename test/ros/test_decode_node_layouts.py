@@ -2,9 +2,6 @@
 array is turned by 95 degrees, its truth calibration file and white image; one frame in, the
 board's 3-D corners out where the optics put them."""
 
-import dataclasses
-
-import cv2
 import numpy as np
 import pytest
 
@@ -18,6 +15,7 @@ from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image, image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns  # noqa: E402
 from ros.background import spinning  # noqa: E402
+from ros.decode_scene import write_decode_scene  # noqa: E402
 from ros.rclpy_helpers import MessageCollector, wait_for_subscribers  # noqa: E402
 
 OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
@@ -25,24 +23,12 @@ OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 
 def test_decode_node_measures_a_column_shifted_camera(ros_context, ros_executor, ros_node,
                                                       tmp_path):
-    from lf_mpc_calib.io.calibration_file import default_frames, save_calibration
-    from lf_mpc_calib.io.images import write_image
-    from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses
     from lf_mpc_calib.simulation.lattice_turn import turn_lattice
-    from lf_mpc_calib.simulation.optics import default_board, preset
-    from lf_mpc_calib.simulation.render import quantize, render_raw, render_white
+    from lf_mpc_calib.simulation.optics import preset
     camera = turn_lattice(preset('lytro', scale=0.3), layout='columns', degrees=5.0)
-    board = default_board(camera)
-    rng = np.random.default_rng(5)
-    rvecs, tvecs = random_poses(camera, board, 1, rng=rng)
-    white = quantize(render_white(camera), 8)
-    raw = quantize(render_raw(camera, board, rvecs[0], tvecs[0], rng=rng), 8)
-    truth = dataclasses.replace(ground_truth_file(camera, rvecs, tvecs),
-                                frames=default_frames('lf_camera'))
+    scene = write_decode_scene(camera, tmp_path)
+    board, raw, truth, corners = (scene[k] for k in ('board', 'raw', 'truth', 'corners'))
     assert truth.lenslet_grid.layout == 'columns'
-    save_calibration(tmp_path / 'truth.yaml', truth)
-    write_image(tmp_path / 'white.png', white)
-    corners = board.points() @ cv2.Rodrigues(rvecs[0])[0].T + tvecs[0]
     node = DecodeNode(context=ros_context, parameter_overrides=[
         Parameter('board_cols', value=board.cols), Parameter('board_rows', value=board.rows),
         Parameter('square_size', value=board.square),
