@@ -18,7 +18,7 @@ from lf_mpc_calib.simulation.observations import (
     PAPER_IMAGE_SIZE, board_points, paper_camera, simulate_observations, view_grid)
 from lf_mpc_calib.simulation.focused_observations import focused_observations
 from lf_mpc_calib.simulation.optics import default_board, preset
-from lf_mpc_calib.simulation.planning_scene import simulated_planner
+from lf_mpc_calib.simulation.planning_scene import follow_suggestions, simulated_planner
 
 NOISE = 0.3
 VIEWS = view_grid(3)
@@ -127,13 +127,7 @@ def test_focused_camera_on_an_arm_plans_inside_the_limits_and_solves_the_mount(s
     p = simulated_planner(camera, board, noise_px=0.1, target_k_pct=0.3, target_pp_px=0.3,
                           rng=np.random.default_rng(3))
     p.arm = ArmConstraints(setup, truth.mount, truth.board, **NODE_LIMITS)
-    rv, tv = [], []
-    for _ in range(8):
-        s = p.suggest(n_candidates=15)
-        rv.append(s.rotation_vector)
-        tv.append(s.translation)
-        p.add_capture(s.rotation_vector, s.translation)
-    rv, tv = np.array(rv), np.array(tv)
+    rv, tv = follow_suggestions(p, 8, n_candidates=15)
     robot = truth.robot_poses(rv, tv)
     outside, tilted = p.arm.violations(*robot)
     assert not outside.any() and not tilted.any()

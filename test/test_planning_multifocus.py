@@ -13,7 +13,8 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
 from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
 from lf_mpc_calib.simulation.focused_observations import focused_observations
 from lf_mpc_calib.simulation.optics import default_board, preset
-from lf_mpc_calib.simulation.planning_scene import MAX_BLUR_PX, simulated_planner
+from lf_mpc_calib.simulation.planning_scene import (
+    MAX_BLUR_PX, follow_suggestions, simulated_planner)
 
 NOISE = 0.1
 
@@ -23,13 +24,7 @@ def test_multifocus_plan_sees_each_type_in_its_band_and_predicts_the_reported_si
     board = default_board(camera)
     planner = simulated_planner(camera, board, noise_px=NOISE, target_k_pct=0.3,
                                 target_pp_px=0.3, rng=np.random.default_rng(1))
-    rv, tv = [], []
-    for _ in range(10):
-        s = planner.suggest(n_candidates=15)
-        rv.append(s.rotation_vector)
-        tv.append(s.translation)
-        planner.add_capture(s.rotation_vector, s.translation)
-    rv, tv = np.array(rv), np.array(tv)
+    rv, tv = follow_suggestions(planner, 10, n_candidates=15)
     # the camera's own rays, kept where the ray's micro-lens images the corner sharply (from
     # the corner's physical depth and the lens's gap and focal length)
     obs = focused_observations(camera, board, rv, tv, noise_px=NOISE,

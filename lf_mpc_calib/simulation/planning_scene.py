@@ -88,6 +88,19 @@ def simulated_planner(camera, board, *, noise_px, target_k_pct, target_pp_px, rn
     return planner
 
 
+def follow_suggestions(planner, captures, *, n_candidates):
+    """A user who takes ``captures`` poses, each where ``planner`` suggests (its best of
+    ``n_candidates``), adding each to it. Returns (rotation vectors (N, 3), translations (N, 3)
+    m)."""
+    rv, tv = [], []
+    for _ in range(int(captures)):
+        s = planner.suggest(n_candidates=n_candidates)
+        planner.add_capture(s.rotation_vector, s.translation)
+        rv.append(s.rotation_vector)
+        tv.append(s.translation)
+    return np.array(rv), np.array(tv)
+
+
 def in_optics_frame(truth, rotation_vector_, translation, camera_type='conventional'):
     """
     A board pose (rvec, tvec (3,)) given in the optical frame a conventional calibration

@@ -144,21 +144,27 @@ def test_suggest_on_an_arm_refuses_a_workspace_box_the_board_cannot_be_seen_from
             assert 'workspace box [5, 5, 5, 6, 6, 6] m' in answer.message
 
 
+def _focused_camera(name, tmp_path):
+    """(camera, board, 8-bit white at 2 rays, nominal.yaml path) of preset ``name`` at a 0.3
+    crop: its true model written as the nominal model the planner starts from."""
+    from lf_mpc_calib.simulation.dataset import ground_truth_file
+    from lf_mpc_calib.simulation.optics import default_board, preset
+    from lf_mpc_calib.simulation.render import quantize, render_white
+    cam = preset(name, scale=0.3)
+    white = quantize(render_white(cam, samples=2), 8)
+    nominal = tmp_path / 'nominal.yaml'
+    save_calibration(nominal, ground_truth_file(cam, np.zeros((1, 3)),
+                                                np.array([[0.0, 0.0, 1.0]])))
+    return cam, default_board(cam), white, nominal
+
+
 def test_suggest_for_a_focused_camera_keeps_out_of_the_focus_band_or_refuses(
         ros_context, ros_executor, ros_node, tmp_path):
     """Focused-Keplerian: the suggestion lies outside plan_focus_band around the plane
     conjugate to the micro-lenses; a band covering the depth range is refused with both
     ranges (success false) and the node answers on."""
-    from lf_mpc_calib.simulation.dataset import ground_truth_file
-    from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.planning_scene import planning_constraints
-    from lf_mpc_calib.simulation.render import quantize, render_white
-    cam = preset('focused-keplerian', scale=0.3)
-    board = default_board(cam)
-    white = quantize(render_white(cam, samples=2), 8)
-    nominal = tmp_path / 'nominal.yaml'
-    save_calibration(nominal, ground_truth_file(cam, np.zeros((1, 3)),
-                                                np.array([[0.0, 0.0, 1.0]])))
+    cam, board, white, nominal = _focused_camera('focused-keplerian', tmp_path)
     depths = [float(v) for v in planning_constraints(cam)[1].depth_range_m]
     band = float(np.mean(depths))
     for width, ok in ((band, True), (10.0, False)):
@@ -193,16 +199,8 @@ def test_suggest_for_a_multi_focus_camera_counts_each_type_in_its_focus_band(
     simulator's types set as a calibration would tell them); a band list for 2 types is
     refused (success false) and the node answers on."""
     from lf_mpc_calib.features.lens_type_inference import LensTypeEstimate
-    from lf_mpc_calib.simulation.dataset import ground_truth_file
-    from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.planning_scene import planning_constraints, type_focus_depths
-    from lf_mpc_calib.simulation.render import quantize, render_white
-    cam = preset('focused-multifocus', scale=0.3)
-    board = default_board(cam)
-    white = quantize(render_white(cam, samples=2), 8)
-    nominal = tmp_path / 'nominal.yaml'
-    save_calibration(nominal, ground_truth_file(cam, np.zeros((1, 3)),
-                                                np.array([[0.0, 0.0, 1.0]])))
+    cam, board, white, nominal = _focused_camera('focused-multifocus', tmp_path)
     c = planning_constraints(cam)[1]
     bands = type_focus_depths(cam)
     for flat, ok in (([v for b in bands for v in b], True),
