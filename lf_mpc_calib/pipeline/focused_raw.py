@@ -114,7 +114,8 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     are refused unless ``accept_uncertain``). Raises DetectionError when fewer than
     ``min_poses`` frames show the board. recentre: as for :func:`focused_detector`.
     The result's sigmas are the larger of the residual and the leave-one-pose-out ones
-    (:func:`covering_jackknife`, the run's ``jackknife``), and the poses are accepted on them.
+    (:func:`covering_jackknife`, the run's ``jackknife``): quoted and flagged on; the poses
+    are refused on the residual ones (calibration.determination).
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
@@ -206,7 +207,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
 
 def covering_jackknife(obs, result):
     """The leave-one-pose-out refits (calibration.pose_jackknife) of a focused ``result``
-    whose sigmas it is quoted and accepted on (the larger of the residual and the jackknife
+    whose sigmas it is quoted and flagged on (the larger of the residual and the jackknife
     one: errors shared within a pose, the aperture cut's leftover on the near defocused
     boards, show only in the latter); None with fewer than MIN_POSES poses or a refit that
     fails (the residual sigmas then stand alone)."""
