@@ -54,8 +54,6 @@ BLOCK = 16384
 """Rays evaluated at once (a pose's rays in blocks: their temporaries stay in the cache)."""
 FTOL = 1e-12
 """The 'lm' solver stops when the cost's (predicted) decrease is below this fraction of it."""
-PAIRED_FTOL = 1e-14
-"""FTOL of a refit that holds two terms at once (:func:`_hold_undetermined`)."""
 MAX_ITERATIONS = 500
 """LM steps a refinement may try. A converging one stops long before (6-30 steps); a poor
 start needs more: a Galilean frame set with a 17-row pose started 44 % off stopped at 100 steps
@@ -452,7 +450,7 @@ class _LM:
         pose = self.pb.pose_index[first]
         return g[:nf] - np.einsum('cmk,kc->mc', gain[pose], g[nf:])
 
-    def run(self, theta, poses, max_iterations, progress, ftol=FTOL, first=None):
+    def run(self, theta, poses, max_iterations, progress, first=None):
         """LM from (theta, poses); first: their (residuals, Jacobian) when already evaluated."""
         pb = self.pb
         res, jac = pb.evaluate(theta, poses) if first is None else first
@@ -481,7 +479,7 @@ class _LM:
                 continue
             dm, dp = step
             pred = -_quadratic_change(neq, dm, dp)     # predicted decrease
-            if pred <= ftol * cost:
+            if pred <= FTOL * cost:
                 converged = True
                 message = 'the predicted cost decrease is below ftol * cost'
                 break
@@ -505,7 +503,7 @@ class _LM:
                 nu = 2.0
                 if progress is not None:
                     progress(it, cost)
-                if decrease <= ftol * cost:
+                if decrease <= FTOL * cost:
                     converged = True
                     message = 'the cost decrease is below ftol * cost'
                     break
@@ -637,7 +635,7 @@ class _Solution:
 
 def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
             max_iterations=MAX_ITERATIONS, progress=None, solver='lm', method=None,
-            lens_type_terms='auto', problem=None, start=None, summary=True, ftol=FTOL):
+            lens_type_terms='auto', problem=None, start=None, summary=True):
     """
     :func:`refine`, returning (CalibrationResult, _Solution).
 
@@ -645,8 +643,7 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
     to start from instead of ``initial``'s model and poses (``initial`` still
     names the closed-form model). summary False: the result's ray and per-pose / per-view
     errors are left out (NaN, empty) until :func:`_with_summary` adds them; its residuals and
-    RMS reprojection error are there. ftol: the 'lm' solver's tolerance on the cost's
-    decrease, relative.
+    RMS reprojection error are there.
     """
     if problem is None:
         problem = _problem(obs, lens_type_terms)
@@ -678,7 +675,7 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
         theta, poses, first = start
     if solver == 'lm':
         theta, poses, res, neq, robust, cost, it, converged, message = lm.run(
-            theta, poses, int(max_iterations), progress, ftol=ftol, first=first)
+            theta, poses, int(max_iterations), progress, first=first)
     else:
         theta, poses, res, it, converged, message = _run_trf(
             pb, free, theta, poses, loss, f_scale, int(max_iterations), progress)
@@ -1147,11 +1144,11 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
     problem = _problem(obs, lens_type_terms, grouped)     # shared by every refinement
     solutions = {}          # id(result): (result, its _Solution), for warm starts and summary
 
-    def solve(start, held_fixed, solve_loss, begin=None, ftol=FTOL):
+    def solve(start, held_fixed, solve_loss, begin=None):
         r, sol = _refine(obs, start, fix=held_fixed, loss=solve_loss, f_scale=f_scale,
                          max_iterations=max_iterations, progress=progress, solver=solver,
                          method=method, lens_type_terms=lens_type_terms, problem=problem,
-                         start=begin, summary=False, ftol=ftol)
+                         start=begin, summary=False)
         solutions[id(r)] = (r, sol)
         return r
 
@@ -1174,10 +1171,7 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
                 if begin is None:
                     names = (hold,) if isinstance(hold, str) else hold
                     start = replace(start, model=start.model.replace(**{n: 0.0 for n in names}))
-            # two holds in one refit: to PAIRED_FTOL, so that it lands where the two refits
-            # it replaces would (each stops within FTOL of the minimum, from its own side)
-            paired = hold is not None and not isinstance(hold, str)
-            return solve(start, held_fixed, loss, begin, PAIRED_FTOL if paired else FTOL)
+            return solve(start, held_fixed, loss, begin)
 
         def predict(start, names, candidates):
             return _hold_prediction(problem[2], solutions[id(start)][1], names, candidates,
