@@ -75,6 +75,20 @@ def _sigmas_text(sig):
     return f'k {k:.3g} %, principal point {p:.3g} px'
 
 
+def _miss_line(suggestion, reported):
+    """One line: the sigmas the suggestion predicted after its capture against those the
+    calibration with it reports (the worst quantity's predicted / reported - 1), and
+    whether the suggestion flagged its prediction (``prediction_note``)."""
+    pred = suggestion['predicted_sigma_after']
+    known = [q for q in SCALES + PP if pred.get(q) is not None and reported[q] > 0]
+    if not known:
+        return '    predicted before it: undetermined'
+    q = max(known, key=lambda n: abs(pred[n] / reported[n] - 1))
+    flag = suggestion.get('prediction_note')
+    return (f'    predicted before it / reported: worst {q} {pred[q]:.3g} / {reported[q]:.3g} '
+            f'({pred[q] / reported[q] - 1:+.0%})' + ('; flagged not to trust' if flag else ''))
+
+
 def plan_loop(caller, sim, calib, args, say, start, truth_model):
     """Suggest -> move -> capture until the target; prints the outcome; returns the exit
     code (0: calibrated, whether or not the target was reached, which it says).
@@ -114,6 +128,8 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
             cal = caller.call('/lf_calibration/calibrate')
             if not cal.success:
                 say(f'    calibrate: {cal.message.split("; pose set")[0]}')
+            else:
+                say(_miss_line(suggestion, reported_sigmas(calib.session.published_result)))
     caller.wait(lambda: sim.followed >= suggested, 'the board at the last suggested pose')
     reached = bool(suggestion['reached'])
     say(f'captures used: {len(captured)} (target {"reached" if reached else "NOT reached"}: '
