@@ -258,7 +258,8 @@ def test_multifocus_suggestion_sees_each_type_in_its_focus_band():
     out = suggest_next(session, settings, nominal=nominal, rng=np.random.default_rng(0))
     part = out.to_dict('cam')['lens_types']
     assert part['told'] and part['rays_per_type'] == [0, 0, 0]
-    assert np.allclose(part['focus_bands_m'], bands)
+    assert np.allclose(part['focus_bands_m'], bands)     # no captures: the parameter's
+    assert all('plan_type_focus_bands (0 corner rows' in n for n in part['focus_band_sources'])
     assert 'short of' in out.suggestion.why
     # the optics' rays of the suggested pose, kept in micro-images of a type whose band holds
     # the corner's depth: every corner in >= 2 of them, and each type's rays where its band is

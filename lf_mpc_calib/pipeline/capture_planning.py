@@ -222,9 +222,11 @@ def capture_poses(session, model, result=None):
     return np.array(rv).reshape(-1, 3), np.array(tv).reshape(-1, 3)
 
 
-def session_constraints(session, depth_range_m, settings):
+def session_constraints(session, depth_range_m, settings, poses=None, band_notes=None):
     """:class:`PoseConstraints` of a session: conventional, its usable views and a view's
-    size; focused, the grid's micro-images and the focus band."""
+    size; focused, the grid's micro-images and the focus band (multi-focus: each type's band
+    from the captures at ``poses`` (rvecs, tvecs) where they tell it, :func:`type_bands`,
+    its lines appended to the list ``band_notes``)."""
     if not session.ready:
         raise InvalidInputError('no white image yet: the views the board must be seen in are '
                                 'not known')
@@ -235,7 +237,7 @@ def session_constraints(session, depth_range_m, settings):
             micro_image_radius=FOCUSED_RADIUS_FRACTION * session.grid.pitch / 2,
             excluded_depths_m=(-band, band) if band > 0 else None,
             max_tilt_deg=settings.max_tilt_deg, max_roll_deg=settings.max_roll_deg,
-            **_type_constraints(session, settings))
+            **_type_constraints(session, settings, poses, band_notes))
     dec = session.decoder
     jj, ii = np.nonzero(session.use)
     views = np.column_stack([np.asarray(dec.i_values)[ii], np.asarray(dec.j_values)[jj]])
@@ -249,24 +251,82 @@ def session_constraints(session, depth_range_m, settings):
                            max_roll_deg=settings.max_roll_deg)
 
 
-def _type_constraints(session, settings):
-    """Multi-focus: {view_types, type_depths_m} once the session has told the types (bands
-    from the settings, else every depth), {} before or for one type."""
+def _type_constraints(session, settings, poses=None, band_notes=None):
+    """Multi-focus: {view_types, type_depths_m} once the session has told the types (each
+    type's band from the captures where they tell it, else from the settings, else every
+    depth; where each came from appended to ``band_notes``), {} before or for one type."""
     n_types = int(getattr(session, 'lens_types', 1))
     types = getattr(session, 'micro_image_types', None)
     if n_types < 2 or types is None:
         return {}
-    bands = settings.type_depths_m
-    if bands is None:
-        bands = ((-np.inf, np.inf),) * n_types
-    elif np.shape(bands) != (n_types, 2):
+    fallback = settings.type_depths_m
+    if fallback is None:
+        fallback = ((-np.inf, np.inf),) * n_types
+    elif np.shape(fallback) != (n_types, 2):
         raise InvalidInputError(f'type focus bands: expected (near, far) m for each of the '
-                                f'{n_types} lens types, got {np.asarray(bands).tolist()}')
-    return dict(view_types=np.asarray(types, int), type_depths_m=tuple(map(tuple, bands)))
+                                f'{n_types} lens types, got {np.asarray(fallback).tolist()}')
+    depths, row_types = (np.zeros(0), np.zeros(0, int)) if poses is None else \
+        _row_depths_and_types(session, *poses, np.asarray(types, int))
+    bands, sources = type_bands(depths, row_types, fallback,
+                                'plan_type_focus_bands' if settings.type_depths_m is not None
+                                else 'every depth')
+    if band_notes is not None:
+        band_notes.extend(sources)
+    return dict(view_types=np.asarray(types, int), type_depths_m=bands)
 
 
-def _types_part(session, planner):
-    """The ``lens_types`` of a SessionSuggestion (None for one type)."""
+BAND_QUANTILES = (0.02, 0.98)
+"""Quantiles of a type's corner depths taken as its focus band (a stray detection or two
+outside it do not widen it)."""
+
+
+def type_bands(depths, row_types, fallback, fallback_name):
+    """
+    ((lo, hi),) * T: each micro-lens type's focus band (Z, MPC frame) from the depths (N,)
+    of the corners its micro-images detected (row_types (N,)): the BAND_QUANTILES of its
+    rows' depths where it has >= MIN_TYPE_RAYS of them, else ``fallback``'s band (the
+    parameter or every depth, named ``fallback_name``). Also returns one line per type
+    saying where its band came from. The captures' own depths bound an estimated band (it
+    may reach beyond them).
+    """
+    from lf_mpc_calib.calibration.planning import MIN_TYPE_RAYS
+    bands, sources = [], []
+    for t, band in enumerate(fallback):
+        z = np.asarray(depths, float)[np.asarray(row_types) == t]
+        if len(z) >= MIN_TYPE_RAYS:
+            lo, hi = np.quantile(z, BAND_QUANTILES)
+            bands.append((float(lo), float(hi)))
+            sources.append(f'type {t}: {lo:.3f}-{hi:.3f} m from {len(z)} corner rows of the '
+                           'captures')
+        else:
+            bands.append(tuple(float(v) for v in band))
+            sources.append(f'type {t}: {fallback_name} ({len(z)} corner rows in the captures, '
+                           f'{MIN_TYPE_RAYS} needed to tell its band)')
+    return tuple(bands), sources
+
+
+def _row_depths_and_types(session, rvecs, tvecs, types):
+    """(depths (N,), types (N,)) of every corner row of the session's captures: its corner's
+    Z (MPC frame) at the capture's pose, the type of its micro-image."""
+    from scipy.spatial.transform import Rotation
+
+    from lf_mpc_calib.lenslet.nearest import MicroImageLattice
+    lattice = MicroImageLattice(session.grid)
+    board = session.board.points()
+    depths, row_types = [], []
+    for det, r, t in zip(session.detections, rvecs, tvecs):
+        obs = det.observations
+        depths.append(Rotation.from_rotvec(r).apply(board[obs.point])[:, 2] + t[2])
+        idx = lattice.nearest(obs.ijuv[:, :2])
+        row_types.append(np.where(idx >= 0, types[np.maximum(idx, 0)], -1))
+    if not depths:
+        return np.zeros(0), np.zeros(0, int)
+    return np.concatenate(depths), np.concatenate(row_types)
+
+
+def _types_part(session, planner, band_notes=()):
+    """The ``lens_types`` of a SessionSuggestion (None for one type); band_notes: where each
+    type's focus band came from."""
     n_types = int(getattr(session, 'lens_types', 1))
     if n_types < 2:
         return None
@@ -279,6 +339,7 @@ def _types_part(session, planner):
             'rays_per_type': (None if planner.type_rays is None
                               else [int(v) for v in planner.type_rays]),
             'type_terms': 'held fixed in the prediction',
+            'focus_band_sources': list(band_notes) if told else None,
             'note': ('each micro-image counts where its type\'s focus band holds the corner'
                      if told else 'lens types not told yet (the first ~/calibrate tells them): '
                      'every micro-image counts')}
@@ -383,7 +444,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     board = session.board.points()
     rvecs, tvecs = capture_poses(session, model, result)
     depth = _depth_range(settings, tvecs, rvecs, board)
-    constraints = session_constraints(session, depth, settings)
+    band_notes = []
+    constraints = session_constraints(session, depth, settings, (rvecs, tvecs), band_notes)
     arm = arm_constraints(session, settings) if result is not None else None
     planner = PosePlanner(model, board, constraints, noise_px=noise,
                           target_k_pct=settings.target_k_pct,
@@ -420,4 +482,4 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     note = prediction_note(source, 0 if result is None else len(result.pose_ids), noise)
     return SessionSuggestion(suggestion, now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
-                             central, _types_part(session, planner), note)
+                             central, _types_part(session, planner, band_notes), note)
