@@ -127,7 +127,11 @@ def test_focused_camera_on_an_arm_plans_inside_the_limits_and_solves_the_mount(s
     p = simulated_planner(camera, board, noise_px=0.1, target_k_pct=0.3, target_pp_px=0.3,
                           rng=np.random.default_rng(3))
     p.arm = ArmConstraints(setup, truth.mount, truth.board, **NODE_LIMITS)
-    rv, tv = follow_suggestions(p, 8, n_candidates=15)
+    # 10 captures: the planner plans for the joint problem (the arm ties the poses), while
+    # calibrate_hand_eye starts from the camera-only calibration; after 8 planned captures
+    # (eye-to-hand, seed 3) its principal point was +-18 px and the closed-form mount's
+    # board spread 8 deg, over the 3 deg it accepts
+    rv, tv = follow_suggestions(p, 10, n_candidates=15)
     robot = truth.robot_poses(rv, tv)
     outside, tilted = p.arm.violations(*robot)
     assert not outside.any() and not tilted.any()

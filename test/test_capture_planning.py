@@ -7,7 +7,7 @@ from scipy.spatial.transform import Rotation
 import pytest
 
 from lf_mpc_calib.calibration.board_pose import fit_board_pose
-from lf_mpc_calib.calibration.planning import QUANTITIES, pose_geometry
+from lf_mpc_calib.calibration.planning import QUANTITIES, criterion, pose_geometry
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
 from lf_mpc_calib.pipeline.capture_planning import (
     PlanSettings, in_calibrated_frame, reported_sigmas, suggest_next)
@@ -98,8 +98,7 @@ def test_suggestion_with_the_nominal_model_keeps_the_constraints(scene):
     assert np.all(without == SUGGESTED, axis=2).sum() == 0
     # the capture reduces the criterion; every sigma of the set so far is finite
     assert all(np.isfinite(out.now[q]) for q in QUANTITIES)
-    norm = [1.0] * 4 + [1.0] * 2
-    before = sum((out.now[q] / n) ** 2 for q, n in zip(QUANTITIES, norm))
+    before = criterion([out.now[q] / 1.0 for q in QUANTITIES])    # targets 1 % / 1 px
     assert s.criterion < before
     d = out.to_dict('cam')
     assert d['board_pose']['frame_id'] == 'cam' and d['reached'] is False
@@ -259,7 +258,8 @@ def test_multifocus_suggestion_sees_each_type_in_its_focus_band():
     out = suggest_next(session, settings, nominal=nominal, rng=np.random.default_rng(0))
     part = out.to_dict('cam')['lens_types']
     assert part['told'] and part['rays_per_type'] == [0, 0, 0]
-    assert np.allclose(part['focus_bands_m'], bands)
+    assert np.allclose(part['focus_bands_m'], bands)     # no captures: the parameter's
+    assert all('plan_type_focus_bands (0 corner rows' in n for n in part['focus_band_sources'])
     assert 'short of' in out.suggestion.why
     # the optics' rays of the suggested pose, kept in micro-images of a type whose band holds
     # the corner's depth: every corner in >= 2 of them, and each type's rays where its band is

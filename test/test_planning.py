@@ -110,7 +110,10 @@ def test_prediction_after_a_calibration_matches_what_the_next_one_reports():
         ijuv = np.column_stack([o.ijuv[:, :2], o.ijuv[:, 2:] + common[o.point]])
         return Observations(np.full(len(o), k), o.point, o.board, ijuv)
     obs = []
-    for k in range(4):
+    # from 5 captures on: after a calibration of 3 or 4 the prediction is not to be trusted
+    # to 25 % (measured: over 25 % in 8 of 20 cases; from 5-7 captures in 0 of 30), and
+    # suggest_next flags it (capture_planning.DETERMINED_CAPTURES)
+    for k in range(5):
         s = nominal.suggest(n_candidates=20)
         nominal.add_capture(s.rotation_vector, s.translation)
         obs.append(observe(s.rotation_vector, s.translation, k))

@@ -61,3 +61,54 @@ def test_multifocus_bands_no_type_sees_are_refused_with_them():
     with pytest.raises(InvalidInputError, match='go together'):
         PoseConstraints(views=views, depth_range_m=(0.1, 0.3), micro_image_radius=5.0,
                         view_types=np.array([0, 1, 2]))
+
+
+def test_multifocus_focus_bands_from_the_captures_lie_within_the_optics_bands():
+    """Each type's focus band told from where its micro-images detected corners in simulate's
+    captures (capture_planning.type_bands) against the optics' bands (blur <= MAX_BLUR_PX):
+    never wider than the truth (a band wider than the type sees would over-count its rays),
+    the well-captured type's band covering the truth within the captured depths; a type with
+    too few rows falls back to the parameter with the reason."""
+    from scipy.spatial.transform import Rotation
+
+    from lf_mpc_calib.pipeline.capture_planning import type_bands
+    from lf_mpc_calib.simulation.dataset import capture_poses
+    from lf_mpc_calib.simulation.planning_scene import type_focus_depths
+    cam = preset('focused-multifocus', scale=0.5)
+    board = default_board(cam)
+    rv, tv = capture_poses(cam, board, 10, rng=np.random.default_rng(1))
+    obs = focused_observations(cam, board, rv, tv, noise_px=NOISE,
+                               rng=np.random.default_rng(2), max_blur_px=MAX_BLUR_PX)
+    pts = board.points()
+    z = np.array([Rotation.from_rotvec(rv[p]).apply(pts[i])[2] + tv[p][2]
+                  for p, i in zip(obs.pose, obs.point)])
+    given = ((0.05, 0.09), (0.08, 0.2), (0.1, 0.5))
+    bands, notes = type_bands(z, obs.lens_type, given, 'plan_type_focus_bands')
+    truth = type_focus_depths(cam)
+    counts = np.bincount(obs.lens_type, minlength=3)
+    for t in range(3):
+        if counts[t] < MIN_TYPE_RAYS:      # type 0 focuses nearer than most captures
+            assert bands[t] == given[t] and 'plan_type_focus_bands' in notes[t], notes[t]
+            continue
+        assert 'corner rows of the captures' in notes[t]
+        lo, hi = bands[t]
+        assert truth[t][0] - 1e-3 <= lo < hi <= truth[t][1] + 1e-3, (t, bands[t], truth[t])
+    assert counts[0] < MIN_TYPE_RAYS <= min(counts[1:])
+    # type 2 (sharp far out): its band over the captured depths, to within 5 %
+    seen = (max(truth[2][0], z.min()), min(truth[2][1], z.max()))
+    assert bands[2][1] - bands[2][0] >= 0.95 * (seen[1] - seen[0]), (bands[2], seen)
+    # the same through a session's captures (the rows' micro-images' told types, the poses)
+    from types import SimpleNamespace
+
+    from lf_mpc_calib.pipeline.capture_planning import PlanSettings, session_constraints
+    grid = cam.lenslet_grid()
+    session = SimpleNamespace(
+        ready=True, camera_type='focused', grid=grid, lens_types=3, board=board,
+        micro_image_types=cam.mla.lens_type(cam.micro_image_of(grid.centres())[0]),
+        detections=[SimpleNamespace(observations=obs.select(obs.pose == k))
+                    for k in range(len(rv))])
+    told = []
+    c = session_constraints(session, (0.085, 0.336), PlanSettings(type_depths_m=given),
+                            (rv, tv), told)
+    assert told == notes
+    np.testing.assert_allclose(c.type_depths_m, bands)

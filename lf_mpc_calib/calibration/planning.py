@@ -9,14 +9,22 @@ six parameters eliminated) gives the Fisher information the pose adds. Informati
 poses, so the predicted covariance after a capture is inv(I_so_far + I_pose) sigma^2 for the
 measured corner noise sigma (px).
 
-Criterion: **A-optimal (not D-optimal) on the normalised sigmas of what is asked**: with
-q = (k_i, k_j, k_u, k_v in % of their value, principal point u, v in px) and their targets
-t, the pose chosen minimises sum_q (sigma_q / t_q)^2 (the trace of the normalised
-covariance). The target is reached when every sigma_q <= t_q. Candidates are drawn at
-random within the constraints (:class:`PoseConstraints`); constraints no candidate
-satisfies are refused with the count of draws each one rejected.
+Criterion: **A-optimal (not D-optimal) on the normalised sigmas of what is short of its
+target**: with q = (k_i, k_j, k_u, k_v in % of their value, principal point u, v in px) and
+their targets t, the pose chosen minimises sum_q max(sigma_q / t_q, 1)^2 (the trace of the
+normalised covariance, each term floored at its target: a sigma already below its target
+earns a pose nothing more; TIE_WEIGHT sum (sigma_q / t_q)^2 orders the poses once all are).
+The target is reached when every sigma_q <= t_q. Candidates are drawn at random within the
+constraints (:class:`PoseConstraints`), then REFINE_ROUNDS rounds of NEIGHBOURS poses are
+drawn around the best so far (the same constraints); constraints no candidate satisfies
+are refused with the count of draws each one rejected. Measured (bench_planning.py,
+observation level, 40 random candidates): the floor and the neighbours took the Keplerian's
+planned captures from 24-25 to 19-21 and the Lytro's from 8-9 to 6-7 (docs/planning.md).
 
-On a robot arm (``arm``: :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints`)
+On a robot arm (``arm``: :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints`;
+the mount's terms below are not floored at their targets: floored, the mount translation's
+sigma stopped at 0.083 mm for a 0.1 mm target and its error reached 0.21 mm,
+bench_planning --arm eye-in-hand seed 0; unfloored 0.05 mm, errors <= 0.061 mm)
 each candidate's tool pose (the base -> tool pose that brings the camera, eye-in-hand, or
 the board, eye-to-hand, there) must lie in the workspace box and tool-tilt limit, checked
 before any candidate is scored; the information is the joint hand-eye problem's (mount,
@@ -70,9 +78,26 @@ MIN_CAPTURES = 3
 """Captures a calibration needs (guidance.MIN_POSES)."""
 BATCH = 16
 """Candidates whose Jacobian is evaluated together (bounds the memory)."""
+REFINE_ROUNDS = 2
+"""Rounds of poses drawn around the best candidate so far (:meth:`PosePlanner.suggest`)."""
+NEIGHBOURS = 8
+"""Poses drawn around the best per round."""
+NEIGHBOUR_SPREAD = 0.1
+"""First round's spread: depth x exp(N(0, it)), tilts and roll + N(0, 30 it) deg, the centre
++ N(0, it) x the lateral range."""
+TIE_WEIGHT = 1e-3
+"""Weight of sum (sigma / target)^2 in the criterion: orders candidates once every sigma
+meets its target."""
 MIN_TYPE_RAYS = 50
 """Multi-focus: rays each micro-lens type needs in the captures (the calibration estimates its
 terms; a type without rays is refused there), asked for before the criterion."""
+
+
+def criterion(ratios):
+    """The planner's criterion of sigma / target ratios (Q,): sum max(ratio, 1)^2 +
+    TIE_WEIGHT sum ratio^2 (module docstring)."""
+    r2 = np.square(np.asarray(ratios, float))
+    return float(np.maximum(r2, 1.0).sum() + TIE_WEIGHT * r2.sum())
 
 
 @dataclass(frozen=True)
@@ -161,9 +186,10 @@ class Suggestion:
     """
     The next pose: rotation_vector (3,), translation (3,) board -> camera; predicted: {q:
     sigma after the capture} (QUANTITIES, and MOUNT_QUANTITIES on an arm; % for the scales,
-    px for the principal point, mm / deg for the mount); criterion: sum (sigma_q /
-    target_q)^2; reached: whether every sigma meets its target; why: one line; tool_pose: on
-    an arm, the base -> tool pose (w (3,), t (3,)) that brings the camera or board there.
+    px for the principal point, mm / deg for the mount); criterion: :func:`criterion` of
+    sigma_q / target_q; reached: whether every sigma meets its target; why: one line;
+    tool_pose: on an arm, the base -> tool pose (w (3,), t (3,)) that brings the camera or
+    board there.
     """
 
     rotation_vector: np.ndarray
@@ -394,7 +420,8 @@ class PosePlanner:
         if np.any(var < 0) or not np.all(np.isfinite(var)):
             return undetermined
         sig = {q: float(np.sqrt(v)) * self.target(q) for q, v in zip(quantities, var)}
-        return sig, float(var.sum())
+        ratio = np.sqrt(var)     # the mount's terms not floored (module docstring)
+        return sig, criterion(ratio[:len(QUANTITIES)]) + float(np.sum(var[len(QUANTITIES):]))
 
     def predicted(self):
         """{quantity: sigma} of the captures so far (inf while undetermined)."""
@@ -449,12 +476,12 @@ class PosePlanner:
         self.captures += 1
         self._count_types(rows)
 
-    def random_poses(self, n, at_least=None):
+    def random_poses(self, n, at_least=None, geometry=None):
         """n random poses within the constraints: (rvecs (k, 3), tvecs (k, 3), rows), k = n,
-        or at_least (default n) <= k < n when the draws find no more."""
+        or at_least (default n) <= k < n when the draws find no more. geometry: a list
+        that gets each pose's (depth, tilt x, tilt y, roll in deg, board-centre x, y)."""
         c = self.constraints
         near, far = c.depth_range_m
-        centre = self.board.mean(axis=0)
         rv, tv, rows = [], [], []
         rejected = {'depth in the excluded band': 0, 'board not seen': 0}
         if self.arm is not None:
@@ -468,23 +495,17 @@ class PosePlanner:
                 continue
             ax, ay = self.rng.uniform(-c.max_tilt_deg, c.max_tilt_deg, 2)
             roll = self.rng.uniform(-c.max_roll_deg, c.max_roll_deg)
-            rot = Rotation.from_euler('zyx', [roll, ay, ax], degrees=True)
             lo, hi = self._lateral_range(z)
             xy = self.rng.uniform(lo, hi)
-            t = np.array([xy[0], xy[1], z]) - rot.apply(centre)
-            if self.arm is not None:          # discarded before its rows are predicted
-                outside, tilted = self.arm.violations(*self.arm.tool_poses(rot.as_rotvec(), t))
-                if outside[0] or tilted[0]:
-                    rejected['tool outside the workspace box' if outside[0]
-                             else 'tool tilted over the limit'] += 1
-                    continue
-            r = self.rows(rot.as_rotvec(), t)
-            if r is None:
-                rejected['board not seen'] += 1
+            placed = self._placed(z, ax, ay, roll, xy)
+            if isinstance(placed, str):
+                rejected[placed] += 1
                 continue
-            rv.append(rot.as_rotvec())
-            tv.append(t)
-            rows.append(r)
+            rv.append(placed[0])
+            tv.append(placed[1])
+            rows.append(placed[2])
+            if geometry is not None:
+                geometry.append((z, ax, ay, roll, *xy))
             if len(rv) == n:
                 return np.array(rv), np.array(tv), rows
         if rv and len(rv) >= (n if at_least is None else at_least):
@@ -496,6 +517,47 @@ class PosePlanner:
             'rejected: ' + ', '.join(f'{why} {k}' for why, k in rejected.items())
             + '); allow more depths or a smaller board'
             + ('' if self.arm is None else ', or widen the workspace box or tool-tilt limit'))
+
+    def _placed(self, z, ax, ay, roll, xy):
+        """The pose of board-centre depth z, tilts ax, ay and roll (deg), centre x, y (m):
+        (rvec (3,), tvec (3,), rows), or why it is not allowed (random_poses' counts)."""
+        rot = Rotation.from_euler('zyx', [roll, ay, ax], degrees=True)
+        t = np.array([xy[0], xy[1], z]) - rot.apply(self.board.mean(axis=0))
+        if self.arm is not None:          # discarded before its rows are predicted
+            outside, tilted = self.arm.violations(*self.arm.tool_poses(rot.as_rotvec(), t))
+            if outside[0] or tilted[0]:
+                return ('tool outside the workspace box' if outside[0]
+                        else 'tool tilted over the limit')
+        r = self.rows(rot.as_rotvec(), t)
+        if r is None:
+            return 'board not seen'
+        return rot.as_rotvec(), t, r
+
+    def _neighbours(self, geometry, n, spread):
+        """Up to n feasible poses near one pose's geometry (z, ax, ay, roll, x, y): depth
+        scaled by exp(N(0, spread)), tilts and roll moved by N(0, 30 spread deg) within
+        their limits, the centre by N(0, spread) of the lateral range at that depth.
+        Returns (rvecs, tvecs, rows, geometries)."""
+        c = self.constraints
+        z0, ax0, ay0, roll0, x0, y0 = geometry
+        out = ([], [], [], [])
+        for _ in range(n):
+            z = z0 * float(np.exp(self.rng.normal(0.0, spread))) if z0 > 0 \
+                else z0 + float(self.rng.normal(0.0, spread)) * np.ptp(c.depth_range_m)
+            if not c.depth_allowed(z):
+                continue
+            ax, ay = np.clip(np.array([ax0, ay0]) + self.rng.normal(0.0, 30.0 * spread, 2),
+                             -c.max_tilt_deg, c.max_tilt_deg)
+            roll = float(np.clip(roll0 + self.rng.normal(0.0, 30.0 * spread),
+                                 -c.max_roll_deg, c.max_roll_deg))
+            lo, hi = self._lateral_range(z)
+            xy = np.array([x0, y0]) + self.rng.normal(0.0, spread, 2) * (hi - lo)
+            placed = self._placed(z, ax, ay, roll, xy)
+            if isinstance(placed, str):
+                continue
+            for part, v in zip(out, placed + ((z, ax, ay, roll, *xy),)):
+                part.append(v)
+        return out
 
     def _lateral_range(self, z):
         """(lo (2,), hi (2,)) board-centre x, y at depth z where the view sees it."""
@@ -518,9 +580,12 @@ class PosePlanner:
         mid, half = (lo + hi) / 2, np.abs(hi - lo) / 2
         return mid - 0.5 * half, mid + 0.5 * half
 
-    def suggest(self, n_candidates=CANDIDATES):
-        """The :class:`Suggestion` among n_candidates random feasible poses (A-optimal)."""
-        rv, tv, rows = self.random_poses(n_candidates, at_least=1)
+    def suggest(self, n_candidates=CANDIDATES, refine=REFINE_ROUNDS):
+        """The :class:`Suggestion` among n_candidates random feasible poses, then ``refine``
+        rounds of NEIGHBOURS poses around the best so far (each round half the spread of
+        the one before; criterion: module docstring)."""
+        geometry = []
+        rv, tv, rows = self.random_poses(n_candidates, at_least=1, geometry=geometry)
         n_candidates = len(rv)
         lacking, types_note = self.lacking_types(), ''
         if lacking:            # multi-focus: a type the calibration has too few rays of
@@ -534,13 +599,27 @@ class PosePlanner:
                              else 'no candidate shows them (their focus band)'))
             if shows:
                 rv, tv, rows = rv[shows], tv[shows], [rows[k] for k in shows]
+                geometry = [geometry[k] for k in shows]
+            refine = 0         # neighbours might not show them
         infos = self.pose_informations(rv, tv, rows)
         base = np.zeros_like(infos[0]) if self.information is None else self.information
         # before the set determines the camera: a ridge of 1e-9 of the candidates' scale
-        ridge = 1e-9 * np.diag(infos.mean(axis=0)) if self.captures < 3 else 0.0
-        scores = [self.sigmas(base + info + np.diag(ridge) if np.ndim(ridge) else base + info)
-                  for info in infos]
+        if self.captures < 3:
+            base = base + np.diag(1e-9 * np.diag(infos.mean(axis=0)))
+        scores = [self.sigmas(base + info) for info in infos]
+        rv, tv = list(rv), list(tv)
         best = int(np.argmin([s[1] for s in scores]))
+        spread, tried = NEIGHBOUR_SPREAD, 0
+        for _ in range(refine):
+            nrv, ntv, nrows, ngeo = self._neighbours(geometry[best], NEIGHBOURS, spread)
+            spread /= 2
+            if not nrv:
+                continue
+            tried += len(nrv)
+            scores += [self.sigmas(base + info)
+                       for info in self.pose_informations(np.array(nrv), np.array(ntv), nrows)]
+            rv, tv, geometry = rv + nrv, tv + ntv, geometry + ngeo
+            best = int(np.argmin([s[1] for s in scores]))
         sig, crit = scores[best]
         z, ax, ay, roll = pose_geometry(rv[best], tv[best], self.board)
         worst = max(self.quantities, key=lambda q: sig[q] / self.target(q))
@@ -549,8 +628,10 @@ class PosePlanner:
             w, t = self.arm.tool_poses(rv[best], tv[best])
             tool = (w[0], t[0])
         why = (f'of {n_candidates} poses within the constraints'
+               + (f' and {tried} near the best' if tried else '')
                + ('' if tool is None else ' (tool poses inside the arm\'s limits)')
-               + f', the one that most reduces sum (sigma / target)^2 (A-optimal): board at '
+               + ', the one that most reduces sum max(sigma / target, 1)^2 (A-optimal on '
+               f'what is short of its target): board at '
                f'{z:.3f} m, tilted {ax:.0f} / {ay:.0f} deg about x / y; worst after it: '
                f'{worst} {sig[worst]:.3g}' + types_note)
         return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool)

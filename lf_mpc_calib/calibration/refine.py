@@ -822,6 +822,21 @@ def _initial_solution(obs, method, grouped=None):
             raise exc from None
 
 
+def _retry_from_paper(obs, grouped, solve, fixed, loss, result, init):
+    """(result, initial solution, method): a refinement from the exact closed form that did not
+    converge retried from the paper's, kept when that one converges to a lower RMS. The exact
+    form's shear estimate can start the refinement where it crawls (a focused set of 8 planned
+    poses: k_4 17 x the truth, RMS 4.6 px after the iterations; from the paper's: 0.14 px)."""
+    try:
+        paper = closed_form(obs, method='paper', grouped=grouped)
+    except DegenerateConfigurationError:
+        return result, init, 'exact'
+    other = solve(paper, fixed, loss)
+    if other.converged and other.rms_reprojection_px < result.rms_reprojection_px:
+        return other, paper, 'paper'
+    return result, init, 'exact'
+
+
 MAX_RMS_PX = 1e3   # no camera this model describes leaves a reprojection error this large
 
 
@@ -1162,6 +1177,11 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
         solutions[id(result)] = (result, solutions[id(robust)][1])
     else:
         result = solve(init, fixed, loss)
+    if not result.converged and method == 'exact':
+        result, init, method = _retry_from_paper(obs, grouped, solve, fixed, loss, result, init)
+        labelled = replace(result, method=method)
+        solutions[id(labelled)] = (labelled, solutions[id(result)][1])
+        result = labelled
     held = {}
     if distortion == 'auto':
         def refit(start, held_fixed, hold=None):

@@ -133,7 +133,7 @@ class _Caller:
             time.sleep(0.02)
 
 
-def _truth_model(sim, grid, obs, lens_types=None):
+def truth_model(sim, grid, obs, lens_types=None):
     """The optics' MPC model of the simulated camera (a multi-focus one's: weighted by the rays
     of ``obs`` per true lens type, what one model of all types and the zero-mean per-type terms
     refer to; with '-slope' terms ``lens_types``, the truth of rows at the lattice's centres)."""
@@ -200,7 +200,7 @@ def _floor(session, sim, model, index):
     if session.camera_type == 'focused':   # corners in the micro-images, as the session found
         obs = session.decoder.detect(sim.frame(index), pose=0)[1].observations
         terms, types = getattr(session.result, 'lens_types', None), session.micro_image_types
-        truth = _truth_model(sim, session.grid, session.observations, terms)
+        truth = truth_model(sim, session.grid, session.observations, terms)
         if terms is not None and types is not None:   # as the decode node: (u, v) corrected
             t = types[session.decoder.detector.lattice.nearest(obs.ijuv[:, :2])]
             obs = dataclasses.replace(obs, ijuv=terms.corrected_ijuv(obs.ijuv, t))
@@ -418,7 +418,7 @@ def run(args, out=None):
 
         if plan:
             from lf_mpc_calib.ros.demo_plan import plan_loop
-            return plan_loop(caller, sim, calib, args, say, start)
+            return plan_loop(caller, sim, calib, args, say, start, truth_model)
         for k in range(args.poses):
             if k:
                 caller.call('/lf_sim_camera/next_pose')
@@ -432,9 +432,9 @@ def run(args, out=None):
 
         result = calib.session.published_result   # joint with the mount on an arm
         captured = slice(0, args.poses)
-        truth, _, _ = aligned_truth(_truth_model(sim, calib.session.grid,
-                                                 calib.session.observations,
-                                                 getattr(result, 'lens_types', None)),
+        truth, _, _ = aligned_truth(truth_model(sim, calib.session.grid,
+                                                calib.session.observations,
+                                                getattr(result, 'lens_types', None)),
                                     result.model,
                                     rotation_matrix(sim.rvecs[captured]),
                                     sim.tvecs[captured])

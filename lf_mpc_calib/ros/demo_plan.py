@@ -4,7 +4,10 @@
 The simulated camera runs with ``follow_suggestions`` (it shows the board at each pose on the
 calibration node's latched ``~/suggested_pose``); the calibration node plans with the
 simulator's design model (``nominal_model_file``: written from the simulated optics, what a
-datasheet would give) until its first calibration, then with its calibration. The loop:
+datasheet would give) until its first calibration, then with its calibration, within the
+simulator's capture constraints (depth range, tilt; focused presets: ``plan_focus_band``, the
+band kept clear around the plane conjugate to the micro-lenses; their suggestions are in the
+frame of the optics' truth, k_3 + k_4 > 0, which a focused calibration reports too). The loop:
 ``~/suggest`` -> the board moves -> ``~/capture`` (-> ``~/calibrate`` once ``min_poses`` are in,
 so that the next suggestion rests on the measured model and corner noise), until a suggestion
 says the captures so far meet the targets (``--target-k-sigma`` %, ``--target-pp-sigma`` px)
@@ -49,18 +52,19 @@ def plan_parameters(args, sim, output_dir):
         raise RuntimeError(f'--plan: expected targets > 0 and --max-captures >= 3, got '
                            f'{args.target_k_sigma}, {args.target_pp_sigma}, '
                            f'{args.max_captures}')
-    if sim.camera.camera_type != 'conventional':
-        raise RuntimeError('--plan: the node plans for conventional cameras so far, got the '
-                           f'{sim.camera.camera_type} preset {sim.camera.name}')
     nominal = output_dir / 'nominal_model.yaml'
     save_calibration(nominal, sim.truth)
     _, constraints = planning_constraints(sim.camera)
-    return [Parameter('nominal_model_file', value=str(nominal)),
-            Parameter('target_k_sigma', value=float(args.target_k_sigma)),
-            Parameter('target_pp_sigma', value=float(args.target_pp_sigma)),
-            Parameter('plan_depth_range', value=[float(v) for v in constraints.depth_range_m]),
-            Parameter('plan_max_tilt_deg', value=float(constraints.max_tilt_deg)),
-            Parameter('plan_seed', value=int(args.seed))]
+    params = [Parameter('nominal_model_file', value=str(nominal)),
+              Parameter('target_k_sigma', value=float(args.target_k_sigma)),
+              Parameter('target_pp_sigma', value=float(args.target_pp_sigma)),
+              Parameter('plan_depth_range', value=[float(v) for v in constraints.depth_range_m]),
+              Parameter('plan_max_tilt_deg', value=float(constraints.max_tilt_deg)),
+              Parameter('plan_seed', value=int(args.seed))]
+    if constraints.excluded_depths_m is not None:   # focused: clear of the conjugate plane
+        params.append(Parameter('plan_focus_band',
+                                value=float(constraints.excluded_depths_m[1])))
+    return params
 
 
 def _sigmas_text(sig):
@@ -71,9 +75,24 @@ def _sigmas_text(sig):
     return f'k {k:.3g} %, principal point {p:.3g} px'
 
 
-def plan_loop(caller, sim, calib, args, say, start):
+def _miss_line(suggestion, reported):
+    """One line: the sigmas the suggestion predicted after its capture against those the
+    calibration with it reports (the worst quantity's predicted / reported - 1), and
+    whether the suggestion flagged its prediction (``prediction_note``)."""
+    pred = suggestion['predicted_sigma_after']
+    known = [q for q in SCALES + PP if pred.get(q) is not None and reported[q] > 0]
+    if not known:
+        return '    predicted before it: undetermined'
+    q = max(known, key=lambda n: abs(pred[n] / reported[n] - 1))
+    flag = suggestion.get('prediction_note')
+    return (f'    predicted before it / reported: worst {q} {pred[q]:.3g} / {reported[q]:.3g} '
+            f'({pred[q] / reported[q] - 1:+.0%})' + ('; flagged not to trust' if flag else ''))
+
+
+def plan_loop(caller, sim, calib, args, say, start, truth_model):
     """Suggest -> move -> capture until the target; prints the outcome; returns the exit
-    code (0: calibrated, whether or not the target was reached, which it says)."""
+    code (0: calibrated, whether or not the target was reached, which it says).
+    truth_model(sim, grid, observations, lens_types): the simulator's true MPCModel."""
     import time
 
     from lf_mpc_calib.calibration.closed_form import aligned_truth
@@ -109,6 +128,8 @@ def plan_loop(caller, sim, calib, args, say, start):
             cal = caller.call('/lf_calibration/calibrate')
             if not cal.success:
                 say(f'    calibrate: {cal.message.split("; pose set")[0]}')
+            else:
+                say(_miss_line(suggestion, reported_sigmas(calib.session.published_result)))
     caller.wait(lambda: sim.followed >= suggested, 'the board at the last suggested pose')
     reached = bool(suggestion['reached'])
     say(f'captures used: {len(captured)} (target {"reached" if reached else "NOT reached"}: '
@@ -122,8 +143,10 @@ def plan_loop(caller, sim, calib, args, say, start):
     if not answer.success:
         return 1
     result = calib.session.published_result
-    truth, _, _ = aligned_truth(sim.camera.ground_truth_model(calib.session.grid), result.model,
-                                rotation_matrix(sim.rvecs[captured]), sim.tvecs[captured])
+    truth = truth_model(sim, calib.session.grid, calib.session.observations,
+                        getattr(result, 'lens_types', None))
+    truth, _, _ = aligned_truth(truth, result.model, rotation_matrix(sim.rvecs[captured]),
+                                sim.tvecs[captured])
     reported = reported_sigmas(result)
     errors = {n: 100 * abs(getattr(result.model, n) / getattr(truth, n) - 1) for n in SCALES}
     errors.update(zip(PP, (float(e) for e in np.abs(

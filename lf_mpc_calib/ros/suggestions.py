@@ -3,13 +3,16 @@
 
 A thin adapter over :func:`lf_mpc_calib.pipeline.capture_planning.suggest_next` (conventional
 and focused cameras; focused: ``plan_focus_band`` kept clear around the plane conjugate to the
-micro-lenses, a band covering the depth range refused; multi-focus: each type's
-``plan_type_focus_bands``, the reply's ``lens_types``). ``~/suggest``
+micro-lenses, a band covering the depth range refused; multi-focus:
+each type's band from the captures, else ``plan_type_focus_bands``, the reply's
+``lens_types``). ``~/suggest``
 (std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector, translation in m, board ->
 optical frame), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
-``why``, ``model`` ('calibration' after a ~/calibrate, else 'nominal': the
+``why`` (ending with ``prediction_note`` when the prediction is not to be trusted to 25 %:
+from the nominal model, or from a calibration of fewer than 5 captures), ``model``
+('calibration' after a ~/calibrate, else 'nominal': the
 ``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
 ``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
 (eye-to-hand) there, once ``~/calibrate`` has solved the mount (null before, with a note),
@@ -51,7 +54,8 @@ PARAMETERS = [
      D.between(0.0, 100.0)),
     ('plan_type_focus_bands', [0.0], '~/suggest, multi-focus cameras: [near_0, far_0, near_1, '
      'far_1, ..] m (Z of the optical frame) where each micro-lens type (the calibration\'s '
-     "numbering) images a corner sharply; [0.0]: every type at every depth",
+     "numbering) images a corner sharply, for a type until the captures tell its band (>= 50 "
+     "corner rows of it); [0.0]: every type at every depth",
      lambda v: None if len(v) <= 1 or (len(v) % 2 == 0 and all(
          lo < hi for lo, hi in zip(v[0::2], v[1::2]))) else
      'expected [near_0, far_0, near_1, far_1, ..] with each near < far, or [0.0]'),
