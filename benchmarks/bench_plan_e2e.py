@@ -13,9 +13,10 @@ Columns: captures planned; the planner's predicted sigmas after the last capture
 k_i..k_v, %, and over the principal point's u, v, px); the sigmas calibrate-raw reports
 (the same maxima: conventional, the refinement's; focused, the larger of residual and
 leave-one-pose-out that calibrate-raw quotes; a refused calibration is redone with
---accept-uncertain and its refusal printed below the row); target met (reported <= target); the worst
-|true error| / reported sigma over k_i..k_v and u, v and which; the true errors of k_i..k_v (%)
-and of the principal point (px); CPU seconds (process_time) of plan and of calibrate-raw.
+--accept-uncertain and its refusal printed below the row); target met (reported <= target);
+the worst |true error| / reported sigma over k_i..k_v and u, v and which; the true errors
+of k_i..k_v (%) and of the principal point (px); CPU seconds (process_time) of plan and of
+calibrate-raw.
 
     OMP_NUM_THREADS=1 nice python3 benchmarks/bench_plan_e2e.py --preset lytro --seeds 3 4
         [--target-k 0.3] [--target-pp 0.3] [--keep DIR]
@@ -122,8 +123,8 @@ def main_bench():
     ap.add_argument('--scale', type=float, default=1.0, help='sensor crop (plan --scale)')
     ap.add_argument('--keep', default=None, help='folder to keep the data sets in')
     args = ap.parse_args()
-    print(f'{args.preset} at scale {args.scale}: plan --target-k-sigma {args.target_k} --target-pp-sigma '
-          f'{args.target_pp}, then calibrate-raw, both at their defaults')
+    print(f'{args.preset} at scale {args.scale}: plan --target-k-sigma {args.target_k} '
+          f'--target-pp-sigma {args.target_pp}, then calibrate-raw, both at their defaults')
     print('seed caps  pred k%  pp px   rep k%  pp px  met  worst |err|/sd  '
           'err k_i/k_j/k_u/k_v %       err u/v px   CPU s plan+cal')
     with tempfile.TemporaryDirectory() as tmp:
