@@ -19,7 +19,7 @@ of k_i..k_v (%) and of the principal point (px); CPU seconds (process_time) of p
 calibrate-raw.
 
     OMP_NUM_THREADS=1 nice python3 benchmarks/bench_plan_e2e.py --preset lytro --seeds 3 4
-        [--target-k 0.3] [--target-pp 0.3] [--keep DIR]
+        [--target-k 0.3] [--target-pp 0.3] [--samples N] [--scale F] [--keep DIR]
 """
 
 import argparse
@@ -80,7 +80,7 @@ def truth_and_sigmas(data, calibration, text):
     return truth, cal, conventional_sigmas(calibration)
 
 
-def run_one(preset, seed, target_k, target_pp, root, scale=1.0):
+def run_one(preset, seed, target_k, target_pp, root, scale=1.0, samples=None):
     """plan + calibrate-raw for one seed; returns a dict of the row's figures."""
     data, out = root / f'{preset}-{seed}', root / f'{preset}-{seed}.yaml'
     err = io.StringIO()
@@ -88,7 +88,7 @@ def run_one(preset, seed, target_k, target_pp, root, scale=1.0):
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         rc = main(['plan', '--preset', preset, '--seed', str(seed), '--target-k-sigma',
                    str(target_k), '--target-pp-sigma', str(target_pp), '--scale', str(scale),
-                   '-o', str(data)])
+                   '-o', str(data)] + ([] if samples is None else ['--samples', str(samples)]))
     t1 = time.process_time()
     if rc != 0:
         raise RuntimeError(f'plan failed ({rc}): {err.getvalue()[-500:]}')
@@ -121,9 +121,13 @@ def main_bench():
     ap.add_argument('--target-k', type=float, default=0.3, help='sigma(k) target, %%')
     ap.add_argument('--target-pp', type=float, default=0.3, help='sigma(pp) target, px')
     ap.add_argument('--scale', type=float, default=1.0, help='sensor crop (plan --scale)')
+    ap.add_argument('--samples', type=int, default=None,
+                    help="rays per pixel of plan's renders (default: plan's)")
     ap.add_argument('--keep', default=None, help='folder to keep the data sets in')
     args = ap.parse_args()
-    print(f'{args.preset} at scale {args.scale}: plan --target-k-sigma {args.target_k} '
+    rays = "plan's default" if args.samples is None else args.samples
+    print(f'{args.preset} at scale {args.scale}, rays per pixel {rays}: plan --target-k-sigma '
+          f'{args.target_k} '
           f'--target-pp-sigma {args.target_pp}, then calibrate-raw, both at their defaults')
     print('seed caps  pred k%  pp px   rep k%  pp px  met  worst |err|/sd  '
           'err k_i/k_j/k_u/k_v %       err u/v px   CPU s plan+cal')
@@ -131,7 +135,8 @@ def main_bench():
         root = Path(args.keep or tmp)
         root.mkdir(parents=True, exist_ok=True)
         for seed in args.seeds:
-            r = run_one(args.preset, seed, args.target_k, args.target_pp, root, args.scale)
+            r = run_one(args.preset, seed, args.target_k, args.target_pp, root, args.scale,
+                        args.samples)
             cpu = '{:.0f}+{:.0f}'.format(*r['cpu'])
             head = (f'{seed:4d} {r["captures"]:4d} {r["predicted"][0]:8.3f} '
                     f'{r["predicted"][1]:6.3f}')
