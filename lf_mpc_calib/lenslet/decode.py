@@ -36,7 +36,7 @@ from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.demosaic import BAYER_PATTERNS, demosaic
 from lf_mpc_calib.lenslet.grid import LensletGrid, MAX_IMAGE_SIDE
 from lf_mpc_calib.lenslet.views import aperture_radius, clean_views
-from lf_mpc_calib.lenslet.white_weighting import white_centroid_positions
+from lf_mpc_calib.lenslet.white_weighting import white_centroid_positions, white_level_floor
 
 RAW_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
 _BAND = 16          # lens rows per remap band
@@ -217,14 +217,17 @@ class Decoder:
         if white is not None and white_centroids:
             white = self._check_raw(white, 'white', check_dtype=False)
             plain = self._prepare(white)
-            plain = np.asarray(plain if plain.ndim == 2 else plain.mean(axis=2), np.float64)
+            plain = np.ascontiguousarray(plain if plain.ndim == 2 else plain.mean(axis=2))
+            floor = white_level_floor(plain)
+        pos = (centres[None, None] + self.i_values[None, :, None, None, None] * e_r
+               + self.j_values[:, None, None, None, None] * e_c).astype(np.float32)
+        if plain is not None:       # the white's weighting undone (white_weighting)
+            pos = np.stack(white_centroid_positions(plain, pos[..., 0], pos[..., 1],
+                                                    floor=floor), axis=-1)
         self._maps = {}
-        for jj, j in enumerate(self.j_values):
-            for ii, i in enumerate(self.i_values):
-                pos = (centres + i * e_r + j * e_c).astype(np.float32)
-                mx, my = pos[..., 0], pos[..., 1]
-                if plain is not None:       # the white's weighting undone (white_weighting)
-                    mx, my = white_centroid_positions(plain, mx, my)
+        for jj in range(len(self.j_values)):
+            for ii in range(len(self.i_values)):
+                mx, my = pos[jj, ii, ..., 0], pos[jj, ii, ..., 1]
                 if self.exact:
                     self._maps[jj, ii] = (np.ascontiguousarray(mx), np.ascontiguousarray(my))
                 else:
