@@ -30,8 +30,9 @@ machine loaded by 3 other jobs; docs/planning-results.md has the runs before bot
        2   15    0.292  0.128    0.110  0.026  yes   2.55 k_v    0.084/0.140/0.021/0.021
 
 (principal point within 0.05 px; CPU 135-154 s plan + 15-17 s calibrate-raw a seed.)
-focused-keplerian seed 0 (64 rays): 48 captures, reported 0.096 % / 0.178 px, target met,
-errors within 1.13 sigma (k within 0.054 %, principal point 0.08 / 0.20 px), 556 + 91 s CPU.
+focused-keplerian seeds 0 / 1 (64 rays): 48 / 48 captures, reported 0.096 / 0.082 % and
+0.178 / 0.172 px, target met, errors within 1.13 / 2.09 sigma (k within 0.054 / 0.171 %,
+principal point 0.08, 0.20 / 0.14, 0.23 px), 556 + 91 / 577 + 100 s CPU.
 """
 
 import argparse
