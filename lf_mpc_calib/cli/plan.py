@@ -2,7 +2,7 @@
 ``lf-mpc-calib plan``: plan the captures that reach a target uncertainty, and render them.
 
     lf-mpc-calib plan --preset P [--seed S] --target-k-sigma PCT --target-pp-sigma PX
-        [--random] [--corner-noise PX] [--scale F] [--max-captures N] -o DIR
+        [--random] [--corner-noise PX] [--scale F] [--samples N] [--max-captures N] -o DIR
 
 From the preset's nominal model, :class:`~lf_mpc_calib.calibration.planning.PosePlanner`
 suggests board poses one at a time (A-optimal on sigma / target of k_i..k_v and the principal
@@ -10,6 +10,12 @@ point, from the model's Jacobian and the corner noise) until the predicted sigma
 targets; with --random, random poses from the same constraints are added until the same
 target is predicted. The poses are rendered into DIR laid out as ``simulate`` writes it
 (manifest, white, frames, ground_truth.yaml). The last line printed is ``captures: N``.
+
+The frames are rendered with :data:`CONVENTIONAL_SAMPLES` rays per pixel (focused cameras:
+simulate's FOCUSED_SAMPLES) unless --samples says otherwise: fewer rays bias what calibrate-raw
+measures (full-size Lytro at 4 rays: the views' disparity about 0.5 % short on near boards, k_j
+0.35 % off the truth, over 2 sigma, at every seed; focused cameras: the aperture's cut of the
+micro-images, simulation.dataset.FOCUSED_SAMPLES).
 """
 
 import sys
@@ -22,6 +28,11 @@ from lf_mpc_calib.simulation.names import PRESETS
 CORNER_NOISE_PX = 0.15
 """Default corner noise assumed (px of a view, conventional; raw px, focused)."""
 MAX_CAPTURES = 60
+CONVENTIONAL_SAMPLES = 16
+"""Default rays per pixel of a conventional camera's rendered captures (focused cameras:
+simulate's FOCUSED_SAMPLES). Measured on full-size Lytro, boards at 0.24-0.25 m: the views'
+disparity came out 0.5 % short at 4 rays, 0.15 % at 16, 32 and 64; the corners' error within a
+corner 0.034 -> 0.016 px RMS."""
 
 
 def register(subparsers):
@@ -43,11 +54,20 @@ def register(subparsers):
                    help='corner noise assumed, px (default: %(default)s)')
     p.add_argument('--scale', type=float, default=1.0,
                    help='sensor crop factor in (0, 1] (default: %(default)s)')
-    p.add_argument('--samples', type=int, default=4, help='rays per pixel (default: 4)')
+    p.add_argument('--samples', type=int, default=None,
+                   help=f'rays per pixel (default: {CONVENTIONAL_SAMPLES} for a conventional '
+                        'camera, as simulate renders a focused one)')
     p.add_argument('--max-captures', type=int, default=MAX_CAPTURES,
                    help='refuse when the target needs more (default: %(default)s)')
     p.add_argument('-o', '--output', required=True, metavar='DIR', help='dataset folder')
     p.set_defaults(func=run)
+
+
+def default_samples(camera):
+    """Rays per pixel of the captures of ``camera`` (a simulation Camera) when --samples is
+    not given: :data:`CONVENTIONAL_SAMPLES`, or simulate's FOCUSED_SAMPLES."""
+    from lf_mpc_calib.simulation.dataset import FOCUSED_SAMPLES
+    return FOCUSED_SAMPLES if camera.camera_type == 'focused' else CONVENTIONAL_SAMPLES
 
 
 def run(args):
@@ -71,7 +91,13 @@ def run(args):
         print(f'lf-mpc-calib plan: error: --seed must be a whole number from 0 to 2^63 - 1, got '
               f'{args.seed}', file=sys.stderr)
         return 2
+    from lf_mpc_calib.cli.simulate import MAX_SAMPLES
+    if args.samples is not None and not 1 <= args.samples <= MAX_SAMPLES:
+        print(f'lf-mpc-calib plan: error: --samples must be from 1 to {MAX_SAMPLES}, got '
+              f'{args.samples}', file=sys.stderr)
+        return 2
     camera = preset(args.preset, scale=args.scale)
+    samples = args.samples or default_samples(camera)
     board = default_board(camera)
     planner = simulated_planner(camera, board, noise_px=args.corner_noise,
                                 target_k_pct=args.target_k_sigma,
@@ -99,7 +125,7 @@ def run(args):
               f'{max(sig["principal_point_u"], sig["principal_point_v"]):.3g} px',
               file=sys.stderr)
     path = write_dataset(args.output, camera, board, np.array(rvecs), np.array(tvecs),
-                         seed=args.seed, samples=args.samples)
+                         seed=args.seed, samples=samples)
     print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
           f'{path.parent / "ground_truth.yaml"})')
     print(f'captures: {len(rvecs)}')

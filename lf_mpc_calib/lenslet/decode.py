@@ -36,6 +36,7 @@ from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.demosaic import BAYER_PATTERNS, demosaic
 from lf_mpc_calib.lenslet.grid import LensletGrid, MAX_IMAGE_SIDE
 from lf_mpc_calib.lenslet.views import aperture_radius, clean_views
+from lf_mpc_calib.lenslet.white_weighting import white_centroid_positions, white_level_floor
 
 RAW_DTYPES = (np.uint8, np.uint16, np.float32, np.float64)
 _BAND = 16          # lens rows per remap band
@@ -172,13 +173,20 @@ class Decoder:
         Remap 8/16-bit frames in float32 (slower) instead of in their own dtype, where OpenCV
         rounds each bilinear sample to a whole level (an error of at most half a level before
         the devignetting gain).
+    white_centroids : bool
+        With a white image, move each sample position so that the white-weighted centroid of
+        its bilinear pixels is the view's offset
+        (:func:`~lf_mpc_calib.lenslet.white_weighting.white_centroid_positions`): the
+        devignetting divides by the interpolated white, which otherwise pulls every view
+        towards the micro-image centre (full-size Lytro: the baseline k_i, k_j about 0.2 %
+        short). False: sample at the offsets as they are.
 
     Attributes: ``bright`` (n_j, n_i) bool views with enough light (the others decode to 0);
     ``valid`` (n_j, n_i) bool usable views (see ``strict``), passed on in each LightField.
     """
 
     def __init__(self, grid, *, white=None, views=(9, 9), demosaic=None, min_white=0.5,
-                 strict=True, exact=True, precise=False):
+                 strict=True, exact=True, precise=False, white_centroids=True):
         if not isinstance(grid, LensletGrid):
             raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
         if demosaic is not None and demosaic not in BAYER_PATTERNS:
@@ -205,11 +213,21 @@ class Decoder:
         centres = grid.centres_of(np.column_stack([k.ravel(), l_.ravel()])).reshape(rows, cols, 2)
         e_r = grid.row_vector / grid.pitch
         e_c = grid.column_vector / grid.row_spacing
+        plain = None
+        if white is not None and white_centroids:
+            white = self._check_raw(white, 'white', check_dtype=False)
+            plain = self._prepare(white)
+            plain = np.ascontiguousarray(plain if plain.ndim == 2 else plain.mean(axis=2))
+            floor = white_level_floor(plain)
+        pos = (centres[None, None] + self.i_values[None, :, None, None, None] * e_r
+               + self.j_values[:, None, None, None, None] * e_c).astype(np.float32)
+        if plain is not None:       # the white's weighting undone (white_weighting)
+            pos = np.stack(white_centroid_positions(plain, pos[..., 0], pos[..., 1],
+                                                    floor=floor), axis=-1)
         self._maps = {}
-        for jj, j in enumerate(self.j_values):
-            for ii, i in enumerate(self.i_values):
-                pos = (centres + i * e_r + j * e_c).astype(np.float32)
-                mx, my = pos[..., 0], pos[..., 1]
+        for jj in range(len(self.j_values)):
+            for ii in range(len(self.i_values)):
+                mx, my = pos[jj, ii, ..., 0], pos[jj, ii, ..., 1]
                 if self.exact:
                     self._maps[jj, ii] = (np.ascontiguousarray(mx), np.ascontiguousarray(my))
                 else:
