@@ -19,26 +19,28 @@ than wall time (also printed). Target: >= 15x on both tables. Also ``lf-mpc-cali
 The timed command runs as installed, from the repository root: lf_mpc_calib's modules
 compiled to bytecode once (:func:`installed_env`).
 
-Latest table, 27 Nov 08:20-08:40 UTC (2 cores shared with four other sessions, load average
-19-37; four runs at the default best of 3; the spread is the machine's noise):
+Latest table, 27 Nov 10:29 UTC (2 cores shared with two other sessions, load average 2-3;
+default best of 3):
 
     table       calibrate CPU   baseline CPU   ratio CPU       held
-    distorted   0.71-0.87 s     13.1-14.0 s    15.9-18.4x      -
-    k1=k2=0     0.74-0.81 s     12.5-14.4 s    16.0-19.0x      k_1, k_2
+    distorted   0.553 s         11.3 s         20.5x           -
+    k1=k2=0     0.595 s         11.1 s         18.6x           k_1, k_2
 
-The same processes alternated with the code before these changes (8 runs each, load 8-14,
-least CPU): distorted 0.65 s against 0.76 s, k1=k2=0 0.75 s against 0.96 s.
+The baseline's CPU time moves with the machine's load (9.3 s on the quiet machine, 13-14 s
+at load 20-37), and a single --quick run of the calibrate process varies by about 0.1 s
+(system time of its page faults), so read the figure as a range: 15-20x.
 
 Where a run's CPU goes (Illum-size table, timed in the process): interpreter start and
-imports ~0.11 s (numpy ~0.05 s of it); reading the CSV ~0.15 s (np.loadtxt's C parser
-~0.10 s, as fast as any reader of numpy, scipy or OpenCV for this file; decoding, the id
-checks and the repeated-ray count the rest); closed form ~0.03 s; each LM step ~25 ms (the
+imports ~0.11 s (numpy ~0.05 s of it); reading the CSV ~0.13 s (np.loadtxt's C parser
+on the file's bytes ~0.11 s, as fast as any reader of numpy, scipy or OpenCV for this file;
+the id checks and the repeated-ray count the rest); closed form ~0.03 s; each LM step ~25 ms (the
 Jacobian ~18 ms with radial distortion, ~10 ms without; the normal equations ~6 ms); the
 cluster-robust sigmas ~8 ms a solve; the error summary ~25 ms; writing the file ~5 ms. The
 distorted table takes 4 LM steps. Without radial distortion the same solve is followed by one
 refit: k_2's hold, predicted from the solution's linearisation, shows k_1 undetermined beyond
 doubt, so both are held at once (refine._hold_undetermined), with the parameters and sigmas
-of refits one hold at a time (test_refine_held_start.py).
+of refits one hold at a time (test_refine_held_start.py); that refit starts from the held
+minimum of the quadratic model and takes one LM step.
 
 --quick times each process once (default: best of --repeats).
 """
