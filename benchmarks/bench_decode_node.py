@@ -18,7 +18,6 @@ Usage: .venv/bin/python benchmarks/bench_decode_node.py [--scale 1.0] [--rate 10
 """
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -30,11 +29,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
-from lf_mpc_calib.io.calibration_file import default_frames, save_calibration  # noqa: E402
 from lf_mpc_calib.measurement.live import LiveMeasurer, STAGES  # noqa: E402
-from lf_mpc_calib.simulation.dataset import ground_truth_file, random_poses  # noqa: E402
-from lf_mpc_calib.simulation.optics import default_board, preset  # noqa: E402
-from lf_mpc_calib.simulation.render import quantize, render_raw, render_white  # noqa: E402
+from lf_mpc_calib.simulation.decode_scene import write_decode_scene  # noqa: E402
+from lf_mpc_calib.simulation.optics import preset  # noqa: E402
 
 
 def median_ms(fn, repeat):
@@ -63,19 +60,12 @@ def main():
 
     t0 = time.perf_counter()
     camera = preset('lytro', scale=args.scale)
-    board = default_board(camera)
-    rng = np.random.default_rng(7)
-    rvecs, tvecs = random_poses(camera, board, 1, rng=rng)
-    white = quantize(render_white(camera), 8)
-    raw = quantize(render_raw(camera, board, rvecs[0], tvecs[0], rng=rng), 8)
-    truth = dataclasses.replace(ground_truth_file(camera, rvecs, tvecs),
-                                frames=default_frames('lf_camera'))
-    corners = board.points() @ cv2.Rodrigues(rvecs[0])[0].T + tvecs[0]
     folder = tempfile.mkdtemp(prefix='bench_decode_node_')
-    cal_path = os.path.join(folder, 'truth.yaml')
-    save_calibration(cal_path, truth)
-    from lf_mpc_calib.io.images import write_image
-    white_path = str(write_image(os.path.join(folder, 'white.png'), white))
+    scene = write_decode_scene(camera, folder, seed=7)
+    board, white, raw, truth, corners = (scene[k] for k in ('board', 'white', 'raw', 'truth',
+                                                            'corners'))
+    cal_path = os.path.join(folder, 'truth.yaml')          # written by write_decode_scene
+    white_path = os.path.join(folder, 'white.png')
     grid = truth.lenslet_grid
     print(f'{camera.name} x{args.scale}: raw {raw.shape[1]}x{raw.shape[0]} px, grid '
           f'{grid.shape[0]}x{grid.shape[1]} lenses, board {board.cols}x{board.rows}, '

@@ -22,7 +22,7 @@ from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image, image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns, point_cloud, points_cloud  # noqa: E402
 from ros.background import spinning  # noqa: E402
-from ros.decode_scene import write_decode_scene  # noqa: E402
+from lf_mpc_calib.simulation.decode_scene import write_decode_scene  # noqa: E402
 from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, wait_for, \
     wait_for_subscribers  # noqa: E402
 

@@ -15,7 +15,7 @@ from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image, image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns  # noqa: E402
 from ros.background import spinning  # noqa: E402
-from ros.decode_scene import write_decode_scene  # noqa: E402
+from lf_mpc_calib.simulation.decode_scene import write_decode_scene  # noqa: E402
 from ros.rclpy_helpers import MessageCollector, wait_for_subscribers  # noqa: E402
 
 OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
