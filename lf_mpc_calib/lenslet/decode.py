@@ -213,11 +213,12 @@ class Decoder:
         centres = grid.centres_of(np.column_stack([k.ravel(), l_.ravel()])).reshape(rows, cols, 2)
         e_r = grid.row_vector / grid.pitch
         e_c = grid.column_vector / grid.row_spacing
-        plain = None
-        if white is not None and white_centroids:
+        source = plain = None
+        if white is not None:
             white = self._check_raw(white, 'white', check_dtype=False)
-            plain = self._prepare(white)
-            plain = np.ascontiguousarray(plain if plain.ndim == 2 else plain.mean(axis=2))
+            source = self._prepare(white)       # demosaicked once: for the maps and the gain
+        if source is not None and white_centroids:
+            plain = np.ascontiguousarray(source if source.ndim == 2 else source.mean(axis=2))
             floor = white_level_floor(plain)
         pos = (centres[None, None] + self.i_values[None, :, None, None, None] * e_r
                + self.j_values[:, None, None, None, None] * e_c).astype(np.float32)
@@ -241,9 +242,7 @@ class Decoder:
         self._gain = None
         self._central_gain = None
         if white is not None:
-            white = self._check_raw(white, 'white', check_dtype=False)
             self._dtype = white.dtype
-            source = self._prepare(white)
             wl = self._resample_hex(self._remap_all(source))
             c = self._central_position()
             central = wl[c]
