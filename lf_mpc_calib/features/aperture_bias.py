@@ -97,8 +97,8 @@ def corner_bias(corners, centres, to_board, blur, rho, r_ap, half, radius, *,
         return out
     # a pixel integrates its area too: 2 x 2 sub-pixel points, each with the bundle's points
     sub = np.array([[-0.25, -0.25], [0.25, -0.25], [-0.25, 0.25], [0.25, 0.25]])
-    e = np.repeat(bundle_points(n_samples), len(sub), axis=0)
-    sub = np.tile(sub, (n_samples, 1))
+    e = np.repeat(bundle_points(n_samples), len(sub), axis=0)           # (S, 2)
+    sub = np.tile(sub, (n_samples, 1))                                  # (S, 2)
     hm = int(np.ceil(half[todo].max())) + 2
     size = 2 * hm + 1
     g = np.arange(-hm, hm + 1, dtype=np.float64)
@@ -109,12 +109,20 @@ def corner_bias(corners, centres, to_board, blur, rho, r_ap, half, radius, *,
         m = idx.size
         base = np.round(q[idx])
         pix = base[:, None, :] + off[None]                            # (m, P, 2) pixel centres
-        at = pix[:, :, None, :] + sub                                 # (m, P, S, 2)
-        on_ap = at - cen[idx, None, None, :] + rho[idx, None, None, None] * e
-        whole = (on_ap ** 2).sum(-1) <= r_ap[idx, None, None] ** 2    # (m, P, S)
-        read = at - blur[idx, None, None, None] * e - q[idx, None, None, :]
-        sq = np.einsum('mij,mpsj->mpsi', to_board[idx], read)
-        val = (np.floor(sq[..., 0]) + np.floor(sq[..., 1])) % 2.0
+        # sample point pix + sub: on the aperture at pix + sub - centre + rho e, reading the
+        # board at A (pix + sub - blur e - corner) (A = to_board): each a sum of a pixel's
+        # (m, P) term and a sample's (m, S) term, added in the (m, P, S) arrays below
+        a_px = pix - cen[idx, None, :]                                   # (m, P, 2)
+        a_s = sub[None] + rho[idx, None, None] * e[None]                 # (m, S, 2)
+        ux = a_px[:, :, None, 0] + a_s[:, None, :, 0]
+        uy = a_px[:, :, None, 1] + a_s[:, None, :, 1]
+        whole = ux * ux + uy * uy <= (r_ap[idx] ** 2)[:, None, None]    # (m, P, S)
+        to_b = to_board[idx]                                             # (m, 2, 2)
+        b_px = np.einsum('mij,mpj->mpi', to_b, pix - q[idx, None, :])    # (m, P, 2)
+        b_s = np.einsum('mij,msj->msi', to_b, sub[None] - blur[idx, None, None] * e[None])
+        val = np.floor(b_px[:, :, None, 0] + b_s[:, None, :, 0])
+        val += np.floor(b_px[:, :, None, 1] + b_s[:, None, :, 1])
+        val %= 2.0                                                       # (m, P, S) 0 or 1
         kept = whole.sum(-1)
         cut = np.where(kept > 0, (val * whole).sum(-1) / np.maximum(kept, 1), 0.0)
         # tiles side by side in one image; the refinement starts on the true corner
