@@ -166,8 +166,15 @@ class MicroImageCornerDetector:
         self.lattice = MicroImageLattice(grid)
 
     # ---- public ------------------------------------------------------------------------------
-    def detect(self, raw, board, *, pose=0):
-        """Return a :class:`Detection` for one raw frame; raises DetectionError with the reason."""
+    def detect(self, raw, board, *, pose=0, previous=None):
+        """
+        Return a :class:`Detection` for one raw frame; raises DetectionError with the reason.
+
+        ``previous``: a Detection of the same frame and board by this detector (before its
+        lens types were told, say): its inverse virtual depth, rendered image and board grid
+        are taken over rather than searched for again (none of them depends on the lens types;
+        the corners are measured anew).
+        """
         raw = np.asarray(raw)
         if raw.ndim != 2 or raw.shape != self.lit.shape:
             raise InvalidInputError(f'raw frame must be {self.lit.shape[1]} x '
@@ -175,16 +182,21 @@ class MicroImageCornerDetector:
                                     f'shape {raw.shape}')
         opt = self.options
         norm = self.normalise(raw)
-        w = self.estimate_w(norm)
-        rendered, step = self.render(norm, w)
-        try:
-            grid = find_board(rendered, board)
-            grid = resolve_orientation(rendered, grid, board)
-        except (DetectionError, cv2.error) as exc:
-            raise DetectionError(
-                f'board not found in the image rendered from the micro-images at inverse '
-                f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
-                f'{exc}') from None
+        if previous is not None and 'board_grid' in previous.diagnostics:
+            d = previous.diagnostics
+            w, step, grid = d['inverse_virtual_depth'], d['render_step_px'], d['board_grid']
+            rendered = previous.reference_image
+        else:
+            w = self.estimate_w(norm)
+            rendered, step = self.render(norm, w)
+            try:
+                grid = find_board(rendered, board)
+                grid = resolve_orientation(rendered, grid, board)
+            except (DetectionError, cv2.error) as exc:
+                raise DetectionError(
+                    f'board not found in the image rendered from the micro-images at inverse '
+                    f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
+                    f'{exc}') from None
         x0 = grid.reshape(-1, 2) * step                            # (C, 2) raw px
         spacing = _min_spacing(grid) * step
         contrast = _board_contrast(rendered, grid)
@@ -256,6 +268,7 @@ class MicroImageCornerDetector:
         obs = Observations.concatenate(parts)
         central = np.where(kept[:, None] & (counts[:, None] > 0), x_fit / step, np.nan)
         diag = {'inverse_virtual_depth': float(w), 'render_step_px': float(step),
+                'board_grid': grid,     # the board's corners in the rendered image (found)
                 'window': float(np.median(half)), 'rim_corners': int(rim_corners),
                 'corners_found': int(len(rows)), 'corners_total': int(board.n_points),
                 'rays': int(len(obs)),

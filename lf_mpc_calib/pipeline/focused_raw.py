@@ -252,7 +252,7 @@ def _detect_again(det, detections, board, progress, total):
     again, parts = [], []
     for k, (path, first) in enumerate(detections):
         try:
-            found = det.detect(read_float_image(path), board, pose=k)
+            found = det.detect(read_float_image(path), board, pose=k, previous=first)
         except LFCalibError:
             o = first.observations
             found = dataclasses.replace(first, observations=dataclasses.replace(
@@ -319,8 +319,9 @@ class FocusedFrameDetector:
         self.white = white
         self.image_size = (int(w.shape[1]), int(w.shape[0]))
 
-    def detect(self, raw, *, pose):
-        """(None, Detection) of one raw frame; DetectionError without a board."""
+    def detect(self, raw, *, pose, previous=None):
+        """(None, Detection) of one raw frame; DetectionError without a board. ``previous``:
+        an earlier Detection of the frame (MicroImageCornerDetector.detect)."""
         from lf_mpc_calib.errors import InvalidInputError
         from lf_mpc_calib.io.images import as_float_image
         img = as_float_image(raw, 'raw')
@@ -329,4 +330,4 @@ class FocusedFrameDetector:
             raise InvalidInputError(
                 f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
                 f'{self.image_size[0]}x{self.image_size[1]} px')
-        return None, self.detector.detect(img, self.board, pose=pose)
+        return None, self.detector.detect(img, self.board, pose=pose, previous=previous)

@@ -202,7 +202,8 @@ class CalibrationSession:
         det.lens_types = self.type_estimate.types
         for k, raw in enumerate(self.frames):
             try:
-                self.detections[k] = self._detect_frame(raw, k)[1]
+                self.detections[k] = self.decoder.detect(raw, pose=k,
+                                                         previous=self.detections[k])[1]
             except DetectionError:
                 continue
 
