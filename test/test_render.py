@@ -72,8 +72,9 @@ def test_render_raw_matches_ground_truth_rays(name, scale):
     expected = np.where(colour[sel] == 1, board.dark, board.light) * white.ravel()[sel]
     err = np.abs(raw.ravel()[sel] - expected)
     # the renderer and the model must agree on (nearly) every such pixel
-    # exact up to rounding: no sample of these pixels reaches another square
-    assert np.quantile(err, 0.995) < 1e-9
+    # exact up to rounding (the renderer's float32 samples: ~1e-7): no sample of these pixels
+    # reaches another square (that would be an error of 0.1 or more)
+    assert np.quantile(err, 0.995) < 1e-6
 
 
 def test_render_white_spots_centred_on_grid():
