@@ -455,12 +455,14 @@ class Camera:
             l_ = np.rint(w[:, 1])
         else:
             best = None
+            rr, rc, cc = float(r @ r), float(r @ c), float(c @ c)
+            w0, w1 = w[:, 0], w[:, 1]
             for dl in (0.0, 1.0):
-                lc = np.floor(w[:, 1]) + dl
+                lc = np.floor(w1) + dl
                 sh = 0.5 * ((lc.astype(np.int64) + parity) % 2)
-                kc = np.rint(w[:, 0] - sh)
-                dk = (w[:, 0] - kc - sh)[:, None] * r + (w[:, 1] - lc)[:, None] * c
-                d2 = np.einsum('ij,ij->i', dk, dk)
+                kc = np.rint(w0 - sh)
+                a, b = w0 - kc - sh, w1 - lc          # lattice coordinates from that centre
+                d2 = (a * a) * rr + (2.0 * rc) * (a * b) + (b * b) * cc
                 if best is None:
                     best, k, l_ = d2, kc, lc
                 else:
