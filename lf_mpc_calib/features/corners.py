@@ -67,16 +67,24 @@ def _as_uint8(img):
 
 
 def _sb_grids(img, board, min_size):
-    """Yield (rows, cols, 2) grids found by findChessboardCornersSB under several settings."""
+    """
+    Yield (rows, cols, 2) grids found by findChessboardCornersSB under several settings: the
+    plain search at each upsampling factor (the one reaching ``min_size`` first, then the
+    smaller, then the larger) before the exhaustive one (2-3 x slower) at each. Where the
+    first factor failed, the smaller one often finds the board (focused renders: 0.2 s
+    against 3.7 s for the exhaustive and larger searches first).
+    """
     u8 = _as_uint8(img)
     base = int(np.clip(np.ceil(min_size / min(u8.shape)), 1, 4))
-    for factor in dict.fromkeys((base, min(base + 1, 5), max(base - 1, 1))):
-        big = u8 if factor == 1 else cv2.resize(u8, None, fx=factor, fy=factor,
-                                                interpolation=cv2.INTER_CUBIC)
-        for flags in (cv2.CALIB_CB_NORMALIZE_IMAGE,
-                      cv2.CALIB_CB_NORMALIZE_IMAGE | cv2.CALIB_CB_EXHAUSTIVE):
-            found, corners = cv2.findChessboardCornersSB(big, (board.cols, board.rows),
-                                                         flags=flags)
+    scaled = {}
+    for flags in (cv2.CALIB_CB_NORMALIZE_IMAGE,
+                  cv2.CALIB_CB_NORMALIZE_IMAGE | cv2.CALIB_CB_EXHAUSTIVE):
+        for factor in dict.fromkeys((base, max(base - 1, 1), min(base + 1, 5))):
+            if factor not in scaled:
+                scaled[factor] = u8 if factor == 1 else cv2.resize(
+                    u8, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
+            found, corners = cv2.findChessboardCornersSB(scaled[factor],
+                                                         (board.cols, board.rows), flags=flags)
             if found:
                 uv = (corners.reshape(-1, 2).astype(float) + 0.5) / factor - 0.5
                 yield uv.reshape(board.rows, board.cols, 2)
