@@ -21,8 +21,9 @@ def test_board_scene_renders_like_render_raw(camera):
     scene = Scene((BoardSurface(board, rvec, tvec),), background=board.background)
     a = render_raw(camera, board, rvec, tvec, noise=0.0)
     b = render_scene(camera, scene, noise=0.0)
-    # the same rays and the same shading: identical up to rounding
-    np.testing.assert_allclose(a, b, atol=1e-12)
+    # the same rays and the same shading: identical up to rounding (render_raw's board path
+    # shades in float32: ~1e-7; a sample on another square or surface would be 0.1 or more)
+    np.testing.assert_allclose(a, b, atol=1e-6)
 
 
 def test_depth_truth_of_a_slanted_plane_is_the_plane(camera):

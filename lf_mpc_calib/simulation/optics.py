@@ -329,16 +329,20 @@ class Checkerboard(BoardGeometry):
 
     def shade(self, x, y):
         """Board-frame coordinates (N,) (N,) metres -> (N,) reflectance."""
+        x, y = np.asarray(x), np.asarray(y)
+        level = np.result_type(x, y, np.float32).type    # float32 coordinates: float32 out
         inv = 1.0 / self.square
         a = np.floor(x * inv)             # square index - 1 (floats: no integer casts)
         b = np.floor(y * inv)
         first = self.dark if self.first_square == 'black' else self.light
         other = self.light if self.first_square == 'black' else self.dark
-        out = np.where(np.fmod(np.abs(a + b), 2.0) == 0.0, first, other)
+        s = a + b                         # whole numbers: even when half of it is whole
+        out = np.where(np.floor(s * 0.5) * 2.0 == s, level(first), level(other))
         in_squares = (a >= -1.0) & (a < self.cols) & (b >= -1.0) & (b < self.rows)
         x0, y0, x1, y1 = self.extent()
         on_board = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
-        return np.where(in_squares, out, np.where(on_board, self.light, self.background))
+        return np.where(in_squares, out,
+                        np.where(on_board, level(self.light), level(self.background)))
 
     def to_dict(self):
         """Plain mapping for the dataset manifest."""
@@ -453,6 +457,7 @@ class Camera:
         if self.mla.lattice == 'rect':
             k = np.rint(w[:, 0])
             l_ = np.rint(w[:, 1])
+            shift = 0.0
         else:
             best = None
             rr, rc, cc = float(r @ r), float(r @ c), float(c @ c)
@@ -464,13 +469,15 @@ class Camera:
                 a, b = w0 - kc - sh, w1 - lc          # lattice coordinates from that centre
                 d2 = (a * a) * rr + (2.0 * rc) * (a * b) + (b * b) * cc
                 if best is None:
-                    best, k, l_ = d2, kc, lc
+                    best, k, l_, shift = d2, kc, lc, sh
                 else:
                     take = d2 < best
                     k = np.where(take, kc, k)
                     l_ = np.where(take, lc, l_)
+                    shift = np.where(take, sh, shift)
         kl = np.column_stack([k, l_]).astype(np.int64)
-        return kl, self.lattice_centres(kl)
+        ks = k + shift          # lattice_centres(kl), without going through the indices again
+        return kl, np.column_stack([q0[0] + ks * r[0] + l_ * c[0], q0[1] + ks * r[1] + l_ * c[1]])
 
     def lattice_centres(self, kl):
         """Micro-image centres (N, 2) raw pixels of lattice indices kl (N, 2)."""
