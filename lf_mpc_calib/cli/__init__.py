@@ -11,9 +11,13 @@ import importlib
 import os
 import sys
 
-from lf_mpc_calib import __version__
-from lf_mpc_calib.cli.paths import check_outputs
-from lf_mpc_calib.errors import LFCalibError, UsageError, shorten
+from lf_mpc_calib.blas_threads import prefer_one_blas_thread
+
+prefer_one_blas_thread()      # before anything loads NumPy
+
+from lf_mpc_calib import __version__  # noqa: E402
+from lf_mpc_calib.cli.paths import check_outputs  # noqa: E402
+from lf_mpc_calib.errors import LFCalibError, UsageError, shorten  # noqa: E402
 
 SUBCOMMANDS = (
     'grid',
