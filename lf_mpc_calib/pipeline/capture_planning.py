@@ -37,12 +37,6 @@ DEPTH_WIDENING = 1.25
 """Without a depth range: the captures' nearest / farthest board widened by this factor."""
 FOCUSED_RADIUS_FRACTION = 0.9
 """Focused: part of a micro-image (radius: half the pitch) where a corner counts as seen."""
-DETERMINED_CAPTURES = 5
-"""Captures a calibration needs before a prediction from it is trusted (the 25 % target of
-issue 28 covers those). Measured (test_planning's Lytro half crop, 0.08 px independent + 0.03
-px common corner noise, 10 seeds): the next capture's predicted sigmas against what the
-calibration with it reports missed by > 25 % in 6 of 10 cases after a 3-capture calibration
-(up to 30 %; the rendered loop: 171 %), 2 of 10 after 4, 0 of 30 after 5-7 (at most 18 %)."""
 
 
 @dataclass(frozen=True)
@@ -167,19 +161,15 @@ def sigma_scale(result, unit_sigmas, hand_eye=None):
     return {q: float(ratio.get(q, fallback)) for q in unit_sigmas}
 
 
-def prediction_note(model_source, calibrated_captures, noise_px):
+def prediction_note(model_source, noise_px):
     """Why a suggestion's predicted sigmas miss what the calibration with it will report by
-    more than 25 %, or None (a calibration of >= DETERMINED_CAPTURES captures)."""
+    more than 25 %, or None (from a calibration: its noise split, PosePlanner.set_measured;
+    within 25 % from its 3 captures on, docs/planning-results.md)."""
     if model_source == 'nominal':
         return (f'prediction not to trust: from the nominal model with {noise_px:g} px of '
                 'corner noise independent across views, before any calibration; the '
                 "calibration's sigmas also count the detector's error common to a corner's "
                 'views (rendered Lytro loop: the prediction 63-77 % below them)')
-    if calibrated_captures < DETERMINED_CAPTURES:
-        return (f'prediction not to trust: from a calibration of {calibrated_captures} '
-                f'captures, which barely determines the model (its reported covariance is '
-                f'itself uncertain); predictions are within 25 % from {DETERMINED_CAPTURES} '
-                'captures on')
     return None
 
 
@@ -421,7 +411,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     The next board pose for ``session`` (conventional): a :class:`SessionSuggestion`.
 
     Plans with the session's published calibration when it has one (the captures so far
-    counted with the covariance it reports, the candidate with its residual corner noise:
+    counted with the covariance it reports, the candidate with the corner noise it measured,
+    split into the part independent across views and the part common to a corner's views:
     :meth:`PosePlanner.set_measured`; on an arm each quantity's noise set so the prediction
     matches the sigmas it and the hand-eye solve report: :func:`sigma_scale`), else
     with ``nominal`` (MPCModel; conventional: in the calibrated frame, :func:`in_calibrated_frame`)
@@ -479,7 +470,7 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
         suggestion.translation
     central = (model.project(corners, np.zeros((len(corners), 2)))
                if session.camera_type == 'conventional' else None)   # focused: no views
-    note = prediction_note(source, 0 if result is None else len(result.pose_ids), noise)
+    note = prediction_note(source, noise)
     return SessionSuggestion(suggestion, now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
                              central, _types_part(session, planner, band_notes), note)
