@@ -133,8 +133,8 @@ def test_prediction_after_a_calibration_matches_what_the_next_one_reports(seed):
         for q in rep:
             assert now[q] == pytest.approx(rep[q], rel=1e-6), q
         # the split the calibration measured: near the simulated 0.08 and 0.03 px
-        independent, common = p.noise_split
-        assert 0.07 <= independent <= 0.09 and 0.015 <= common <= 0.045, p.noise_split
+        independent, common = p.noise_components
+        assert 0.07 <= independent <= 0.09 and 0.015 <= common <= 0.045, p.noise_components
         s = p.suggest(n_candidates=20)
         obs.append(observe(*in_optics_frame(truth, s.rotation_vector, s.translation),
                            len(obs)))
@@ -142,3 +142,24 @@ def test_prediction_after_a_calibration_matches_what_the_next_one_reports(seed):
         after = reported_sigmas(res)
         miss = {q: s.predicted[q] / after[q] - 1 for q in rep}
         assert max(abs(v) for v in miss.values()) <= 0.25, (captures, miss)
+
+
+def test_noise_split_applies_only_where_it_describes_the_calibrations_meat():
+    """set_measured splits the measured meat into independent and per-corner common noise;
+    a meat of independent noise gives that noise and no common part, one of another
+    structure (here: one parameter's scores inflated 9 x, as a capture whose errors follow
+    the pose would) is not described, and the later captures get the residual noise."""
+    p = planner(0)
+    for _ in range(4):
+        r, t, _ = p.random_poses(1)
+        p.add_capture(r[0], t[0])
+    unit = np.linalg.inv(p.information)
+    assert p.set_measured(unit * 0.2 ** 2, p.names, 0.2)
+    assert p.split_applies
+    independent, common = p.noise_components
+    assert independent == pytest.approx(0.2, rel=1e-3) and common <= 1e-3 * independent
+    scale = np.ones(len(p.names))
+    scale[p.names.index('u_0')] = 3.0
+    assert p.set_measured(unit * np.outer(scale, scale) * 0.2 ** 2, p.names, 0.2)
+    assert not p.split_applies and p.split_misfit > 0.3
+    assert p.noise_components == pytest.approx((0.2, 0.0))

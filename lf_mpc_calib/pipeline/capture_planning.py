@@ -37,6 +37,13 @@ DEPTH_WIDENING = 1.25
 """Without a depth range: the captures' nearest / farthest board widened by this factor."""
 FOCUSED_RADIUS_FRACTION = 0.9
 """Focused: part of a micro-image (radius: half the pitch) where a corner counts as seen."""
+DETERMINED_CAPTURES = 5
+"""Captures a calibration needs before a prediction from it is trusted where its errors are
+not described by independent plus per-corner common noise (PosePlanner.split_applies False:
+the rendered loop). Measured there (docs/planning-results.md): from 3 captures 3 of 8 seeds
+missed by 34-53 %, the reported sigma itself growing with the 4th capture; from 4 captures
+on within 25 %. Where the split applies the prediction holds from 3 captures on (observation
+level, 59 of 60 within 25 %)."""
 
 
 @dataclass(frozen=True)
@@ -161,15 +168,20 @@ def sigma_scale(result, unit_sigmas, hand_eye=None):
     return {q: float(ratio.get(q, fallback)) for q in unit_sigmas}
 
 
-def prediction_note(model_source, noise_px):
+def prediction_note(model_source, calibrated_captures, noise_px, split_applies=False):
     """Why a suggestion's predicted sigmas miss what the calibration with it will report by
-    more than 25 %, or None (from a calibration: its noise split, PosePlanner.set_measured;
-    within 25 % from its 3 captures on, docs/planning-results.md)."""
+    more than 25 %, or None (a calibration whose errors the noise split describes, or of >=
+    DETERMINED_CAPTURES captures)."""
     if model_source == 'nominal':
         return (f'prediction not to trust: from the nominal model with {noise_px:g} px of '
                 'corner noise independent across views, before any calibration; the '
                 "calibration's sigmas also count the detector's error common to a corner's "
                 'views (rendered Lytro loop: the prediction 63-77 % below them)')
+    if calibrated_captures < DETERMINED_CAPTURES and not split_applies:
+        return (f'prediction not to trust: from a calibration of {calibrated_captures} '
+                'captures whose errors are not independent plus common to a corner\'s views '
+                '(the covariance it reports is itself uncertain, and may grow with the next '
+                f'capture); predictions are within 25 % from {DETERMINED_CAPTURES} captures on')
     return None
 
 
@@ -411,8 +423,9 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     The next board pose for ``session`` (conventional): a :class:`SessionSuggestion`.
 
     Plans with the session's published calibration when it has one (the captures so far
-    counted with the covariance it reports, the candidate with the corner noise it measured,
-    split into the part independent across views and the part common to a corner's views:
+    counted with the covariance it reports, the candidate with the corner noise it measured:
+    split into what is independent across views and what is common to a corner's views
+    where that describes its errors, else its residual noise,
     :meth:`PosePlanner.set_measured`; on an arm each quantity's noise set so the prediction
     matches the sigmas it and the hand-eye solve report: :func:`sigma_scale`), else
     with ``nominal`` (MPCModel; conventional: in the calibrated frame, :func:`in_calibrated_frame`)
@@ -470,7 +483,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
         suggestion.translation
     central = (model.project(corners, np.zeros((len(corners), 2)))
                if session.camera_type == 'conventional' else None)   # focused: no views
-    note = prediction_note(source, noise)
+    note = prediction_note(source, 0 if result is None else len(result.pose_ids), noise,
+                           planner.split_applies)
     return SessionSuggestion(suggestion, now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
                              central, _types_part(session, planner, band_notes), note)

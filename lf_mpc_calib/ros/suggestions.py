@@ -11,7 +11,8 @@ optical frame), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
 ``why`` (ending with ``prediction_note`` when the prediction is not to be trusted to 25 %:
-from the nominal model, before any calibration), ``model``
+from the nominal model, or from a calibration of fewer than 5 captures whose errors the
+planner cannot describe as independent plus common to a corner's views), ``model``
 ('calibration' after a ~/calibrate, else 'nominal': the
 ``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
 ``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
