@@ -25,8 +25,16 @@ import numpy as np
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.names import PRESETS
 
-CORNER_NOISE_PX = 0.15
-"""Default corner noise assumed (px of a view, conventional; raw px, focused)."""
+CORNER_NOISE_PX = {'conventional': 0.065, 'focused': 0.12}
+"""Default corner noise assumed per camera type (px of a view, conventional; raw px,
+focused): the effective noise of the rendered captures, the noise whose independent-noise
+prediction equals the sigmas calibrate-raw reports for them (assumed x reported / predicted
+sigma), the largest over bench_plan_e2e's full-size runs: Lytro seeds 0-2 (16 rays)
+0.040-0.057 px (k), 0.028-0.050 px (principal point); focused-Keplerian seeds 0-1 (64 rays)
+0.099-0.116 px (k), 0.087-0.090 px (principal point); conventional with 14 % to spare: its
+3-5 planned captures' reported sigmas scatter (at 0.06 px one of 5 seeds ended 3 % over the
+target; docs/planning-results.md). The former 0.15 px took 2.9-3.5 x the Lytro's reported
+sigmas, 14-16 captures where 3-5 do."""
 MAX_CAPTURES = 60
 CONVENTIONAL_SAMPLES = 16
 """Default rays per pixel of a conventional camera's rendered captures (focused cameras:
@@ -50,8 +58,9 @@ def register(subparsers):
                    help='sigma of the principal point aimed at, in px')
     p.add_argument('--random', action='store_true',
                    help='random poses from the same constraints instead of planned ones')
-    p.add_argument('--corner-noise', type=float, default=CORNER_NOISE_PX, metavar='PX',
-                   help='corner noise assumed, px (default: %(default)s)')
+    p.add_argument('--corner-noise', type=float, default=None, metavar='PX',
+                   help='corner noise assumed, px (default: '
+                        + ', '.join(f'{v} {k}' for k, v in CORNER_NOISE_PX.items()) + ')')
     p.add_argument('--scale', type=float, default=1.0,
                    help='sensor crop factor in (0, 1] (default: %(default)s)')
     p.add_argument('--samples', type=int, default=None,
@@ -77,7 +86,8 @@ def run(args):
     from lf_mpc_calib.simulation.planning_scene import simulated_planner
     for name, value in (('--target-k-sigma', args.target_k_sigma),
                         ('--target-pp-sigma', args.target_pp_sigma),
-                        ('--corner-noise', args.corner_noise)):
+                        ('--corner-noise', 1.0 if args.corner_noise is None
+                         else args.corner_noise)):
         if not 0 < value < float('inf'):
             print(f'lf-mpc-calib plan: error: {name} must be > 0 and finite, got {value}',
                   file=sys.stderr)
@@ -99,7 +109,9 @@ def run(args):
     camera = preset(args.preset, scale=args.scale)
     samples = args.samples or default_samples(camera)
     board = default_board(camera)
-    planner = simulated_planner(camera, board, noise_px=args.corner_noise,
+    noise = (CORNER_NOISE_PX[camera.camera_type] if args.corner_noise is None
+             else args.corner_noise)
+    planner = simulated_planner(camera, board, noise_px=noise,
                                 target_k_pct=args.target_k_sigma,
                                 target_pp_px=args.target_pp_sigma,
                                 rng=np.random.default_rng(args.seed))
