@@ -29,9 +29,10 @@ each candidate's tool pose (the base -> tool pose that brings the camera, eye-in
 the board, eye-to-hand, there) must lie in the workspace box and tool-tilt limit, checked
 before any candidate is scored; the information is the joint hand-eye problem's (mount,
 board pose and intrinsics; the arm ties the captures' poses together), and the criterion
-adds the mount: (sigma_t / target_mm)^2 + (sigma_w / target_deg)^2 summed over the mount's
+adds the mount: (sigma_t / s_mm)^2 + (sigma_w / s_deg)^2 summed over the mount's
 translation (mm) and rotation-vector (deg) components, reported as ``mount_translation``
-(mm) and ``mount_rotation`` (deg): the root of each trace.
+(mm) and ``mount_rotation`` (deg): the root of each trace. The mount targets bound its error
+(95 %): the sigmas aimed at are s = target / MOUNT_CONFIDENCE.
 
 Multi-focus cameras (T micro-lens types): a ray is predicted only in micro-images whose type
 images its corner sharply (``PoseConstraints.view_types``, ``type_depths_m``: each type's focus
@@ -73,6 +74,13 @@ SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 QUANTITIES = SCALES + ('principal_point_u', 'principal_point_v')
 MOUNT_QUANTITIES = ('mount_translation', 'mount_rotation')
 """On an arm: sqrt(trace) of the mount's translation (mm) and rotation-vector (deg) sigmas."""
+MOUNT_CONFIDENCE = 1.614
+"""On an arm the mount targets bound the mount's error, at 95 % confidence: the planner aims
+at sqrt(trace) sigmas of target / MOUNT_CONFIDENCE. The error of a 3-vector with covariance
+C has |error|^2 / (trace C / 3) ~ chi^2(3) when C is isotropic, whose 95 % quantile is 7.81:
+|error| <= sqrt(7.81 / 3) sqrt(trace C) = 1.614 sqrt(trace C). Stopping at sqrt(trace) <=
+target let 2 of 10 rendered rotation errors reach 0.022 / 0.023 deg for a 0.02 deg target
+(1.3-1.4 x the sigma; docs/pose-planning.md)."""
 CANDIDATES = 120
 """Candidate poses drawn per suggestion."""
 MAX_DRAWS = 40
@@ -263,7 +271,8 @@ class PosePlanner:
     (a calibration's reported sigmas against the prediction for its captures), or None;
     arm: :class:`~lf_mpc_calib.calibration.arm_planning.ArmConstraints` on a robot arm (the
     tool poses checked, the mount in the criterion), or None; target_mount_mm,
-    target_mount_deg: the mount's targets on an arm.
+    target_mount_deg: on an arm, the bounds the mount's error is to be within (the sigma
+    aimed at is each over MOUNT_CONFIDENCE: :meth:`target`).
     """
 
     model: object
@@ -313,8 +322,9 @@ class PosePlanner:
         """The target of one quantity (% / px / mm / deg)."""
         if quantity in SCALES:
             return self.target_k_pct
-        return {'mount_translation': self.target_mount_mm,
-                'mount_rotation': self.target_mount_deg}.get(quantity, self.target_pp_px)
+        return {'mount_translation': self.target_mount_mm / MOUNT_CONFIDENCE,
+                'mount_rotation': self.target_mount_deg / MOUNT_CONFIDENCE}.get(
+                    quantity, self.target_pp_px)
 
     # ---- prediction ------------------------------------------------------------------------
     def rows(self, rotation_vector, translation):
@@ -400,8 +410,10 @@ class PosePlanner:
                 g[q, names.index(scale)] = o / k ** 2 / self.target_pp_px
         if self.arm is not None:
             for c in range(3):
-                g[6 + c, names.index(MOUNT_NAMES[3 + c])] = 1e3 / self.target_mount_mm
-                g[9 + c, names.index(MOUNT_NAMES[c])] = np.degrees(1.0) / self.target_mount_deg
+                g[6 + c, names.index(MOUNT_NAMES[3 + c])] = \
+                    1e3 / self.target('mount_translation')
+                g[9 + c, names.index(MOUNT_NAMES[c])] = \
+                    np.degrees(1.0) / self.target('mount_rotation')
         return g
 
     def set_measured(self, covariance, names, noise_px):
