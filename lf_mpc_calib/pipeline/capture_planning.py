@@ -58,10 +58,10 @@ class PlanSettings:
     On an arm: workspace_box (6,)
     [x_min, y_min, z_min, x_max, y_max, z_max] m of the tool's origin in the base frame or
     None; tilt_reference (3,) base-frame direction the tool's z axis is measured from,
-    max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: the mount's sigma aimed
-    at. Multi-focus: type_depths_m ((lo, hi),) * T: the corner depths (Z, MPC frame) each
-    micro-lens type images sharply, in the calibration's type numbering, or None (every
-    depth).
+    max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: bounds on the mount's
+    error at 95 % (planning.MOUNT_CONFIDENCE). Multi-focus: type_depths_m ((lo, hi),) * T:
+    the corner depths (Z, MPC frame) each micro-lens type images sharply, in the
+    calibration's type numbering, or None (every depth).
     """
 
     target_k_pct: float = 0.3
