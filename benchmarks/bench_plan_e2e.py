@@ -3,7 +3,8 @@ Benchmark: ``lf-mpc-calib plan`` then ``lf-mpc-calib calibrate-raw`` end to end,
 data set's ground truth (issue 28 part 4).
 
 Per seed: ``plan --preset P --seed S --target-k-sigma T_K --target-pp-sigma T_PP -o DIR``
-(everything else at its default: full size, corner noise assumed 0.15 px, 4 rays per pixel),
+(everything else at its default: full size, the corner noise plan assumes by default,
+16 rays per pixel for a conventional camera),
 then ``calibrate-raw DIR -o DIR.yaml`` at its defaults, both in this process. The truth is the
 optics' model (``ground_truth.yaml``'s camera) in the calibration's gauge: the estimated
 lenslet grid's numbering and the calibration's axis signs (conventional), the focused

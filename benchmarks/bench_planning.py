@@ -5,8 +5,9 @@ default pose list; then the planned captures calibrated against the truth.
 Observation-level simulation (fast, no rendering): conventional presets with the true model
 projected into every view (simulation/observations.py), focused ones through their optics
 (simulation/focused_observations.py; focused-multifocus: each type's rays where its blur
-circle is <= MAX_BLUR_PX), Gaussian corner noise of --noise px. Per preset and
-seed:
+circle is <= MAX_BLUR_PX), Gaussian corner noise of --noise px; the planner assumes
+--assumed-noise px (default: --noise; ``default`` for what ``lf-mpc-calib plan`` assumes,
+cli.plan.CORNER_NOISE_PX). Per preset and seed:
 
 - planned: :class:`~lf_mpc_calib.calibration.planning.PosePlanner` suggestions until the
   predicted sigma(k_i..k_v) <= --target-k % and sigma(principal point) <= --target-pp px;
@@ -30,7 +31,8 @@ captures are calibrated, then calibrate_hand_eye: the mount's error against the 
 its reported sigma are printed, and every planned tool pose is checked against the limits.
 
     OMP_NUM_THREADS=1 python3 benchmarks/bench_planning.py [--presets lytro focused-keplerian]
-        [--seeds 0 1 2 3 4] [--noise 0.1] [--target-k 0.3] [--target-pp 0.3]
+        [--seeds 0 1 2 3 4] [--noise 0.1] [--assumed-noise PX|default] [--target-k 0.3]
+        [--target-pp 0.3]
         [--arm eye-in-hand] [--target-mount-mm 0.1] [--target-mount-deg 0.02]
 """
 
@@ -43,6 +45,7 @@ os.environ.setdefault('OMP_NUM_THREADS', '1')
 import numpy as np  # noqa: E402
 
 from lf_mpc_calib.calibration import calibrate  # noqa: E402
+from lf_mpc_calib.cli.plan import CORNER_NOISE_PX  # noqa: E402
 from lf_mpc_calib.calibration.arm_planning import ArmConstraints  # noqa: E402
 from lf_mpc_calib.calibration.hand_eye import calibrate_hand_eye  # noqa: E402
 from lf_mpc_calib.calibration.hand_eye_joint import attach_joint_calibration  # noqa: E402
@@ -194,6 +197,9 @@ def main():
     ap.add_argument('--presets', nargs='+', default=['lytro', 'focused-keplerian'])
     ap.add_argument('--seeds', nargs='+', type=int, default=[0, 1, 2, 3, 4])
     ap.add_argument('--noise', type=float, default=0.1, help='corner noise, px')
+    ap.add_argument('--assumed-noise', default=None,
+                    help="corner noise the planner assumes, px, or 'default' (plan's "
+                         "default for the camera type; default: --noise)")
     ap.add_argument('--target-k', type=float, default=0.3, help='sigma(k) target, %%')
     ap.add_argument('--target-pp', type=float, default=0.3, help='sigma(pp) target, px')
     ap.add_argument('--max', type=int, default=80, help='captures tried at most')
@@ -205,19 +211,22 @@ def main():
                     help='skip the calibration after each capture (prediction per capture)')
     args = ap.parse_args()
     truth_arm = None if args.arm is None else default_arm(args.arm)
-    print(f'noise {args.noise} px, target sigma(k) <= {args.target_k} %, sigma(pp) <= '
-          f'{args.target_pp} px')
+    print(f'noise {args.noise} px (assumed: {args.assumed_noise or args.noise}), target '
+          f'sigma(k) <= {args.target_k} %, sigma(pp) <= {args.target_pp} px')
     print(f'{"preset":18s} seed planned random default  ratio  |err|/sig  pred/rep-1 '
           f'worst reported      cpu s')
     for name in args.presets:
         camera = preset(name)
         board = default_board(camera)
         ratios = []
+        assumed = (args.noise if args.assumed_noise is None
+                   else CORNER_NOISE_PX[camera.camera_type] if args.assumed_noise == 'default'
+                   else float(args.assumed_noise))
         for seed in args.seeds:
             t0 = time.process_time()
 
             def make(s=seed):
-                p = simulated_planner(camera, board, noise_px=args.noise,
+                p = simulated_planner(camera, board, noise_px=assumed,
                                       target_k_pct=args.target_k,
                                       target_pp_px=args.target_pp,
                                       rng=np.random.default_rng(s))

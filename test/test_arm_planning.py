@@ -152,3 +152,28 @@ def test_focused_camera_on_an_arm_plans_inside_the_limits_and_solves_the_mount(s
     predicted = p.predicted()
     reported_deg = np.degrees(np.linalg.norm(he.mount_stddev[0]))
     assert predicted['mount_rotation'] == pytest.approx(reported_deg, rel=0.35)
+
+
+def test_mount_targets_bound_the_error_at_95_percent():
+    """The mount targets are bounds on the error at 95 %: the planner is done only once
+    MOUNT_CONFIDENCE (the chi-square(3) 95 % quantile's root over 3) times each mount sigma
+    is within its target; sigmas at the targets themselves are not enough."""
+    from scipy.stats import chi2
+
+    from lf_mpc_calib.calibration.planning import MOUNT_CONFIDENCE
+    assert MOUNT_CONFIDENCE == pytest.approx(np.sqrt(chi2.ppf(0.95, 3) / 3), rel=1e-3)
+    truth = default_arm('eye-in-hand')
+    p = planner(1, ArmConstraints('eye-in-hand', truth.mount, truth.board))
+    follow_suggestions(p, 6, n_candidates=20)
+    sig = p.predicted()
+    bound = {'mount_translation': 0.02, 'mount_rotation': 0.02}
+    intrinsics_met = all(sig[q] <= p.target(q) for q in p.quantities if q not in bound)
+    mount_met = all(MOUNT_CONFIDENCE * sig[q] <= bound[q] for q in bound)
+    assert p.reached() == (intrinsics_met and mount_met)
+    # the intrinsics' targets out of the way: the mount alone decides
+    p.target_k_pct = p.target_pp_px = 1e6
+    worst = max(sig[q] for q in bound)
+    p.target_mount_mm = p.target_mount_deg = 1.3 * worst   # sigmas within, bound not
+    assert p.captures >= 3 and not p.reached(sig)
+    p.target_mount_mm = p.target_mount_deg = 1.65 * worst  # 1.614 x sigmas within
+    assert p.reached(sig)

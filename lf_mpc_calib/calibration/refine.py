@@ -1217,7 +1217,7 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
     return result
 
 
-def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
+def pose_information(obs, model, rotation_vectors, translations, *, fix=(), clustered=False):
     """
     Fisher information of the free model parameters that each pose of ``obs`` carries.
 
@@ -1227,6 +1227,10 @@ def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
     :func:`refine`), so the informations of independent poses add up and
     inv(sum) * sigma^2 is the covariance of the free parameters for corner noise sigma px.
     Returns (names of the free parameters, (P, nf, nf) information per pose, unit noise).
+    clustered: also return (P, nf, nf) sum_c (A_c^T A_c) over the pose's clusters (one board
+    corner in every view, as :meth:`RefinementProblem.clusters`), A_c (2, nf) the sum of the
+    cluster's pose-eliminated Jacobian rows per coordinate: the meat an error common to the
+    views of a corner (unit size per coordinate) adds to the cluster-robust covariance.
     """
     grouped = group_by_pose(obs)        # one pose is fine here: its information alone
     free, _ = _free_mask(fix)
@@ -1239,6 +1243,8 @@ def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
     sel = jac[_jacobian_rows(free)]                                  # (nf + 6, 2, N)
     nf = int(free.sum())
     info = np.empty((pb.n_poses, nf, nf))
+    common = np.empty_like(info) if clustered else None
+    first = pb.clusters()[0] if clustered else None
     for p in range(pb.n_poses):
         a = sel[:, :, pb.bounds[p]:pb.bounds[p + 1]].reshape(nf + N_POSE, -1).T
         # the model columns with their part in the pose's span projected out (QR): the
@@ -1248,5 +1254,11 @@ def pose_information(obs, model, rotation_vectors, translations, *, fix=()):
         q, _ = np.linalg.qr(a[:, nf:])
         b = a[:, :nf] - q @ (q.T @ a[:, :nf])
         info[p] = b.T @ b
+        if clustered:        # rows (u of every ray, then v): sum each corner's rays
+            lo, hi = pb.bounds[p], pb.bounds[p + 1]
+            starts = first[(first >= lo) & (first < hi)] - lo
+            a_u = np.add.reduceat(b[:hi - lo], starts, axis=0)
+            a_v = np.add.reduceat(b[hi - lo:], starts, axis=0)
+            common[p] = a_u.T @ a_u + a_v.T @ a_v
     names = tuple(n for n, f in zip(PARAMETER_NAMES, free) if f)
-    return names, info
+    return (names, info, common) if clustered else (names, info)

@@ -38,7 +38,8 @@ def register(subparsers):
     p.add_argument('--scale', type=float, default=None,
                    help='sensor crop factor (default: 0.5; with --ros and a focused preset '
                         '0.7, where the principal point is pinned to 1 px; with --ros --plan '
-                        '--hand-eye 0.7, where the 0.02 deg mount target takes 6-9 captures)')
+                        '--hand-eye 1.0, where the mount error is within 0.02 deg at 95 %% '
+                        'in about 4 captures)')
     p.add_argument('--seed', type=int, default=1, help='random seed (default: %(default)s)')
     p.add_argument('--ros', action='store_true',
                    help='run the session through the ROS 2 nodes (lf_sim_camera, '

@@ -25,9 +25,21 @@ import numpy as np
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.names import PRESETS
 
-CORNER_NOISE_PX = 0.15
-"""Default corner noise assumed (px of a view, conventional; raw px, focused)."""
+CORNER_NOISE_PX = {'conventional': 0.085, 'focused': 0.12}
+"""Default corner noise assumed per camera type (px of a view, conventional; raw px,
+focused): the effective noise of the rendered captures, the noise whose independent-noise
+prediction equals the sigmas calibrate-raw reports for them (assumed x reported / predicted
+sigma), the largest measured by bench_plan_e2e at full size (docs/planning-results.md):
+Lytro, on plan's own 5-capture sets (seeds 0-4, 16 rays), 0.029-0.083 px (0.028-0.057 px on
+sets of 14-16 captures: fewer captures measure more); focused-Keplerian seeds 0-1 (48
+captures, 64 rays) 0.087-0.116 px. The former 0.15 px took 2.9-3.5 x the Lytro's reported
+sigmas (14-16 captures where 5 do)."""
 MAX_CAPTURES = 60
+MIN_CAPTURES = 5
+"""Captures planned at least, even where fewer are predicted to reach the target: the sigmas a
+calibration of 3-4 rendered captures reports are unsteady (docs/planning-results.md: they
+may grow with a capture); measured, full-size Lytro seed 4 at 0.065 px: 3 captures predicted
+k 0.290 %, calibrate-raw reported 0.340 % for a 0.3 % target."""
 CONVENTIONAL_SAMPLES = 16
 """Default rays per pixel of a conventional camera's rendered captures (focused cameras:
 simulate's FOCUSED_SAMPLES). Measured on full-size Lytro, boards at 0.24-0.25 m: the views'
@@ -50,8 +62,9 @@ def register(subparsers):
                    help='sigma of the principal point aimed at, in px')
     p.add_argument('--random', action='store_true',
                    help='random poses from the same constraints instead of planned ones')
-    p.add_argument('--corner-noise', type=float, default=CORNER_NOISE_PX, metavar='PX',
-                   help='corner noise assumed, px (default: %(default)s)')
+    p.add_argument('--corner-noise', type=float, default=None, metavar='PX',
+                   help='corner noise assumed, px (default: '
+                        + ', '.join(f'{v} {k}' for k, v in CORNER_NOISE_PX.items()) + ')')
     p.add_argument('--scale', type=float, default=1.0,
                    help='sensor crop factor in (0, 1] (default: %(default)s)')
     p.add_argument('--samples', type=int, default=None,
@@ -77,7 +90,8 @@ def run(args):
     from lf_mpc_calib.simulation.planning_scene import simulated_planner
     for name, value in (('--target-k-sigma', args.target_k_sigma),
                         ('--target-pp-sigma', args.target_pp_sigma),
-                        ('--corner-noise', args.corner_noise)):
+                        ('--corner-noise', 1.0 if args.corner_noise is None
+                         else args.corner_noise)):
         if not 0 < value < float('inf'):
             print(f'lf-mpc-calib plan: error: {name} must be > 0 and finite, got {value}',
                   file=sys.stderr)
@@ -99,12 +113,14 @@ def run(args):
     camera = preset(args.preset, scale=args.scale)
     samples = args.samples or default_samples(camera)
     board = default_board(camera)
-    planner = simulated_planner(camera, board, noise_px=args.corner_noise,
+    noise = (CORNER_NOISE_PX[camera.camera_type] if args.corner_noise is None
+             else args.corner_noise)
+    planner = simulated_planner(camera, board, noise_px=noise,
                                 target_k_pct=args.target_k_sigma,
                                 target_pp_px=args.target_pp_sigma,
                                 rng=np.random.default_rng(args.seed))
     rvecs, tvecs = [], []
-    while not planner.reached():
+    while not planner.reached() or len(rvecs) < min(MIN_CAPTURES, args.max_captures):
         if len(rvecs) >= args.max_captures:
             worst = ', '.join(f'{q} {s:.3g}' for q, s in planner.predicted().items())
             raise InvalidInputError(

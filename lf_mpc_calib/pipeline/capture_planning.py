@@ -38,11 +38,12 @@ DEPTH_WIDENING = 1.25
 FOCUSED_RADIUS_FRACTION = 0.9
 """Focused: part of a micro-image (radius: half the pitch) where a corner counts as seen."""
 DETERMINED_CAPTURES = 5
-"""Captures a calibration needs before a prediction from it is trusted (the 25 % target of
-issue 28 covers those). Measured (test_planning's Lytro half crop, 0.08 px independent + 0.03
-px common corner noise, 10 seeds): the next capture's predicted sigmas against what the
-calibration with it reports missed by > 25 % in 6 of 10 cases after a 3-capture calibration
-(up to 30 %; the rendered loop: 171 %), 2 of 10 after 4, 0 of 30 after 5-7 (at most 18 %)."""
+"""Captures a calibration needs before a prediction from it is trusted where its errors are
+not described by independent plus per-corner common noise (PosePlanner.split_applies False:
+the rendered loop). Measured there (docs/planning-results.md): from 3 captures 3 of 8 seeds
+missed by 34-53 %, the reported sigma itself growing with the 4th capture; from 4 captures
+on within 25 %. Where the split applies the prediction holds from 3 captures on (observation
+level, 59 of 60 within 25 %)."""
 
 
 @dataclass(frozen=True)
@@ -57,10 +58,10 @@ class PlanSettings:
     On an arm: workspace_box (6,)
     [x_min, y_min, z_min, x_max, y_max, z_max] m of the tool's origin in the base frame or
     None; tilt_reference (3,) base-frame direction the tool's z axis is measured from,
-    max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: the mount's sigma aimed
-    at. Multi-focus: type_depths_m ((lo, hi),) * T: the corner depths (Z, MPC frame) each
-    micro-lens type images sharply, in the calibration's type numbering, or None (every
-    depth).
+    max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: bounds on the mount's
+    error at 95 % (planning.MOUNT_CONFIDENCE). Multi-focus: type_depths_m ((lo, hi),) * T:
+    the corner depths (Z, MPC frame) each micro-lens type images sharply, in the
+    calibration's type numbering, or None (every depth).
     """
 
     target_k_pct: float = 0.3
@@ -167,19 +168,20 @@ def sigma_scale(result, unit_sigmas, hand_eye=None):
     return {q: float(ratio.get(q, fallback)) for q in unit_sigmas}
 
 
-def prediction_note(model_source, calibrated_captures, noise_px):
+def prediction_note(model_source, calibrated_captures, noise_px, split_applies=False):
     """Why a suggestion's predicted sigmas miss what the calibration with it will report by
-    more than 25 %, or None (a calibration of >= DETERMINED_CAPTURES captures)."""
+    more than 25 %, or None (a calibration whose errors the noise split describes, or of >=
+    DETERMINED_CAPTURES captures)."""
     if model_source == 'nominal':
         return (f'prediction not to trust: from the nominal model with {noise_px:g} px of '
                 'corner noise independent across views, before any calibration; the '
                 "calibration's sigmas also count the detector's error common to a corner's "
                 'views (rendered Lytro loop: the prediction 63-77 % below them)')
-    if calibrated_captures < DETERMINED_CAPTURES:
+    if calibrated_captures < DETERMINED_CAPTURES and not split_applies:
         return (f'prediction not to trust: from a calibration of {calibrated_captures} '
-                f'captures, which barely determines the model (its reported covariance is '
-                f'itself uncertain); predictions are within 25 % from {DETERMINED_CAPTURES} '
-                'captures on')
+                'captures whose errors are not independent plus common to a corner\'s views '
+                '(the covariance it reports is itself uncertain, and may grow with the next '
+                f'capture); predictions are within 25 % from {DETERMINED_CAPTURES} captures on')
     return None
 
 
@@ -421,7 +423,9 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     The next board pose for ``session`` (conventional): a :class:`SessionSuggestion`.
 
     Plans with the session's published calibration when it has one (the captures so far
-    counted with the covariance it reports, the candidate with its residual corner noise:
+    counted with the covariance it reports, the candidate with the corner noise it measured:
+    split into what is independent across views and what is common to a corner's views
+    where that describes its errors, else its residual noise,
     :meth:`PosePlanner.set_measured`; on an arm each quantity's noise set so the prediction
     matches the sigmas it and the hand-eye solve report: :func:`sigma_scale`), else
     with ``nominal`` (MPCModel; conventional: in the calibrated frame, :func:`in_calibrated_frame`)
@@ -479,7 +483,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
         suggestion.translation
     central = (model.project(corners, np.zeros((len(corners), 2)))
                if session.camera_type == 'conventional' else None)   # focused: no views
-    note = prediction_note(source, 0 if result is None else len(result.pose_ids), noise)
+    note = prediction_note(source, 0 if result is None else len(result.pose_ids), noise,
+                           planner.split_applies)
     return SessionSuggestion(suggestion, now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
                              central, _types_part(session, planner, band_notes), note)

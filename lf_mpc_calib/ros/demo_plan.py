@@ -172,14 +172,18 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
 
 
 def _mount_met(calib):
-    """Whether the solved mount's reported sigmas meet the node's mount targets."""
+    """Whether the solved mount's reported sigmas meet the node's mount targets: MOUNT_CONFIDENCE
+    x each sigma (its 95 % error bound) within the target."""
+    from lf_mpc_calib.calibration.planning import MOUNT_CONFIDENCE
     from lf_mpc_calib.pipeline.capture_planning import reported_mount_sigmas
     he = calib.session.hand_eye
     if he is None:
         return False
     sig = reported_mount_sigmas(he)
-    return (sig['mount_translation'] <= calib.params['target_mount_translation']
-            and sig['mount_rotation'] <= calib.params['target_mount_rotation'])
+    return (MOUNT_CONFIDENCE * sig['mount_translation']
+            <= calib.params['target_mount_translation']
+            and MOUNT_CONFIDENCE * sig['mount_rotation']
+            <= calib.params['target_mount_rotation'])
 
 
 def _say_arm(say, sim, calib, result, suggestion, followed):
@@ -196,7 +200,8 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
     say_mount(say, he, truth)
     say(f'  mount target {calib.params["target_mount_translation"]:g} mm, '
         f'{calib.params["target_mount_rotation"]:g} deg: '
-        f'{"met" if _mount_met(calib) else "NOT met"} by the reported sigmas')
+        f'{"met" if _mount_met(calib) else "NOT met"} by the reported sigmas (95 %: 1.614 x '
+        'each within it)')
     pred = followed['predicted_sigma_after'] if followed else {}
     if pred.get('mount_translation') is not None and pred.get('mount_rotation') is not None:
         say(f'  mount sigma predicted before the last capture: {pred["mount_translation"]:.3f}'

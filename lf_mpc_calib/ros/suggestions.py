@@ -11,7 +11,8 @@ optical frame), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
 ``why`` (ending with ``prediction_note`` when the prediction is not to be trusted to 25 %:
-from the nominal model, or from a calibration of fewer than 5 captures), ``model``
+from the nominal model, or from a calibration of fewer than 5 captures whose errors the
+planner cannot describe as independent plus common to a corner's views), ``model``
 ('calibration' after a ~/calibrate, else 'nominal': the
 ``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
 ``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
@@ -70,10 +71,12 @@ PARAMETERS = [
      'expected a non-zero [x, y, z]'),
     ('plan_max_tool_tilt_deg', 75.0, "~/suggest on an arm: largest angle of the tool's z "
      'axis from plan_tool_tilt_reference, degrees (180: no limit)', D.between(1.0, 180.0)),
-    ('target_mount_translation', 0.1, '~/suggest on an arm: sigma of the mount translation '
-     'aimed at, mm (root of the trace)', D.positive),
-    ('target_mount_rotation', 0.02, '~/suggest on an arm: sigma of the mount rotation aimed '
-     'at, degrees (root of the trace)', D.positive),
+    ('target_mount_translation', 0.1, '~/suggest on an arm: bound of the mount translation '
+     'error aimed at (95 %), mm: its sigma (root of the trace) aimed at is this / 1.614',
+     D.positive),
+    ('target_mount_rotation', 0.02, '~/suggest on an arm: bound of the mount rotation error '
+     'aimed at (95 %), degrees: its sigma (root of the trace) aimed at is this / 1.614',
+     D.positive),
 ]
 """The node's parameters of the suggestions (declared with the node's own)."""
 

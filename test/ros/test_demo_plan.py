@@ -60,9 +60,10 @@ def test_demo_plan_on_the_simulated_arm_suggests_tool_poses_that_show_the_board(
                   r'deg\)', text)
     err_mm, err_deg, sd_mm, sd_deg = (float(v) for v in m.groups())
     assert err_mm <= 3 * sd_mm and err_deg <= 3 * sd_deg, m.group(0)
-    # the mount is part of the target on an arm: judged on its reported sigmas (the node's
-    # default targets 0.1 mm, 0.02 deg; not met at this crop in 4 captures, which it says)
-    met = sd_mm <= 0.1 and sd_deg <= 0.02
+    # the mount is part of the target on an arm: judged on its reported sigmas, 1.614 x each
+    # (the 95 % bound of the error) within the node's default targets 0.1 mm, 0.02 deg (not
+    # met at this crop in 4 captures, which it says)
+    met = 1.614 * sd_mm <= 0.1 and 1.614 * sd_deg <= 0.02
     assert f'mount target 0.1 mm, 0.02 deg: {"met" if met else "NOT met"}' in text
     if not met:
         assert 'met by the sigmas the calibration reports: no' in text
