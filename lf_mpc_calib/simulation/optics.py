@@ -476,8 +476,8 @@ class Camera:
                     l_ = np.where(take, lc, l_)
                     shift = np.where(take, sh, shift)
         kl = np.column_stack([k, l_]).astype(np.int64)
-        ks = k + shift          # lattice_centres(kl), without going through the indices again
-        return kl, np.column_stack([q0[0] + ks * r[0] + l_ * c[0], q0[1] + ks * r[1] + l_ * c[1]])
+        # the centres from the candidates' own shifted k, not from kl again (lattice_centres)
+        return kl, _lattice_points(q0, r, c, k + shift, l_)
 
     def lattice_centres(self, kl):
         """Micro-image centres (N, 2) raw pixels of lattice indices kl (N, 2)."""
@@ -486,7 +486,7 @@ class Camera:
         k = kl[:, 0].astype(float)
         if self.mla.lattice == 'hex':
             k = k + 0.5 * ((kl[:, 1].astype(np.int64) + parity) % 2)
-        return q0 + k[:, None] * r + kl[:, 1].astype(float)[:, None] * c
+        return _lattice_points(q0, r, c, k, kl[:, 1].astype(float))
 
     def lens_centres(self, kl):
         """Pinhole centres (N, 2) in the MLA plane (m) of lattice indices kl (N, 2), jittered."""
@@ -1012,3 +1012,9 @@ def default_board(camera):
     rows = int(np.clip(np.floor(0.55 * h / square) - 2, 3, 7))
     square = min(square, 0.55 * h / (rows + 2))
     return Checkerboard(squares - 1, rows - 1, float(square))
+
+
+def _lattice_points(q0, r, c, k, l_):
+    """Points (N, 2) q0 + k r + l c of the image lattice (Camera.image_lattice) at row
+    positions k (N,) (hex rows' half shift included) and rows l (N,)."""
+    return np.column_stack([q0[0] + k * r[0] + l_ * c[0], q0[1] + k * r[1] + l_ * c[1]])
