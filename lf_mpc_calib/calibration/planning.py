@@ -690,14 +690,18 @@ class PosePlanner:
             refine = 0         # neighbours might not show them
         infos, commons = self.pose_informations(rv, tv, rows, clustered=True)
         base = np.zeros_like(infos[0]) if self.information is None else self.information
-        base_common = self.common
-        if commons is None or base_common is None:
-            commons = [None] * len(infos)
         # before the set determines the camera: a ridge of 1e-9 of the candidates' scale
         if self.captures < 3:
             base = base + np.diag(1e-9 * np.diag(infos.mean(axis=0)))
-        scores = [self.sigmas(base + info, None if c is None else base_common + c)
-                  for info, c in zip(infos, commons)]
+
+        def scored(infos, commons):
+            """sigmas() of the captures so far plus each candidate."""
+            if commons is None or self.common is None:
+                commons = [None] * len(infos)
+            return [self.sigmas(base + info, None if c is None else self.common + c)
+                    for info, c in zip(infos, commons)]
+
+        scores = scored(infos, commons)
         rv, tv = list(rv), list(tv)
         best = int(np.argmin([s[1] for s in scores]))
         spread, tried = NEIGHBOUR_SPREAD, 0
@@ -707,12 +711,8 @@ class PosePlanner:
             if not nrv:
                 continue
             tried += len(nrv)
-            ninfos, ncommons = self.pose_informations(np.array(nrv), np.array(ntv), nrows,
-                                                      clustered=True)
-            if ncommons is None or base_common is None:
-                ncommons = [None] * len(ninfos)
-            scores += [self.sigmas(base + info, None if c is None else base_common + c)
-                       for info, c in zip(ninfos, ncommons)]
+            scores += scored(*self.pose_informations(np.array(nrv), np.array(ntv), nrows,
+                                                     clustered=True))
             rv, tv, geometry = rv + nrv, tv + ntv, geometry + ngeo
             best = int(np.argmin([s[1] for s in scores]))
         sig, crit = scores[best]
