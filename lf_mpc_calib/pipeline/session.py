@@ -202,8 +202,7 @@ class CalibrationSession:
         det.lens_types = self.type_estimate.types
         for k, raw in enumerate(self.frames):
             try:
-                self.detections[k] = self.decoder.detect(raw, pose=k,
-                                                         previous=self.detections[k])[1]
+                self.detections[k] = self._detect_frame(raw, k, self.detections[k])[1]
             except DetectionError:
                 continue
 
@@ -342,9 +341,11 @@ class CalibrationSession:
     def _detect(self, raw):
         return self._detect_frame(raw, len(self.frames))
 
-    def _detect_frame(self, raw, pose):
+    def _detect_frame(self, raw, pose, previous=None):
+        """(light field or None, Detection) of one frame; previous (focused): an earlier
+        Detection of it whose board search is reused (MicroImageCornerDetector.detect)."""
         if self.camera_type == 'focused':
-            return self.decoder.detect(raw, pose=pose)
+            return self.decoder.detect(raw, pose=pose, previous=previous)
         return _Detector(self.board, self.white, self.decoder, self.use,
                          self.corner_options).detect(raw, pose=pose)
 
