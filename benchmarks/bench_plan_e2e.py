@@ -99,19 +99,22 @@ def run_one(preset, seed, target_k, target_pp, root, scale=1.0, samples=None):
     data, out = root / f'{preset}-{seed}', root / f'{preset}-{seed}.yaml'
     err = io.StringIO()
     t0 = time.process_time()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+    pout = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(pout):
         rc = main(['plan', '--preset', preset, '--seed', str(seed), '--target-k-sigma',
                    str(target_k), '--target-pp-sigma', str(target_pp), '--scale', str(scale),
                    '-o', str(data)] + ([] if samples is None else ['--samples', str(samples)]))
     t1 = time.process_time()
-    if rc != 0:
+    if 'captures: ' not in pout.getvalue():   # 1 with a data set: its check missed the target
         raise RuntimeError(f'plan failed ({rc}): {err.getvalue()[-500:]}')
+    checks = [line for line in pout.getvalue().splitlines() if line.startswith('check ')]
     predicted = [tuple(map(float, m.groups())) for m in PREDICTED.finditer(err.getvalue())]
     text, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(text):
         rc = main(['calibrate-raw', str(data), '-o', str(out)])
     t2 = time.process_time()
     row = dict(captures=len(predicted), predicted=predicted[-1], cpu=(t1 - t0, t2 - t1),
+               checks=checks,
                accepted='yes' if rc == 0 else err.getvalue().strip().splitlines()[-1][:200])
     if rc != 0:   # the figures of the calibration it refused
         text = io.StringIO()
@@ -164,6 +167,8 @@ def main_bench():
                   f'{r["z"]:6.2f} {r["worst"]:4s}   '
                   f'{e["k_i"]:.3f}/{e["k_j"]:.3f}/{e["k_u"]:.3f}/{e["k_v"]:.3f}  '
                   f'{e["u"]:6.3f}/{e["v"]:.3f}  {cpu:>12s}', flush=True)
+            for line in r['checks'][:-1] if len(r['checks']) > 1 else []:
+                print(f'     plan {line}', flush=True)
             if r['accepted'] != 'yes':
                 print(f'     refused without --accept-uncertain: {r["accepted"]}', flush=True)
 

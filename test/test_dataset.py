@@ -8,7 +8,8 @@ import yaml
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.dataset import (
-    board_in_view, capture_board, load_poses, random_poses, read_dataset, write_dataset)
+    append_frames, board_in_view, capture_board, load_poses, random_poses, read_dataset,
+    write_dataset)
 from lf_mpc_calib.simulation.optics import Checkerboard, default_board, preset
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
 
@@ -43,6 +44,29 @@ def test_dataset_round_trip(tmp_path, name, scale):
     again = render_raw(ds.camera, ds.board, ds.ground_truth.rotation_vectors[0],
                        ds.ground_truth.translations[0], rng=rng)
     np.testing.assert_array_equal(ds.frames[0], quantize(again, 8))
+
+
+def test_appended_frames_are_those_one_write_renders(tmp_path):
+    # plan appends the captures it adds after checking its data set (cli/plan.py); without
+    # sensor noise the appended frame is the one a single write of every pose renders, and
+    # the ground truth and manifest list every pose
+    cam = preset('lytro', scale=0.06)
+    board = default_board(cam)
+    rvecs, tvecs = random_poses(cam, board, 3, rng=np.random.default_rng(2))
+    write_dataset(tmp_path / 'once', cam, board, rvecs, tvecs, samples=2, noise=0.0)
+    write_dataset(tmp_path / 'more', cam, board, rvecs[:2], tvecs[:2], samples=2, noise=0.0)
+    calls = []
+    append_frames(tmp_path / 'more', rvecs[2:], tvecs[2:], progress=lambda d, t: calls.append(d))
+    once, more = read_dataset(tmp_path / 'once'), read_dataset(tmp_path / 'more')
+    assert calls == [1] and more.manifest['frames'] == once.manifest['frames']
+    for a, b in zip(once.frames, more.frames):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(more.ground_truth.rotation_vectors, rvecs)
+    np.testing.assert_array_equal(more.ground_truth.translations, tvecs)
+    with pytest.raises(InvalidInputError, match=r'\(P, 3\) with P >= 1'):
+        append_frames(tmp_path / 'more', np.zeros((0, 3)), np.zeros((0, 3)))
+    with pytest.raises(InvalidInputError, match='manifest'):
+        append_frames(tmp_path / 'nothing', rvecs[:1], tvecs[:1])
 
 
 def test_random_poses_in_view_and_tilted():

@@ -254,12 +254,7 @@ def board_from_args(args):
 def run(args):
     """Run calibrate-raw; returns the exit code."""
     from lf_mpc_calib.calibration.guidance import capture_guidance
-    from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
-    views = parse_views(args.views)
-    options = {'distortion': distortion_option(args)}
-    fix = parse_fix(args.fix)
-    if fix:
-        options['fix'] = fix
+    from lf_mpc_calib.pipeline.offline import load_raw_dataset, write_outputs
     dataset = load_raw_dataset(args.dataset, board=board_from_args(args), white=args.white,
                                demosaic=args.bayer, grid=args.grid, topic=args.topic)
     out = sys.stdout
@@ -274,18 +269,6 @@ def run(args):
         else:
             print(f'[{index + 1}/{total}] {path.name}: {message}', file=out, flush=True)
 
-    from lf_mpc_calib.pipeline.focused_raw import SIMULATED, calibrate_focused_raw, \
-        resolve_camera_type
-    camera_type, type_grid, evidence = resolve_camera_type(
-        dataset, getattr(args, 'camera_type', 'auto'), grid=dataset.grid)
-    if not args.quiet:
-        print(f'camera type: {camera_type} ({evidence})', file=out, flush=True)
-    if not args.quiet:
-        b = dataset.board
-        grid = '' if args.grid is None else f', lenslet grid from {args.grid}'
-        white = dataset.white.name if isinstance(dataset.white, Path) else dataset.white
-        print(f'{len(dataset.frames)} frames, white {white}, board '
-              f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
     from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
     folder = Path(args.dataset)
     robot = (robot_poses_for_dataset(folder, args.robot_poses) if folder.is_dir()
@@ -293,28 +276,8 @@ def run(args):
     # with robot poses the calibration written is the joint one: that is the one whose
     # determination is checked (the arm determines the principal point better)
     accept = args.accept_uncertain or robot is not None
-    if camera_type == 'focused':
-        if args.lens_types is None:
-            args.lens_types = _saved_lens_types(folder)
-            if args.lens_types > 1:
-                print(f'lens types: {args.lens_types} (the calibration session\'s manifest)',
-                      file=out)
-        simulated = args.lens_types == SIMULATED
-        cam = dataset.camera
-        if args.lens_types == 1 and cam is not None and cam.mla.n_types > 1:
-            print(f'note: the simulated camera has {cam.mla.n_types} micro-lens types, '
-                  f'calibrated as one (--lens-types {cam.mla.n_types}: told from the frames; '
-                  '--lens-types simulated: the simulator\'s)', file=out)
-        result_run = calibrate_focused_raw(
-            dataset, grid=type_grid, calibrate_options=options, min_poses=args.min_poses,
-            progress=progress, accept_uncertain=accept,
-            recentre=dataset.grid is None,     # the white's estimate, not a grid given
-            lens_types=SIMULATED if simulated else None,
-            n_types=1 if simulated else args.lens_types)
-    else:
-        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
-                                   calibrate_options=options, min_poses=args.min_poses,
-                                   progress=progress, accept_uncertain=accept)
+    result_run, camera_type = calibrate_dataset(args, dataset, accept=accept, progress=progress,
+                                                out=out)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
     for path, warning in result_run.frame_warnings:
@@ -372,6 +335,74 @@ def run(args):
     if args.report:
         print(f'wrote report into {args.report} ({len(written) - 2} files)', file=out)
     return 0
+
+
+def calibrate_dataset(args, dataset, *, accept, progress, out):
+    """
+    Calibrate a loaded raw ``dataset`` (pipeline.offline.load_raw_dataset) as calibrate-raw's
+    ``args`` say, printing its camera-type and frame lines to ``out`` (unless --quiet);
+    accept: write a calibration the poses leave uncertain. Returns (the pipeline's run,
+    camera_type 'conventional' | 'focused').
+    """
+    from lf_mpc_calib.pipeline.offline import calibrate_raw
+    views = parse_views(args.views)
+    options = {'distortion': distortion_option(args)}
+    fix = parse_fix(args.fix)
+    if fix:
+        options['fix'] = fix
+    from lf_mpc_calib.pipeline.focused_raw import SIMULATED, calibrate_focused_raw, \
+        resolve_camera_type
+    camera_type, type_grid, evidence = resolve_camera_type(
+        dataset, getattr(args, 'camera_type', 'auto'), grid=dataset.grid)
+    if not args.quiet:
+        print(f'camera type: {camera_type} ({evidence})', file=out, flush=True)
+    if not args.quiet:
+        b = dataset.board
+        grid = '' if args.grid is None else f', lenslet grid from {args.grid}'
+        white = dataset.white.name if isinstance(dataset.white, Path) else dataset.white
+        print(f'{len(dataset.frames)} frames, white {white}, board '
+              f'{b.cols}x{b.rows} x {b.square * 1000:g} mm{grid}', file=out, flush=True)
+    folder = Path(args.dataset)
+    if camera_type == 'focused':
+        if args.lens_types is None:
+            args.lens_types = _saved_lens_types(folder)
+            if args.lens_types > 1:
+                print(f'lens types: {args.lens_types} (the calibration session\'s manifest)',
+                      file=out)
+        simulated = args.lens_types == SIMULATED
+        cam = dataset.camera
+        if args.lens_types == 1 and cam is not None and cam.mla.n_types > 1:
+            print(f'note: the simulated camera has {cam.mla.n_types} micro-lens types, '
+                  f'calibrated as one (--lens-types {cam.mla.n_types}: told from the frames; '
+                  '--lens-types simulated: the simulator\'s)', file=out)
+        result_run = calibrate_focused_raw(
+            dataset, grid=type_grid, calibrate_options=options, min_poses=args.min_poses,
+            progress=progress, accept_uncertain=accept,
+            recentre=dataset.grid is None,     # the white's estimate, not a grid given
+            lens_types=SIMULATED if simulated else None,
+            n_types=1 if simulated else args.lens_types)
+    else:
+        result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
+                                   calibrate_options=options, min_poses=args.min_poses,
+                                   progress=progress, accept_uncertain=accept)
+    return result_run, camera_type
+
+
+def calibrate_folder(folder):
+    """
+    What ``calibrate-raw FOLDER`` calibrates at its defaults, an uncertain calibration
+    accepted, nothing printed or written: (the pipeline's run, camera_type). For ``plan``,
+    which checks that its captures meet the target as calibrate-raw will report it.
+    """
+    import argparse
+    import io
+    from lf_mpc_calib.pipeline.offline import load_raw_dataset
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(['calibrate-raw', str(folder), '--accept-uncertain', '--quiet'])
+    dataset = load_raw_dataset(args.dataset, board=None, white=None, demosaic=None, grid=None,
+                               topic=None)
+    return calibrate_dataset(args, dataset, accept=True, progress=None, out=io.StringIO())
 
 
 _SOURCES = {'inferred': 'told from the frames', 'given': 'given',

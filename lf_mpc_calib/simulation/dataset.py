@@ -11,6 +11,7 @@ Public API::
     ground_truth_file(camera, rvecs, tvecs) -> CalibrationFile
     write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, noise=None,
                   progress=None) -> Path of manifest.yaml
+    append_frames(directory, rvecs, tvecs, *, progress=None) -> Path of manifest.yaml
     read_dataset(directory) -> Dataset
 
 Layout of a dataset folder::
@@ -393,10 +394,53 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
         # the count a user knows of a multi-focus camera (calibrate-raw tells the types apart
         # from the frames), as a calibration session records it
         manifest['lens_types'] = int(camera.mla.n_types)
+    return _write_manifest(root, manifest)
+
+
+def _write_manifest(root, manifest):
     path = root / MANIFEST
     with open_atomically(path, 'w') as f:
         yaml.safe_dump(manifest, f, sort_keys=False, default_flow_style=None)
     return path
+
+
+def append_frames(directory, rvecs, tvecs, *, progress=None):
+    """
+    Render more board poses into a dataset folder written by :func:`write_dataset`: the
+    frames appended after its last one, ground_truth.yaml and the manifest rewritten with
+    every pose (the manifest last); returns the manifest path. The added frames' sensor
+    noise is drawn from (the manifest's seed, the index of the first added frame), so an
+    append does not repeat the noise of the frames before. rvecs, tvecs (P, 3): board poses
+    in the MPC frame; progress(done, total) after each added frame.
+    """
+    root = Path(directory)
+    manifest = read_yaml(root / MANIFEST, 'dataset manifest')
+    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT:
+        raise InvalidInputError(f'{root / MANIFEST} is not a {FORMAT} manifest')
+    rvecs = np.asarray(rvecs, dtype=float).reshape(-1, 3)
+    tvecs = np.asarray(tvecs, dtype=float).reshape(-1, 3)
+    if rvecs.shape != tvecs.shape or len(rvecs) == 0:
+        raise InvalidInputError(
+            f'rvecs and tvecs must both be (P, 3) with P >= 1, got {rvecs.shape}, {tvecs.shape}')
+    camera = Camera.from_dict(manifest['camera'])
+    board = Checkerboard.from_dict(manifest['board'])
+    before = load_calibration(root / manifest['ground_truth'])
+    names = list(manifest['frames'])
+    first = len(names)
+    rng = np.random.default_rng([int(manifest['seed']), first])
+    bits = camera.sensor.bit_depth
+    for n, (rv, tv) in enumerate(zip(rvecs, tvecs)):
+        raw = render_raw(camera, board, rv, tv, samples=int(manifest['samples']), rng=rng,
+                         noise=float(manifest['noise']))
+        name = f'frame_{first + n:03d}.png'
+        _imwrite(root / name, quantize(raw, bits))
+        names.append(name)
+        if progress is not None:
+            progress(n + 1, len(rvecs))
+    save_calibration(root / manifest['ground_truth'], ground_truth_file(
+        camera, np.concatenate([before.rotation_vectors, rvecs]),
+        np.concatenate([before.translations, tvecs])))
+    return _write_manifest(root, {**manifest, 'frames': names})
 
 
 def read_dataset(directory):
