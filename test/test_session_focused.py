@@ -2,6 +2,7 @@
 from rendered raw frames, refuse a repeated pose, calibrate, save a data set calibrate-raw
 reads back."""
 
+import numpy as np
 import pytest
 
 from lf_mpc_calib.io.calibration_file import load_calibration
@@ -37,9 +38,15 @@ def test_focused_session_captures_calibrates_and_saves(scene, tmp_path):
     assert result.model.k_3 > 0                       # the focused orientation
     assert abs(result.model.k_i / gt.k_i - 1) < 0.03
     assert result.rms_reprojection_px < 0.3
-    # 4 poses: the leave-one-pose-out sigmas come with it (the node's answer quotes them)
+    # 4 poses: the leave-one-pose-out sigmas come with it (the node's answer quotes them), and
+    # each sigma quoted is the larger of the residual and the jackknife one, as calibrate-raw's
     jk = session.jackknife
-    assert jk is not None and jk.full is result and list(jk.pose_ids) == [0, 1, 2, 3]
+    assert jk is not None and list(jk.pose_ids) == [0, 1, 2, 3]
+    assert session.published_result is result
+    assert result.stddev == jk.covering_result().stddev
+    for name, sd in jk.stddev.items():
+        assert result.stddev[name] == max(jk.full.stddev[name], sd)
+    assert np.all(result.principal_point_stddev() >= jk.full.principal_point_stddev())
     assert jk.one_line().startswith('leave-one-pose-out over 4 poses: principal point sd')
     paths = session.save(tmp_path)
     cal = load_calibration([p for p in paths if p.suffix == '.yaml'

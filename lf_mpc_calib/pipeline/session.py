@@ -413,7 +413,9 @@ class CalibrationSession:
 
     def calibrate(self):
         """
-        Calibrate from the kept poses; returns (and keeps) the CalibrationResult.
+        Calibrate from the kept poses; returns (and keeps) the CalibrationResult (focused,
+        with 4 poses or more: each intrinsic's sigma the larger of the residual and the
+        leave-one-pose-out one, :attr:`jackknife`, as calibrate-raw quotes it).
 
         Raises DegenerateConfigurationError with fewer than ``min_poses`` poses or when the
         poses do not constrain the model, DetectionError when ``lens_types`` > 1 types cannot
@@ -442,6 +444,12 @@ class CalibrationSession:
             raise DegenerateConfigurationError(f'{self.num_poses} poses: {exc}') from exc
         self.hand_eye = None
         self.jackknife = self._pose_jackknife()
+        if self.jackknife is not None:
+            # quoted as calibrate-raw quotes it (pipeline.focused_raw): each sigma the larger
+            # of the residual and the leave-one-pose-out one, which also counts errors shared
+            # by a pose's corners; the node's file and calibrate-raw's of the saved session
+            # then agree, and ~/suggest judges the target on what is quoted
+            self.result = self.jackknife.covering_result()
         return self.result
 
     def _pose_jackknife(self):
