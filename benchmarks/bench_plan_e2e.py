@@ -10,6 +10,10 @@ optics' model (``ground_truth.yaml``'s camera) in the calibration's gauge: the e
 lenslet grid's numbering and the calibration's axis signs (conventional), the focused
 pipeline's frame (focused, as ``bench_focused_defaults.py``).
 
+``plan`` checks its captures itself (it calibrates them as calibrate-raw will and plans more
+while the reported sigmas are over the targets): the checks before its last are printed
+below the row.
+
 Columns: captures planned; the planner's predicted sigmas after the last capture (max over
 k_i..k_v, %, and over the principal point's u, v, px); the sigmas calibrate-raw reports
 (the same maxima: conventional, the refinement's; focused, the larger of residual and

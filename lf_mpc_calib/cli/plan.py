@@ -108,9 +108,8 @@ def run(args):
     from lf_mpc_calib.simulation.planning_scene import simulated_planner
     for name, value in (('--target-k-sigma', args.target_k_sigma),
                         ('--target-pp-sigma', args.target_pp_sigma),
-                        ('--corner-noise', 1.0 if args.corner_noise is None
-                         else args.corner_noise)):
-        if not 0 < value < float('inf'):
+                        ('--corner-noise', args.corner_noise)):
+        if value is not None and not 0 < value < float('inf'):
             print(f'lf-mpc-calib plan: error: {name} must be > 0 and finite, got {value}',
                   file=sys.stderr)
             return 2
