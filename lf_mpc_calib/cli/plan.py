@@ -192,7 +192,8 @@ def verify(args, planner, rvecs, tvecs):
         try:
             calibration = calibrate_folder(args.output)[0]
         except LFCalibError as e:
-            print(f'check: calibrate-raw refuses the {len(rvecs)} captures: {e}')
+            print(f'error: calibrate-raw refuses the {len(rvecs)} captures: {e}; the data set '
+                  'is kept', file=sys.stderr)
             return False
         reported = reported_sigmas(calibration.result)
         scale, planner.sigma_scale = planner.sigma_scale, None
@@ -205,14 +206,15 @@ def verify(args, planner, rvecs, tvecs):
               f'{k[1]:.3g} px for the {len(rvecs)} captures (predicted {pk[0]:.3g} %, '
               f'{pk[1]:.3g} px; targets {args.target_k_sigma:g} %, {args.target_pp_sigma:g} '
               f'px): {"met" if met else "over the target"}')
-        for problem in calibration.determination.refusals:
-            print(f'note: calibrate-raw refuses it without --accept-uncertain: {problem} (a '
-                  'target looser than its limit)')
         if met:
+            for problem in calibration.determination.refusals:
+                print(f'note: calibrate-raw refuses it without --accept-uncertain: {problem} '
+                      '(a target looser than its limit)')
             return True
         if check == VERIFY_ROUNDS or len(rvecs) >= args.max_captures:
             print(f'error: the target is not met with {len(rvecs)} captures after {check} '
-                  'checks (raise --max-captures or relax the targets); the data set is kept')
+                  'checks (raise --max-captures or relax the targets); the data set is kept',
+                  file=sys.stderr)
             return False
         planner.sigma_scale = {q: reported[q] / predicted[q] if np.isfinite(reported[q])
                                and 0 < predicted[q] < float('inf') else 1.0
@@ -222,9 +224,9 @@ def verify(args, planner, rvecs, tvecs):
             add_until_reached(planner, args, rvecs, tvecs, n + 1)
         except InvalidInputError as e:
             del rvecs[n:], tvecs[n:]
-            print(f'error: {e}; the data set of {n} captures is kept')
+            print(f'error: {e}; the data set of {n} captures is kept', file=sys.stderr)
             return False
-        print(f'planning {len(rvecs) - n} more with the prediction scaled to what was '
-              'reported; rendering them', file=sys.stderr)
+        print(f'{len(rvecs) - n} more captures planned with the prediction scaled to what '
+              'was reported; rendering them', file=sys.stderr)
         append_frames(args.output, np.array(rvecs[n:]), np.array(tvecs[n:]))
     return False
