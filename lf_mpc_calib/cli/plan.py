@@ -139,12 +139,26 @@ def run(args):
     rvecs, tvecs = [], []
     add_until_reached(planner, args, rvecs, tvecs, min(MIN_CAPTURES, args.max_captures))
     path = write_dataset(args.output, camera, board, np.array(rvecs), np.array(tvecs),
-                         seed=args.seed, samples=samples)
+                         seed=args.seed, samples=samples, progress=render_progress())
     print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
           f'{path.parent / "ground_truth.yaml"})')
     met = True if args.no_verify else verify(args, planner, rvecs, tvecs)
     print(f'captures: {len(rvecs)}')
     return 0 if met else 1
+
+
+def render_progress():
+    """progress(done, total) for write_dataset / append_frames: a line on stderr per image
+    rendered, with the seconds since the first call (a focused frame takes ~9 s at full
+    size)."""
+    import time
+    start = time.perf_counter()
+
+    def progress(done, total):
+        what = 'white image' if done == 0 else f'frame {done}/{total}'
+        print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr,
+              flush=True)
+    return progress
 
 
 def add_until_reached(planner, args, rvecs, tvecs, at_least):
@@ -189,6 +203,8 @@ def verify(args, planner, rvecs, tvecs):
     from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
     from lf_mpc_calib.simulation.dataset import append_frames
     for check in range(1, VERIFY_ROUNDS + 1):
+        print(f'checking: calibrating the {len(rvecs)} captures as calibrate-raw will',
+              file=sys.stderr, flush=True)
         try:
             calibration = calibrate_folder(args.output)[0]
         except LFCalibError as e:
@@ -203,9 +219,10 @@ def verify(args, planner, rvecs, tvecs):
         k = max(reported[q] for q in SCALES), max(reported[q] for q in QUANTITIES[4:])
         pk = max(predicted[q] for q in SCALES), max(predicted[q] for q in QUANTITIES[4:])
         print(f'check {check}: calibrate-raw reports sigma k {k[0]:.3g} %, principal point '
-              f'{k[1]:.3g} px for the {len(rvecs)} captures (predicted {pk[0]:.3g} %, '
-              f'{pk[1]:.3g} px; targets {args.target_k_sigma:g} %, {args.target_pp_sigma:g} '
-              f'px): {"met" if met else "over the target"}')
+              f'{k[1]:.3g} px for the {len(rvecs)} captures (predicted at {planner.noise_px:g} '
+              f'px of corner noise {pk[0]:.3g} %, {pk[1]:.3g} px; targets '
+              f'{args.target_k_sigma:g} %, {args.target_pp_sigma:g} px): '
+              f'{"met" if met else "over the target"}')
         if met:
             for problem in calibration.determination.refusals:
                 print(f'note: calibrate-raw refuses it without --accept-uncertain: {problem} '
@@ -226,7 +243,9 @@ def verify(args, planner, rvecs, tvecs):
             del rvecs[n:], tvecs[n:]
             print(f'error: {e}; the data set of {n} captures is kept', file=sys.stderr)
             return False
-        print(f'{len(rvecs) - n} more captures planned with the prediction scaled to what '
-              'was reported; rendering them', file=sys.stderr)
-        append_frames(args.output, np.array(rvecs[n:]), np.array(tvecs[n:]))
+        more = len(rvecs) - n
+        print(f'{more} more capture{"s" if more > 1 else ""} planned with the prediction '
+              'scaled to what was reported; rendering', file=sys.stderr)
+        append_frames(args.output, np.array(rvecs[n:]), np.array(tvecs[n:]),
+                      progress=render_progress())
     return False
