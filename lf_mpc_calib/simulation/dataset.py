@@ -356,11 +356,7 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
         raise InvalidInputError(
             f'camera and board must be simulation.optics Camera and Checkerboard, got '
             f'{type(camera).__name__} and {type(board).__name__}')
-    rvecs = np.asarray(rvecs, dtype=float).reshape(-1, 3)
-    tvecs = np.asarray(tvecs, dtype=float).reshape(-1, 3)
-    if rvecs.shape != tvecs.shape or len(rvecs) == 0:
-        raise InvalidInputError(
-            f'rvecs and tvecs must both be (P, 3) with P >= 1, got {rvecs.shape}, {tvecs.shape}')
+    rvecs, tvecs = _poses(rvecs, tvecs)
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     bits = camera.sensor.bit_depth
@@ -369,15 +365,8 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
     _imwrite(root / WHITE, quantize(white, bits))
     if progress is not None:
         progress(0, len(rvecs))
-    rng = np.random.default_rng(seed)
-    names = []
-    for n, (rv, tv) in enumerate(zip(rvecs, tvecs)):
-        raw = render_raw(camera, board, rv, tv, samples=samples, rng=rng, noise=noise)
-        name = f'frame_{n:03d}.png'
-        _imwrite(root / name, quantize(raw, bits))
-        names.append(name)
-        if progress is not None:
-            progress(n + 1, len(rvecs))
+    names = _render_frames(root, camera, board, rvecs, tvecs, 0, np.random.default_rng(seed),
+                           samples, noise, progress)
     save_calibration(root / GROUND_TRUTH, truth)
     manifest = {
         'format': FORMAT, 'format_version': FORMAT_VERSION,
@@ -397,6 +386,43 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
     return _write_manifest(root, manifest)
 
 
+def _poses(rvecs, tvecs):
+    """rvecs, tvecs as float (P, 3) arrays; InvalidInputError unless both are, P >= 1."""
+    rvecs = np.asarray(rvecs, dtype=float).reshape(-1, 3)
+    tvecs = np.asarray(tvecs, dtype=float).reshape(-1, 3)
+    if rvecs.shape != tvecs.shape or len(rvecs) == 0:
+        raise InvalidInputError(
+            f'rvecs and tvecs must both be (P, 3) with P >= 1, got {rvecs.shape}, {tvecs.shape}')
+    return rvecs, tvecs
+
+
+def _render_frames(root, camera, board, rvecs, tvecs, first, rng, samples, noise, progress):
+    """Render and write frame_<first + n>.png for each pose n (sensor noise from ``rng``);
+    progress(n + 1, P) after each. Returns the file names."""
+    names = []
+    for n, (rv, tv) in enumerate(zip(rvecs, tvecs)):
+        raw = render_raw(camera, board, rv, tv, samples=samples, rng=rng, noise=noise)
+        name = f'frame_{first + n:03d}.png'
+        _imwrite(root / name, quantize(raw, camera.sensor.bit_depth))
+        names.append(name)
+        if progress is not None:
+            progress(n + 1, len(rvecs))
+    return names
+
+
+def _read_manifest(root):
+    """The manifest dict of a dataset folder; InvalidInputError when it is not one or lacks a
+    key every reader needs."""
+    path = root / MANIFEST
+    manifest = read_yaml(path, 'dataset manifest')
+    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT:
+        raise InvalidInputError(f'{path} is not a {FORMAT} manifest')
+    for key in ('camera', 'board', 'white', 'frames', 'ground_truth'):
+        if key not in manifest:
+            raise InvalidInputError(f'{path} lacks key {key!r}')
+    return manifest
+
+
 def _write_manifest(root, manifest):
     path = root / MANIFEST
     with open_atomically(path, 'w') as f:
@@ -414,29 +440,15 @@ def append_frames(directory, rvecs, tvecs, *, progress=None):
     in the MPC frame; progress(done, total) after each added frame.
     """
     root = Path(directory)
-    manifest = read_yaml(root / MANIFEST, 'dataset manifest')
-    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT:
-        raise InvalidInputError(f'{root / MANIFEST} is not a {FORMAT} manifest')
-    rvecs = np.asarray(rvecs, dtype=float).reshape(-1, 3)
-    tvecs = np.asarray(tvecs, dtype=float).reshape(-1, 3)
-    if rvecs.shape != tvecs.shape or len(rvecs) == 0:
-        raise InvalidInputError(
-            f'rvecs and tvecs must both be (P, 3) with P >= 1, got {rvecs.shape}, {tvecs.shape}')
+    manifest = _read_manifest(root)
+    rvecs, tvecs = _poses(rvecs, tvecs)
     camera = Camera.from_dict(manifest['camera'])
-    board = Checkerboard.from_dict(manifest['board'])
     before = load_calibration(root / manifest['ground_truth'])
-    names = list(manifest['frames'])
-    first = len(names)
-    rng = np.random.default_rng([int(manifest['seed']), first])
-    bits = camera.sensor.bit_depth
-    for n, (rv, tv) in enumerate(zip(rvecs, tvecs)):
-        raw = render_raw(camera, board, rv, tv, samples=int(manifest['samples']), rng=rng,
-                         noise=float(manifest['noise']))
-        name = f'frame_{first + n:03d}.png'
-        _imwrite(root / name, quantize(raw, bits))
-        names.append(name)
-        if progress is not None:
-            progress(n + 1, len(rvecs))
+    first = len(manifest['frames'])
+    names = list(manifest['frames']) + _render_frames(
+        root, camera, Checkerboard.from_dict(manifest['board']), rvecs, tvecs, first,
+        np.random.default_rng([int(manifest['seed']), first]), int(manifest['samples']),
+        float(manifest['noise']), progress)
     save_calibration(root / manifest['ground_truth'], ground_truth_file(
         camera, np.concatenate([before.rotation_vectors, rvecs]),
         np.concatenate([before.translations, tvecs])))
@@ -446,13 +458,7 @@ def append_frames(directory, rvecs, tvecs, *, progress=None):
 def read_dataset(directory):
     """Read a dataset folder written by :func:`write_dataset` into a :class:`Dataset`."""
     root = Path(directory)
-    path = root / MANIFEST
-    manifest = read_yaml(path, 'dataset manifest')
-    if not isinstance(manifest, dict) or manifest.get('format') != FORMAT:
-        raise InvalidInputError(f'{path} is not a {FORMAT} manifest')
-    for key in ('camera', 'board', 'white', 'frames', 'ground_truth'):
-        if key not in manifest:
-            raise InvalidInputError(f'{path} lacks key {key!r}')
+    manifest = _read_manifest(root)
     camera = Camera.from_dict(manifest['camera'])
     board = Checkerboard.from_dict(manifest['board'])
     white = _imread(root / manifest['white'])
