@@ -363,12 +363,11 @@ class PosePlanner:
         return Observations(np.zeros(len(point), int), point, self.board[point],
                             np.column_stack([ij[ok], uv[ok]]), types)
 
-    def pose_informations(self, rvecs, tvecs, rows=None, chains=None, clustered=False):
-        """(P, nf, nf) unit-noise information of each pose (rows: their Observations). On an
-        arm, of the joint hand-eye problem (12 + nf; chains: the captures' robot chains G
-        (w (P, 3), t (P, 3)), default from the arm's mount and board estimates).
-        clustered: also their (P, nf, nf) clustered informations (None on an arm), as
-        (informations, clustered)."""
+    def pose_informations(self, rvecs, tvecs, rows=None, chains=None):
+        """((P, nf, nf) unit-noise information of each pose (rows: their Observations),
+        (P, nf, nf) their clustered informations, refine.pose_information, or None on an
+        arm). On an arm, of the joint hand-eye problem (12 + nf; chains: the captures' robot
+        chains G (w (P, 3), t (P, 3)), default from the arm's mount and board estimates)."""
         rows = [self.rows(r, t) for r, t in zip(rvecs, tvecs)] if rows is None else rows
         if self.arm is not None and chains is None:
             chains = self.arm.chains(rvecs, tvecs)
@@ -390,8 +389,6 @@ class PosePlanner:
                 clustered=True)
             out.append(info)
             common.append(clusters)
-        if not clustered:
-            return np.concatenate(out)
         return np.concatenate(out), (np.concatenate(common) if common else None)
 
     def _gradient(self):
@@ -554,8 +551,7 @@ class PosePlanner:
             g = tuple(np.asarray(v, float).reshape(1, 3) for v in robot_pose)
             chains = g if self.arm.setup == 'eye-in-hand' else transforms.invert(g)
         infos, commons = self.pose_informations(np.atleast_2d(rotation_vector),
-                                                np.atleast_2d(translation), [rows], chains,
-                                                clustered=True)
+                                                np.atleast_2d(translation), [rows], chains)
         info = infos[0]
         self.information = info if self.information is None else self.information + info
         if commons is not None:
@@ -688,7 +684,7 @@ class PosePlanner:
                 rv, tv, rows = rv[shows], tv[shows], [rows[k] for k in shows]
                 geometry = [geometry[k] for k in shows]
             refine = 0         # neighbours might not show them
-        infos, commons = self.pose_informations(rv, tv, rows, clustered=True)
+        infos, commons = self.pose_informations(rv, tv, rows)
         base = np.zeros_like(infos[0]) if self.information is None else self.information
         # before the set determines the camera: a ridge of 1e-9 of the candidates' scale
         if self.captures < 3:
@@ -711,8 +707,7 @@ class PosePlanner:
             if not nrv:
                 continue
             tried += len(nrv)
-            scores += scored(*self.pose_informations(np.array(nrv), np.array(ntv), nrows,
-                                                     clustered=True))
+            scores += scored(*self.pose_informations(np.array(nrv), np.array(ntv), nrows))
             rv, tv, geometry = rv + nrv, tv + ntv, geometry + ngeo
             best = int(np.argmin([s[1] for s in scores]))
         sig, crit = scores[best]
