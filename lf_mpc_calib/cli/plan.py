@@ -103,6 +103,7 @@ def default_samples(camera):
 
 def run(args):
     """Plan, render; returns the exit code."""
+    from lf_mpc_calib.cli.simulate import render_progress
     from lf_mpc_calib.simulation.dataset import write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.planning_scene import simulated_planner
@@ -147,20 +148,6 @@ def run(args):
     return 0 if met else 1
 
 
-def render_progress():
-    """progress(done, total) for write_dataset / append_frames: a line on stderr per image
-    rendered, with the seconds since the first call (a focused frame takes ~9 s at full
-    size)."""
-    import time
-    start = time.perf_counter()
-
-    def progress(done, total):
-        what = 'white image' if done == 0 else f'frame {done}/{total}'
-        print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr,
-              flush=True)
-    return progress
-
-
 def add_until_reached(planner, args, rvecs, tvecs, at_least):
     """Add suggested (--random: random) poses to ``planner`` and to the lists rvecs, tvecs
     until its prediction meets the targets with at least ``at_least`` captures in all;
@@ -200,7 +187,8 @@ def verify(args, planner, rvecs, tvecs):
     from lf_mpc_calib.calibration.planning import QUANTITIES, SCALES
     from lf_mpc_calib.cli.calibrate_raw import calibrate_folder
     from lf_mpc_calib.errors import LFCalibError
-    from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
+    from lf_mpc_calib.pipeline.capture_planning import reported_sigmas, sigma_scale
+    from lf_mpc_calib.cli.simulate import render_progress
     from lf_mpc_calib.simulation.dataset import append_frames
     for check in range(1, VERIFY_ROUNDS + 1):
         print(f'checking: calibrating the {len(rvecs)} captures as calibrate-raw will',
@@ -233,9 +221,11 @@ def verify(args, planner, rvecs, tvecs):
                   'checks (raise --max-captures or relax the targets); the data set is kept',
                   file=sys.stderr)
             return False
-        planner.sigma_scale = {q: reported[q] / predicted[q] if np.isfinite(reported[q])
-                               and 0 < predicted[q] < float('inf') else 1.0
-                               for q in QUANTITIES}
+        # each quantity's effective noise over the assumed one: the prediction then equals
+        # what was reported for these captures
+        noise = planner.noise_px
+        planner.sigma_scale = {q: f / noise for q, f in sigma_scale(
+            calibration.result, {q: v / noise for q, v in predicted.items()}).items()}
         n = len(rvecs)
         try:
             add_until_reached(planner, args, rvecs, tvecs, n + 1)

@@ -204,14 +204,7 @@ def run(args):
               f'{camera.micro_image_pitch:.2f} px per micro-image, board '
               f'{board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, {len(rvecs)} poses',
               file=sys.stderr)
-    start = time.perf_counter()
-
-    def progress(done, total):
-        if args.quiet:
-            return
-        what = 'white image' if done == 0 else f'frame {done}/{total}'
-        print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr)
-
+    progress = render_progress(args.quiet)
     if args.arm:
         from lf_mpc_calib.simulation.arm import default_arm, write_arm_dataset
         path = write_arm_dataset(args.output, camera, board, default_arm(args.arm), rvecs,
@@ -224,20 +217,28 @@ def run(args):
     return 0
 
 
+def render_progress(quiet=False):
+    """progress(done, total) for the data set writers (write_dataset, append_frames, ...): a
+    line on stderr per image rendered (done 0: the white image) with the seconds since this
+    call; None when ``quiet``."""
+    if quiet:
+        return None
+    start = time.perf_counter()
+
+    def progress(done, total):
+        what = 'white image' if done == 0 else f'frame {done}/{total}'
+        print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr,
+              flush=True)
+    return progress
+
+
 def _run_planes(args, camera, board):
     from lf_mpc_calib.simulation.scene_dataset import write_planes_dataset
     if args.poses_file:
         raise InvalidInputError('--poses-file does not apply to --scene planes (the scenes are '
                                 'drawn from --seed)')
-    start = time.perf_counter()
-
-    def progress(done, total):
-        if not args.quiet:
-            what = 'white image' if done == 0 else f'frame {done}/{total}'
-            print(f'  {what} rendered ({time.perf_counter() - start:.1f} s)', file=sys.stderr)
-
     path = write_planes_dataset(args.output, camera, board, args.poses, seed=args.seed,
-                                samples=args.samples, progress=progress)
+                                samples=args.samples, progress=render_progress(args.quiet))
     print(f'wrote {path.parent} ({args.poses} frames of textured planes with depth_NNN.npy, '
           f'ground truth in {path.parent / "ground_truth.yaml"})')
     return 0
