@@ -905,7 +905,7 @@ def _hold_radial_of_focused(obs, result, fixed, refit):
                    f'u_0, v_0 (free: {n} = {float(getattr(m, n)):.3g} +- '
                    f'{float(result.stddev.get(n, np.nan)):.2g}, sigma of the scales x '
                    f'{factor:.2f}, RMS {result.rms_reprojection_px:.4g} px against '
-                   f'{trial.rms_reprojection_px:.4g} held): held at 0 (distortion=True '
+                   f'{trial.rms_reprojection_px:.4g} held): held at 0 (--all-distortion '
                    f'frees them)')
     return trial, trial_fixed, held
 

@@ -253,7 +253,8 @@ def _check_margin(img, grid, board, contrasts):
             raise DetectionError(
                 f'{int(dark.sum())} of {int(seen.sum())} samples beside the {name} side of the '
                 f'board are dark squares: the {cols}x{rows} corners found are part of a larger '
-                'board (or the board has no light margin: set margin_check=False)')
+                'board (or the board has no light margin: it needs a light border at least half a '
+                'square wide around its outer squares)')
 
 
 def smooth(img, sigma):
