@@ -115,3 +115,81 @@ def test_a_writer_failing_midway_leaves_the_previous_file_and_no_temporary(tmp_p
     assert path.read_bytes() == b'previous' and _no_temporaries(tmp_path)
     write_atomically(path, lambda tmp: tmp.write_bytes(b'new'))
     assert path.read_bytes() == b'new' and _no_temporaries(tmp_path)
+
+
+# simulate and plan never replace a data set silently (issue 39 #5)
+SIMULATE = ['simulate', '--preset', 'lytro', '--scale', '0.06', '--samples', '1', '--quiet']
+
+
+def _contents(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize('argv', [
+    SIMULATE + ['--poses', '1'],
+    ['plan', '--preset', 'lytro', '--scale', '0.25', '--samples', '1', '--no-verify',
+     '--target-k-sigma', '2', '--target-pp-sigma', '2']], ids=['simulate', 'plan'])
+def test_a_data_set_folder_that_is_not_empty_is_refused_without_overwrite(tmp_path, argv):
+    ds = _dataset(tmp_path)
+    before = _contents(ds)
+    rc, err = _run(argv + ['-o', ds])
+    assert rc == 2, err
+    assert f'-o {ds} is not empty' in err and 'it holds a data set' in err, err
+    assert 'manifest.yaml' in err and '1 frame (frame_000.png)' in err, err
+    assert 'pass --overwrite' in err, err
+    assert _contents(ds) == before                  # refused before any rendering
+    # a folder of other files is refused too (even with --overwrite: it replaces only a
+    # data set's own files)
+    (ds / 'notes.txt').write_text('mine')
+    rc, err = _run(argv + ['-o', ds, '--overwrite'])
+    assert rc == 2 and 'notes.txt' in err and 'not part of a data set' in err, err
+    assert (ds / 'notes.txt').read_text() == 'mine' and (ds / 'frame_000.png').exists()
+
+
+def test_simulate_overwrite_leaves_no_frame_of_the_earlier_data_set(tmp_path):
+    ds = tmp_path / 'ds'
+    assert _run(SIMULATE + ['--poses', '3', '-o', ds])[0] == 0
+    assert _run(SIMULATE + ['--scene', 'planes', '--poses', '2', '-o', ds])[0] == 2
+    (ds / 'depth_001.npy').write_bytes(b'stale truth')      # as a planes set leaves
+    (ds / '.frame_004.1234.partial.png').write_bytes(b'a killed run')
+    rc, err = _run(SIMULATE + ['--poses', '1', '--seed', '3', '-o', ds, '--overwrite'])
+    assert rc == 0, err
+    assert sorted(p.name for p in ds.iterdir()) == [
+        'frame_000.png', 'ground_truth.yaml', 'manifest.yaml', 'white.png']
+    from lf_mpc_calib.simulation.dataset import read_dataset
+    new = read_dataset(ds)
+    assert len(new.frames) == len(new.ground_truth.translations) == 1
+    assert new.manifest['seed'] == 3
+
+
+def test_a_data_set_write_failing_midway_leaves_the_earlier_one(tmp_path):
+    from lf_mpc_calib.cli.paths import dataset_output
+    ds = _dataset(tmp_path)
+    before = _contents(ds)
+    with pytest.raises(OSError):
+        with dataset_output(ds, overwrite=True) as folder:
+            (folder / 'white.png').write_bytes(b'new white')
+            raise OSError(errno.ENOSPC, 'No space left on device')
+    assert _contents(ds) == before                  # and no hidden folder left in it
+    fresh = tmp_path / 'new'
+    with pytest.raises(OSError):
+        with dataset_output(fresh, overwrite=False) as folder:
+            raise OSError(errno.ENOSPC, 'No space left on device')
+    assert not fresh.exists()
+
+
+def test_plan_overwrite_leaves_no_frame_of_the_earlier_data_set(tmp_path):
+    ds = _dataset(tmp_path)
+    stale = [f'frame_{k:03d}.png' for k in range(1, 40)] + ['depth_000.npy', 'ground_truth.yaml']
+    for name in stale:
+        (ds / name).write_bytes(b'stale')
+    rc, err = _run(['plan', '--preset', 'lytro', '--scale', '0.25', '--samples', '1',
+                    '--no-verify', '--target-k-sigma', '2', '--target-pp-sigma', '2',
+                    '--overwrite', '-o', ds])
+    assert rc == 0, err
+    from lf_mpc_calib.simulation.dataset import read_dataset
+    n = len(read_dataset(ds).frames)
+    assert sorted(p.name for p in ds.iterdir()) == sorted(
+        [f'frame_{k:03d}.png' for k in range(n)] + ['ground_truth.yaml', 'manifest.yaml',
+                                                    'white.png'])
+    assert b'stale' not in (ds / 'ground_truth.yaml').read_bytes()

@@ -5,10 +5,16 @@ every output location must be writable. A failed check raises UsageError (exit 2
 paths.
 
     check_outputs(command, args): the parsed arguments of ``lf-mpc-calib COMMAND``
+    dataset_output(DIR, overwrite): ``simulate``'s and ``plan``'s data set folder, refused
+        when it is not empty unless ``--overwrite``, replaced whole (no stale frames)
 """
 
+import contextlib
 import os
 from pathlib import Path
+import re
+import shutil
+import tempfile
 
 from lf_mpc_calib.errors import UsageError
 
@@ -120,3 +126,82 @@ def check_outputs(command, args):
         if out.exists() and not folder and not os.access(out, os.W_OK) and \
                 not os.access(out.parent, os.W_OK):
             raise UsageError(f'{label} {out} is not writable')
+
+
+DATASET_FILE = re.compile(r'(?:manifest|ground_truth)\.yaml|white\.(?:png|npy|tiff?)|'
+                          r'(?:frame|depth)_\d+\.(?:png|npy|tiff?)|\..*\.partial.*')
+"""Names of the entries a data set folder written by ``simulate`` or ``plan`` holds (hidden
+``.partial`` ones: what a run cut off left)."""
+
+
+def _describe(entries):
+    """What a folder holds, in words: 'manifest.yaml, white.png, 12 frames, notes.txt'."""
+    frames = [e for e in entries if re.fullmatch(r'frame_\d+\.\w+', e)]
+    depths = [e for e in entries if re.fullmatch(r'depth_\d+\.\w+', e)]
+    rest = [e for e in entries if e not in frames and e not in depths]
+    words = rest[:6] + ([f'{len(rest) - 6} more'] if len(rest) > 6 else [])
+    if frames:
+        span = frames[0] if len(frames) == 1 else f'{frames[0]}..{frames[-1]}'
+        words.append(f'{len(frames)} frame{"s" * (len(frames) != 1)} ({span})')
+    words += [f'{len(depths)} depth truth file{"s" * (len(depths) != 1)}'] if depths else []
+    return ', '.join(words)
+
+
+def check_dataset_output(folder, overwrite):
+    """
+    Refuse (UsageError) to write a data set into ``folder`` when it is not empty, unless
+    ``overwrite``; with it, refuse still when the folder holds anything a data set does not
+    (DATASET_FILE): ``--overwrite`` replaces a data set, never a user's other files. Returns
+    the names of the entries the folder holds (sorted; none when it is absent).
+    """
+    folder = Path(folder)
+    entries = sorted(os.listdir(folder)) if folder.is_dir() else []
+    if entries and not overwrite:
+        what = ('a data set' if (folder / 'manifest.yaml').exists() else 'files')
+        raise UsageError(f'-o {folder} is not empty: it holds {what} ({_describe(entries)}); '
+                         'pass --overwrite to replace that data set, or choose another folder')
+    foreign = [e for e in entries if not DATASET_FILE.fullmatch(e)]
+    if foreign:
+        raise UsageError(f'-o {folder} holds files that are not part of a data set '
+                         f'({_describe(foreign)}); --overwrite replaces only a data set\'s own '
+                         'files (manifest, white image, frames, ground truth): move those away '
+                         'or choose another folder')
+    return entries
+
+
+@contextlib.contextmanager
+def dataset_output(folder, overwrite):
+    """
+    ``with dataset_output(DIR, overwrite) as tmp:`` write a new data set into ``tmp`` (a
+    hidden folder inside DIR); when the block ends without an error the new files take the
+    place of whatever data set DIR held (check_dataset_output first), the old manifest removed
+    first and the new one moved in last, so that no frame, depth truth or ground truth of the
+    earlier data set is left beside the new one. An error while the data set is written
+    leaves DIR as it was (a DIR this call made is removed again) and goes on.
+    """
+    folder = Path(folder)
+    old = check_dataset_output(folder, overwrite)
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix='.dataset.', suffix='.partial', dir=folder))
+    try:
+        yield tmp
+        new = sorted(os.listdir(tmp))
+        manifest = [n for n in new if n == 'manifest.yaml']
+        if (folder / 'manifest.yaml').exists():
+            os.unlink(folder / 'manifest.yaml')     # no manifest naming a mixed set
+        for name in [n for n in new if n not in manifest] + manifest:
+            os.replace(tmp / name, folder / name)
+        for name in old:
+            path = folder / name
+            if name not in new and path != tmp and (path.exists() or path.is_symlink()):
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)

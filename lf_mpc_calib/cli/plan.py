@@ -10,7 +10,8 @@ suggests board poses one at a time (A-optimal on sigma / target of k_i..k_v and 
 point, from the model's Jacobian and the corner noise) until the predicted sigmas meet the
 targets; with --random, random poses from the same constraints are added until the same
 target is predicted. The poses are rendered into DIR laid out as ``simulate`` writes it
-(manifest, white, frames, ground_truth.yaml). The last line printed is ``captures: N``.
+(manifest, white, frames, ground_truth.yaml); DIR must be new or empty, ``--overwrite``
+replaces the data set it holds. The last line printed is ``captures: N``.
 
 Then ``plan`` checks its captures (unless --no-verify): it calibrates them as ``calibrate-raw
 DIR`` will at its defaults and prints the sigmas that reports against the targets. The
@@ -27,6 +28,7 @@ measures (full-size Lytro at 4 rays: the views' disparity about 0.5 % short on n
 micro-images, simulation.dataset.FOCUSED_SAMPLES).
 """
 
+from pathlib import Path
 import sys
 
 import numpy as np
@@ -90,7 +92,12 @@ def register(subparsers):
                    help='do not calibrate the rendered captures to check the target (default: '
                         'calibrate them as calibrate-raw does and plan more while its sigmas '
                         'are over the target)')
-    p.add_argument('-o', '--output', required=True, metavar='DIR', help='dataset folder')
+    p.add_argument('-o', '--output', required=True, metavar='DIR',
+                   help='dataset folder (new or empty; see --overwrite)')
+    p.add_argument('--overwrite', action='store_true',
+                   help='replace the data set DIR holds: its manifest, white image, frames and '
+                        'ground truth are removed once the new one is written (a folder that '
+                        'holds other files is still refused)')
     p.set_defaults(func=run)
 
 
@@ -128,6 +135,8 @@ def run(args):
         print(f'lf-mpc-calib plan: error: --samples must be from 1 to {MAX_SAMPLES}, got '
               f'{args.samples}', file=sys.stderr)
         return 2
+    from lf_mpc_calib.cli.paths import check_dataset_output, dataset_output
+    check_dataset_output(args.output, args.overwrite)       # before planning and rendering
     camera = preset(args.preset, scale=args.scale)
     samples = args.samples or default_samples(camera)
     board = default_board(camera)
@@ -139,10 +148,11 @@ def run(args):
                                 rng=np.random.default_rng(args.seed))
     rvecs, tvecs = [], []
     add_until_reached(planner, args, rvecs, tvecs, min(MIN_CAPTURES, args.max_captures))
-    path = write_dataset(args.output, camera, board, np.array(rvecs), np.array(tvecs),
-                         seed=args.seed, samples=samples, progress=render_progress())
-    print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
-          f'{path.parent / "ground_truth.yaml"})')
+    with dataset_output(args.output, args.overwrite) as folder:
+        write_dataset(folder, camera, board, np.array(rvecs), np.array(tvecs),
+                      seed=args.seed, samples=samples, progress=render_progress())
+    out = Path(args.output)
+    print(f'wrote {out} ({len(rvecs)} frames, ground truth in {out / "ground_truth.yaml"})')
     met = True if args.no_verify else verify(args, planner, rvecs, tvecs)
     print(f'captures: {len(rvecs)}')
     return 0 if met else 1

@@ -8,7 +8,9 @@
         [--lattice-layout rows|columns] [--lattice-rotation DEG] [--portrait]
 
 Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.yaml (the
-calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). Poses come from
+calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). DIR must be new or
+empty; ``--overwrite`` replaces the data set it holds, leaving no frame of it behind
+(:func:`lf_mpc_calib.cli.paths.dataset_output`). Poses come from
 --poses-file (a list of {rotation_vector, translation_m}, board -> MPC camera frame, or a
 calibration file), or are a careful user's set (conventional presets: boards at 0.6-1.5 x the
 focus distance alternating near and far; focused presets: spread 1.4 x or more in depth on the
@@ -35,6 +37,7 @@ way, ``--portrait`` turns the whole camera by 90 degrees (sensor width and heigh
 :func:`~lf_mpc_calib.simulation.lattice_turn.turn_lattice`.
 """
 
+from pathlib import Path
 import re
 import sys
 import time
@@ -58,7 +61,12 @@ def register(subparsers):
                         'principal point averages over poses; --scene planes: frames, 6)')
     p.add_argument('--seed', type=int, default=0,
                    help='seed of the poses and the noise (default: %(default)s)')
-    p.add_argument('-o', '--output', required=True, metavar='DIR', help='dataset folder')
+    p.add_argument('-o', '--output', required=True, metavar='DIR',
+                   help='dataset folder (new or empty; see --overwrite)')
+    p.add_argument('--overwrite', action='store_true',
+                   help='replace the data set DIR holds: its manifest, white image, frames and '
+                        'ground truth are removed once the new one is written (a folder that '
+                        'holds other files is still refused)')
     p.add_argument('--scale', type=float, default=1.0,
                    help='sensor crop factor in (0, 1]: fewer lenses, same optics '
                         '(default: %(default)s)')
@@ -153,6 +161,8 @@ def run(args):
     if not (math.isfinite(args.max_tilt) and 0 <= args.max_tilt < 90):
         raise InvalidInputError(f'--max-tilt must be degrees in [0, 90), got {args.max_tilt}')
     check_counts(args)
+    from lf_mpc_calib.cli.paths import check_dataset_output, dataset_output
+    check_dataset_output(args.output, args.overwrite)       # before any rendering
     from lf_mpc_calib.simulation.dataset import (
         FOCUSED_CAPTURE_POSES, FOCUSED_SAMPLES, capture_poses, load_poses, random_poses,
         write_dataset)
@@ -205,15 +215,16 @@ def run(args):
               f'{board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, {len(rvecs)} poses',
               file=sys.stderr)
     progress = render_progress(args.quiet)
-    if args.arm:
-        from lf_mpc_calib.simulation.arm import default_arm, write_arm_dataset
-        path = write_arm_dataset(args.output, camera, board, default_arm(args.arm), rvecs,
-                                 tvecs, seed=args.seed, samples=args.samples, progress=progress)
-    else:
-        path = write_dataset(args.output, camera, board, rvecs, tvecs, seed=args.seed,
-                             samples=args.samples, progress=progress)
-    print(f'wrote {path.parent} ({len(rvecs)} frames, ground truth in '
-          f'{path.parent / "ground_truth.yaml"})')
+    with dataset_output(args.output, args.overwrite) as folder:
+        if args.arm:
+            from lf_mpc_calib.simulation.arm import default_arm, write_arm_dataset
+            write_arm_dataset(folder, camera, board, default_arm(args.arm), rvecs, tvecs,
+                              seed=args.seed, samples=args.samples, progress=progress)
+        else:
+            write_dataset(folder, camera, board, rvecs, tvecs, seed=args.seed,
+                          samples=args.samples, progress=progress)
+    out = Path(args.output)
+    print(f'wrote {out} ({len(rvecs)} frames, ground truth in {out / "ground_truth.yaml"})')
     return 0
 
 
@@ -233,12 +244,15 @@ def render_progress(quiet=False):
 
 
 def _run_planes(args, camera, board):
+    from lf_mpc_calib.cli.paths import dataset_output
     from lf_mpc_calib.simulation.scene_dataset import write_planes_dataset
     if args.poses_file:
         raise InvalidInputError('--poses-file does not apply to --scene planes (the scenes are '
                                 'drawn from --seed)')
-    path = write_planes_dataset(args.output, camera, board, args.poses, seed=args.seed,
-                                samples=args.samples, progress=render_progress(args.quiet))
-    print(f'wrote {path.parent} ({args.poses} frames of textured planes with depth_NNN.npy, '
-          f'ground truth in {path.parent / "ground_truth.yaml"})')
+    with dataset_output(args.output, args.overwrite) as folder:
+        write_planes_dataset(folder, camera, board, args.poses, seed=args.seed,
+                             samples=args.samples, progress=render_progress(args.quiet))
+    out = Path(args.output)
+    print(f'wrote {out} ({args.poses} frames of textured planes with depth_NNN.npy, '
+          f'ground truth in {out / "ground_truth.yaml"})')
     return 0
