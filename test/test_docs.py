@@ -184,8 +184,6 @@ def test_messages_name_no_python_keywords():
     assert _keyword_messages() == []
 
 
-@pytest.mark.xfail(reason='lenslet/estimate.py _ADVICE: "--grid FILE / grid=..." (issue 39, '
-                          'the lenslet owner fixes it)', strict=False)
 def test_lenslet_messages_name_no_python_keywords():
     assert _keyword_messages(ELSEWHERE) == []
 

@@ -10,10 +10,11 @@ Steps (all vectorised; a Lytro-size 3280 x 3280 white image takes under a second
    micro-image (the cos^4 falloff is centred on the micro-lens, not on its micro-image, and
    pulls intensity centroids towards the optical axis); the bright area is point-symmetric
    about the centre even where neighbouring micro-images touch, so the map peaks there.
-3. Candidates: one local maximum of the map per micro-image; sub-pixel centres: the centroid
-   of the map's peak in a window centred on the estimate itself (iterated); micro-images with
-   dark all round then take their exact (anti-aliased) bright-area centroid. Micro-images cut
-   by the image border are left out.
+3. Candidates: one local maximum (or plateau) of the map per micro-image; first sub-pixel
+   centres: the centroid of the map's peak in a window centred on the estimate itself
+   (iterated); final centres: the centroid of each micro-image's half-level area in the image
+   (:func:`half_level_centres`: right for peaked, flat-topped and saturated micro-images,
+   touching or not). Micro-images cut by the image border are left out.
 4. The lattice: hexagonal or rectangular from the nearest-neighbour distances, the rotation from
    the six- or four-fold mean angle of the neighbour vectors (the equivalent row direction
    nearest an image axis: near 90 degrees for a column-shifted lattice), lattice indices
@@ -36,6 +37,7 @@ from lf_mpc_calib.lenslet.grid import (LATTICES, LatticeDeformation, LensletGrid
                                        regular_indices, row_direction)
 
 _MIN_SPOTS = 9
+ESTIMATORS = ('map', 'half-level')     # centre estimators of measure_spots
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,21 +182,28 @@ def _bright_share(img, radius, dark_fraction):
 
 
 def _candidates(smap, spacing):
-    """Integer positions (N, 2) of one peak per micro-image of a :func:`micro_image_map`."""
+    """
+    Integer positions (N, 2) of one peak per micro-image of a :func:`micro_image_map`.
+
+    Local maxima over 0.35 spacing; a plateau of tied maxima (a flat-topped micro-image) is
+    one connected component and gives one candidate, so time and memory stay linear in the
+    pixels whatever the micro-image's profile. Maxima closer than half a spacing (a plateau
+    broken by noise) keep the highest.
+    """
     h, w = smap.shape
     rad = max(1, int(np.floor(0.35 * spacing)))
     dil = _local_maxima(smap, rad)
     cand = (smap >= dil) & (smap > 0.25 * float(dil.max()))
+    del dil
     edge = max(1, int(np.floor(0.25 * spacing)))
     cand[:edge] = False
     cand[h - edge:] = False
     cand[:, :edge] = False
     cand[:, w - edge:] = False
-    ys, xs = np.nonzero(cand)
-    vals = smap[ys, xs]
-    xy = np.column_stack([xs, ys]).astype(float)
+    n, _, _, cents = cv2.connectedComponentsWithStats(cand.view(np.uint8), connectivity=8)
+    xy = np.rint(cents[1:n]).astype(float)                     # (N, 2) one per plateau
     if len(xy) > 1:
-        # plateaus (ties) give several maxima per micro-image: keep the first of each cluster
+        vals = smap[xy[:, 1].astype(int), xy[:, 0].astype(int)]
         pairs = cKDTree(xy).query_pairs(0.5 * spacing, output_type='ndarray')
         if len(pairs):
             i, j = pairs[:, 0], pairs[:, 1]
@@ -318,18 +327,62 @@ def centroid_centres(image, xy, radius, *, threshold=0.25, iterations=3):
     return out
 
 
-def detect_spots(white, spacing, *, dark_fraction=0.05, window=None):
-    """
-    Sub-pixel centres (N, 2) of the bright micro-images of a white image.
+def _kth(values, k, axis=1):
+    """The k-th smallest (0-based, ``k`` (N,) int) of each row of values (N, P)."""
+    part = np.sort(values, axis=axis)
+    return np.take_along_axis(part, k[:, None], axis=axis)[:, 0]
 
-    ``spacing`` is the lattice spacing in pixels (e.g. from :func:`spectral_spacing`): the peaks
-    of :func:`micro_image_map`, refined by :func:`refine_centres` in a window of radius
-    ``window`` (default 0.3 spacing). Micro-images too close to the border are left out.
+
+def half_level_centres(image, xy, nn, *, iterations=12, chunk=2_000_000):
     """
-    smap = micro_image_map(white, float(spacing), dark_fraction=dark_fraction)
-    window = 0.3 * spacing if window is None else float(window)
-    centres, _ = refine_centres(smap, _candidates(smap, float(spacing)), max(1.0, window))
-    return centres
+    Centres (N, 2) of the micro-images near xy (N, 2): centroids of their half-level area.
+
+    Each micro-image is thresholded (softly, from 25 to 75 % of its contrast) between its
+    dark level (the 1st percentile of the disk of 0.6 ``nn`` px: the gaps to its neighbours;
+    a dead pixel does not move it) and its bright level (the 80th percentile of the disk of
+    0.3 nn: a hot pixel does not move it); the centroid of that bright area inside the disk of
+    0.5 nn centred on the current estimate is iterated. The half-level area is point-symmetric
+    about the centre for peaked, flat-topped and saturated profiles, touching or not, so the
+    window's fixed point is the centre (on the real whites within 0.01-0.03 px, median, of
+    an edge-circle fit). Returns ``(centres (M, 2), kept (N,) bool)``: spots whose window
+    leaves the image (micro-images cut by the border) are dropped. Works in chunks of about
+    ``chunk`` window pixels (memory bounded whatever the pitch).
+    """
+    win_ = _Windows(as_intensity(image), 0.6 * nn)
+    out = np.asarray(xy, dtype=float).reshape(-1, 2).copy()
+    kept = win_.inside(out)
+    todo = np.flatnonzero(kept)
+    per = max(1, int(chunk) // win_.flat_off.size)
+    for _ in range(iterations):
+        moving = [part[_half_level_step(win_, out, part, nn)]
+                  for part in np.array_split(todo, max(1, int(np.ceil(todo.size / per))))
+                  if part.size]
+        todo = np.concatenate(moving) if moving else todo[:0]
+        if todo.size == 0:
+            break
+    kept &= win_.inside(out)
+    return out[kept], kept
+
+
+def _half_level_step(win_, out, part, nn):
+    """One centroid step of :func:`half_level_centres` for spots ``part``; mask still moving."""
+    vals, dx, dy, dist, _ = win_.sample(out[part])              # (n, P) each
+    ring = dist <= 0.6 * nn
+    lo = _kth(np.where(ring, vals, np.inf), (0.01 * ring.sum(axis=1)).astype(int))
+    core = dist < 0.3 * nn
+    hi = _kth(np.where(core, vals, np.inf), np.maximum(0, (0.8 * core.sum(axis=1)).astype(int) - 1))
+    span = np.maximum(hi - lo, 1e-12)
+    wts = (vals - (lo + 0.25 * span)[:, None]) / (0.5 * span)[:, None]
+    np.clip(wts, 0.0, 1.0, out=wts)
+    wts *= np.clip(np.float32(0.5 * nn + 0.5) - dist, 0.0, 1.0)
+    tot = wts.sum(axis=1)
+    good = tot > 0
+    step = np.column_stack([(wts * dx).sum(axis=1), (wts * dy).sum(axis=1)])
+    step /= np.where(good, tot, 1.0)[:, None]
+    new = out[part] + step
+    ok = good & win_.inside(new)
+    out[part[ok]] = new[ok]
+    return ok & (np.abs(step).max(axis=1) > 1e-3)
 
 
 def _spot_area(smap, xy, radius):
@@ -549,7 +602,11 @@ class GridQuality:
     bright micro-image area that hold a detected spot; outside: share of grid positions whose
     centre is outside the image; deformation_degree: degree of the polynomial deformation
     (0: regular lattice); max_deformation_px: its largest displacement over the grid; spots:
-    number of measured micro-images; nn_px: nearest-neighbour distance of the lattice.
+    number of measured micro-images; nn_px: nearest-neighbour distance of the lattice;
+    spot_scatter_px: RMS noise (norm) of the measured centres, from the second differences of
+    their residuals along the rows (:func:`spot_scatter`; a smooth lattice error cancels);
+    lattice_error_px: what the lattice leaves beyond that noise, sqrt(rms^2 - scatter^2);
+    estimator: the centre estimator of :func:`measure_spots` the grid was fitted to.
     """
 
     rms_px: float
@@ -562,6 +619,9 @@ class GridQuality:
     max_deformation_px: float
     spots: int
     nn_px: float
+    spot_scatter_px: float = float('nan')
+    lattice_error_px: float = float('nan')
+    estimator: str = 'map'
 
     # limits (fractions of nn where marked): a grid beyond any of them is refused
     MAX_RMS_NN = 0.08
@@ -569,6 +629,7 @@ class GridQuality:
     MIN_EXPLAINED = 0.8
     MIN_COVERED = 0.85
     MAX_OUTSIDE = 0.25
+    MAX_LATTICE_ERROR_NN = 0.03     # and 3 x the spot scatter
 
     def failures(self):
         """Reasons (list of str) why the grid is not trustworthy; empty when it is."""
@@ -588,6 +649,13 @@ class GridQuality:
             out.append(f'only {100 * self.covered:.1f} % of the lattice positions on bright '
                        f'micro-image area hold a detected micro-image, need '
                        f'{100 * self.MIN_COVERED:.0f} % (lattice finer than the micro-images?)')
+        limit = max(self.MAX_LATTICE_ERROR_NN * nn, 3.0 * self.spot_scatter_px)
+        if self.lattice_error_px > limit:
+            out.append(f'the spots scatter {self.spot_scatter_px:.3f} px but the lattice '
+                       f'explains them only to {self.lattice_error_px:.3f} px (limit '
+                       f'{limit:.3f} px: {self.MAX_LATTICE_ERROR_NN} x the {nn:.2f} px lens '
+                       f'spacing or 3 x the scatter): the micro-lenses are not on a smooth '
+                       f'lattice')
         if self.outside > self.MAX_OUTSIDE:
             out.append(f'{100 * self.outside:.1f} % of the lattice lies outside the image, limit '
                        f'{100 * self.MAX_OUTSIDE:.0f} %')
@@ -595,12 +663,14 @@ class GridQuality:
 
     def as_dict(self):
         """Plain-Python figures (for YAML reports)."""
-        return {k: (int(v) if isinstance(v, (int, np.integer)) else float(v))
+        return {k: (v if isinstance(v, str) else
+                    int(v) if isinstance(v, (int, np.integer)) else float(v))
                 for k, v in self.__dict__.items()}
 
 
-_ADVICE = ('pass a known grid (--grid FILE / grid=...), force the lattice type (--lattice), or '
-           'take another white image (uniformly lit, not saturated, micro-images in focus)')
+_ADVICE = ('pass a known grid file (decode, calibrate-raw: --grid FILE), force the lattice type '
+           '(grid, decode: --lattice hex|rect), or take another white image (uniformly lit, not '
+           'saturated, micro-images in focus)')
 
 
 def check_white(white, spacing=None, full_scale=None):
@@ -721,14 +791,18 @@ class _Spots:
     smap: np.ndarray            # (H, W) micro-image map
 
 
-def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000, radius=1):
+def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000, radius=1,
+                  estimator='map'):
     """
     Sub-pixel centres of whole micro-images of img (H, W), with the lattice type and spacing.
 
     The spacing is checked against the nearest-neighbour distance of the detected peaks and
     re-derived from it once when they disagree (a spectral fundamental that was a harmonic).
     At most about ``max_spots`` micro-images (square tiles spread over the image) are refined.
-    ``radius``: of the :func:`micro_image_map`'s local maximum. Returns a :class:`_Spots`.
+    ``radius``: of the :func:`micro_image_map`'s local maximum. ``estimator``: 'map' (the map's
+    peaks, exact bright-area centroids where micro-images are separated: peaked renders) or
+    'half-level' (:func:`half_level_centres`: flat-topped real micro-images). Returns a
+    :class:`_Spots`.
     """
     h, w = img.shape
     for attempt in range(2):
@@ -763,7 +837,10 @@ def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000,
     # micro-images cut by the image border have biased centres: only whole ones count
     whole = ((centres[:, 0] >= 0.5 * nn - 0.5) & (centres[:, 0] <= w - 0.5 - 0.5 * nn)
              & (centres[:, 1] >= 0.5 * nn - 0.5) & (centres[:, 1] <= h - 0.5 - 0.5 * nn))
-    centres = centroid_centres(img, centres[whole], max(1.0, 0.5 * nn))
+    if estimator == 'half-level':
+        centres, _ = half_level_centres(img, centres[whole], nn)
+    else:
+        centres = centroid_centres(img, centres[whole], max(1.0, 0.5 * nn))
     if len(centres) < _MIN_SPOTS:
         raise DetectionError(
             f'grid spots stage: no peaks: only {len(centres)} micro-image spots lie inside the '
@@ -948,7 +1025,37 @@ def build_grid(kind, p, deformation, image_size):
     return grid, to_grid
 
 
-def grid_quality(grid, spots, indices, used, rms_regular):
+def spot_scatter(residuals, indices, used):
+    """
+    RMS noise (px, norm) of measured centres from their residuals (N, 2) against a lattice.
+
+    The second difference r(k) - (r(k-1) + r(k+1)) / 2 along each row (indices (N, 2) (k, l),
+    ``used`` (N,) bool) removes any smooth lattice error and has 1.5 x the variance of
+    independent centre noise. NaN with fewer than 10 such triples.
+    """
+    kl = np.asarray(indices, dtype=np.int64)[used]
+    res = np.asarray(residuals, dtype=float)[used]
+    if len(kl) < 3:
+        return float('nan')
+    off = kl.min(axis=0)
+    span = int(kl[:, 1].max() - off[1]) + 3
+    key = (kl[:, 0] - off[0] + 1) * span + (kl[:, 1] - off[1] + 1)
+    order = np.argsort(key)
+    skey = key[order]
+
+    def find(k):
+        pos = np.clip(np.searchsorted(skey, k), 0, len(skey) - 1)
+        return order[pos], skey[pos] == k
+    left, has_l = find(key - span)
+    right, has_r = find(key + span)
+    both = has_l & has_r
+    if np.count_nonzero(both) < 10:
+        return float('nan')
+    d = res[both] - 0.5 * (res[left[both]] + res[right[both]])
+    return float(np.sqrt(np.mean(np.sum(d * d, axis=1)) / 1.5))
+
+
+def grid_quality(grid, spots, indices, used, rms_regular, estimator='map'):
     """
     The :class:`GridQuality` of ``grid`` against the spots (indices (N, 2) in the grid's
     convention, used (N,) bool the spots of the fit).
@@ -983,19 +1090,25 @@ def grid_quality(grid, spots, indices, used, rms_regular):
             grid.regular().centres()).T)))
     else:
         degree, max_def = 0, 0.0
+    scatter = spot_scatter(res, indices, used)
+    lattice_error = float(np.sqrt(max(rms ** 2 - scatter ** 2, 0.0))) if np.isfinite(scatter) \
+        else float('nan')
     return GridQuality(rms, float(norm[used].max()), float(rms_regular), explained, covered,
-                       outside, degree, max_def, int(len(norm)), float(nn))
+                       outside, degree, max_def, int(len(norm)), float(nn), scatter,
+                       lattice_error, estimator)
 
 
-def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radius):
+def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radius,
+              estimator='map'):
     """
-    :func:`measure_spots` (on the micro-image map of local-maximum ``radius``) ->
+    :func:`measure_spots` (on the micro-image map of local-maximum ``radius``, centres by
+    ``estimator``) ->
     :func:`assign_indices` -> :func:`fit_regular` -> :func:`fit_deformation` ->
     :func:`build_grid` -> :func:`grid_quality`; returns the unchecked :class:`GridEstimate`.
     """
     h, w = img.shape
     spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
-                          max_spots=max_spots, radius=radius)
+                          max_spots=max_spots, radius=radius, estimator=estimator)
     kl, inl = assign_indices(spots, (w, h))
     p, used = fit_regular(spots, kl, inl)
     hexagonal = spots.kind == 'hex'
@@ -1021,7 +1134,7 @@ def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radi
                 used = inl & (norm < max(3.0 * sigma, 0.05 * spots.nn))
     grid, to_grid = build_grid(spots.kind, p, deform, (w, h))
     indices = to_grid(kl)
-    quality = grid_quality(grid, spots, indices, used, rms_by_degree[0])
+    quality = grid_quality(grid, spots, indices, used, rms_by_degree[0], estimator)
     residuals = spots.centres - grid.centres_of(indices)
     est = GridEstimate(grid, spots.centres, indices, residuals, used, quality.rms_px,
                        spots.spacing, quality)
@@ -1058,23 +1171,57 @@ def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spa
     check_white(img, full_scale=full_scale)
     spacing = lattice_spacing(img, spacing)
     check_white(img, spacing)
-    # the 3 x 3 map first; the wide one (soft-rimmed touching micro-images) when the first
-    # is refused or fails its check; the first's refusal is raised when neither passes
-    first, found = None, None
-    for radius in (1, wide_radius(spacing)):
+    # grids from the 3 x 3 map's peaks, the wide map's (soft-rimmed touching micro-images)
+    # and half-level centroids (flat-topped ones); :func:`_preferred` picks among those that
+    # pass their checks; the first refusal is raised when none passes
+    first, passed, found = None, [], None
+    for radius, estimator in ((1, 'map'), (wide_radius(spacing), 'map'), (1, 'half-level')):
         try:
             est = _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation,
-                            radius)
+                            radius, estimator)
         except DetectionError as exc:
             first = first or exc
             continue
-        if not est.quality.failures():
-            return est
-        found = found or est
-        first = first or _check_failure(est)
+        if est.quality.failures():
+            found = found or est
+            first = first or _check_failure(est)
+        else:
+            passed.append(est)
+    if passed:
+        return _preferred(passed)
     if check or found is None:
         raise first
     return found
+
+
+MAX_COMMON_SHIFT_PX = 0.03      # a map grid further from the half-level one is not kept
+MAX_MEDIAN_SHIFT_PX = 0.15
+
+
+def _preferred(estimates):
+    """
+    Of grids that passed their checks, the one kept: the first map grid (3 x 3, then wide)
+    that agrees with the half-level grid (common shift within 0.03 px, median distance
+    within 0.15 px over the half-level spots), else the half-level grid.
+
+    The map's peaks are free of the intensity gradient across a micro-image (vignetting, the
+    lens barrel's cut: at full Lytro size the half-level pitch is 1e-4 short), but on
+    flat-topped micro-images (real whites) they scatter by up to 1 px and the lattice fitted
+    to them moves as a whole (0.5 px on the guv white) without any residual showing it;
+    half-level centroids do not depend on the profile.
+    """
+    half = [e for e in estimates if e.quality.estimator == 'half-level']
+    maps = [e for e in estimates if e.quality.estimator == 'map']
+    if not half or (maps and not np.isfinite(half[0].quality.spot_scatter_px)):
+        return estimates[0]          # too few lenses in rows to judge the half-level spots
+    ref = half[0].grid.centres_of(half[0].indices)                      # (N, 2)
+    for e in maps:
+        centres = e.grid.centres()
+        dist, nearest = cKDTree(centres).query(ref)
+        shift = np.hypot(*(centres[nearest] - ref).mean(axis=0))
+        if shift <= MAX_COMMON_SHIFT_PX and np.median(dist) <= MAX_MEDIAN_SHIFT_PX:
+            return e
+    return half[0]
 
 
 def _check_failure(est):
