@@ -181,20 +181,26 @@ def _bright_share(img, radius, dark_fraction):
     return b
 
 
-def _candidates(smap, spacing):
+def _candidates(smap, spacing, img):
     """
     Integer positions (N, 2) of one peak per micro-image of a :func:`micro_image_map`.
 
-    Local maxima over 0.35 spacing; a plateau of tied maxima (a flat-topped micro-image) is
-    one connected component and gives one candidate, so time and memory stay linear in the
-    pixels whatever the micro-image's profile. Maxima closer than half a spacing (a plateau
-    broken by noise) keep the highest.
+    Local maxima over 0.35 spacing of the map, its ties broken by the image ``img`` (H, W)
+    blurred by a quarter spacing (where the map is a plateau, over a flat-topped micro-image
+    or across smooth touching ones, the blurred image still peaks once per micro-image); ties
+    left (quantised images) are one connected component and give one candidate, so time and
+    memory stay linear in the pixels whatever the profile. Maxima closer than half a spacing
+    keep the highest.
     """
     h, w = smap.shape
     rad = max(1, int(np.floor(0.35 * spacing)))
-    dil = _local_maxima(smap, rad)
-    cand = (smap >= dil) & (smap > 0.25 * float(dil.max()))
-    del dil
+    blur = cv2.GaussianBlur(img, (0, 0), max(0.6, 0.25 * spacing))
+    blur *= 0.01 / max(float(blur.max()), 1e-30)
+    score = smap + blur
+    del blur
+    dil = _local_maxima(score, rad)
+    cand = (score >= dil) & (smap > 0.25 * float(smap.max()))
+    del dil, score
     edge = max(1, int(np.floor(0.25 * spacing)))
     cand[:edge] = False
     cand[h - edge:] = False
@@ -807,7 +813,7 @@ def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000,
     h, w = img.shape
     for attempt in range(2):
         smap = micro_image_map(img, spacing, dark_fraction=dark_fraction, radius=radius)
-        cand = _candidates(smap, spacing)
+        cand = _candidates(smap, spacing, img)
         if len(cand) < _MIN_SPOTS:
             raise DetectionError(
                 f'grid spots stage: no peaks: found {len(cand)} micro-image spots, need at '
@@ -833,7 +839,13 @@ def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000,
         rel = cand - np.array([(w - 1) / 2.0, (h - 1) / 2.0]) + tile / 2.0
         cand = cand[np.all((rel % period) < tile, axis=1)]
     nn = _neighbour_distance(kind, pitch, row_spacing)
-    centres, _ = refine_centres(smap, cand, max(1.0, 0.3 * nn))
+    refined, kept = refine_centres(smap, cand, max(1.0, 0.3 * nn))
+    if estimator == 'half-level':
+        # starts from the map's peaks, or from the candidates where the map is flat
+        centres = cand.astype(float)
+        centres[kept] = refined
+    else:
+        centres = refined
     # micro-images cut by the image border have biased centres: only whole ones count
     whole = ((centres[:, 0] >= 0.5 * nn - 0.5) & (centres[:, 0] <= w - 0.5 - 0.5 * nn)
              & (centres[:, 1] >= 0.5 * nn - 0.5) & (centres[:, 1] <= h - 0.5 - 0.5 * nn))
