@@ -105,3 +105,42 @@ def test_spot_scatter_separates_noise_from_a_smooth_lattice_error():
     noise = 0.05 * rng.standard_normal(kl.shape)
     s = spot_scatter(smooth + noise, kl, np.ones(len(kl), bool))
     assert abs(s / (0.05 * np.sqrt(2)) - 1) < 0.1, s
+
+
+def test_grid_command_takes_the_real_dark_frame_and_reports_scatter_apart(tmp_path):
+    import subprocess
+    import sys
+    white, dark = (str(REAL / f) for f in WHITES['guv'])
+    _load('guv')
+    out = tmp_path / 'g.yaml'
+    p = subprocess.run([sys.executable, '-m', 'lf_mpc_calib', 'grid', white, '--dark', dark,
+                        '-o', str(out)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert 'the spots scatter' in p.stdout and 'the lattice explains them to' in p.stdout
+    import yaml
+    fit = yaml.safe_load(out.read_text())['fit']
+    assert fit['estimator'] == 'half-level' and fit['spot_scatter_px'] < 0.05
+
+
+@pytest.mark.parametrize('case', ['other size', 'swapped', 'other depth'])
+def test_dark_frame_that_does_not_match_is_refused_naming_the_figure(case):
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.lenslet.dark_frame import subtract_dark
+    white, dark = _load('guv')
+    sea_white, sea_dark = _load('seaurchin')
+    img, drk, word = {'other size': (white, sea_dark.astype(white.dtype), 'shape'),
+                      'swapped': (dark, white, 'not dark'),
+                      'other depth': (white, dark.astype(np.uint8), 'bit depth')}[case]
+    with pytest.raises(InvalidInputError, match=word):
+        subtract_dark(img, drk)
+
+
+def test_real_dark_frames_are_the_black_level():
+    from lf_mpc_calib.lenslet.dark_frame import subtract_dark
+    for name in WHITES:
+        white, dark = _load(name)
+        out = subtract_dark(white, dark)
+        assert out.dtype == np.float32 and out.min() >= 0
+        # the gaps between micro-images come down by the black level
+        assert np.percentile(out, 1) == pytest.approx(
+            max(np.percentile(white.astype(float) - dark, 1), 0), abs=1.0)

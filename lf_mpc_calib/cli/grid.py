@@ -15,6 +15,9 @@ def register(subparsers):
     p.add_argument('-o', '--output', required=True, help='output YAML file')
     p.add_argument('--centres', help='CSV file for all micro-image centres (columns x,y)')
     p.add_argument('--lattice', choices=('auto', 'hex', 'rect'), default='auto')
+    p.add_argument('--dark', metavar='FILE',
+                   help='dark frame (same size and bit depth, no light): its black level is '
+                        'subtracted from the white before anything else')
     p.add_argument('--plot', metavar='PNG',
                    help='picture of the grid over a crop of the white image, to check by eye')
     p.set_defaults(func=run)
@@ -35,6 +38,9 @@ def run(args):
         from lf_mpc_calib.lenslet.white_image import bayer_neutral
         camera_metadata = read_lytro_metadata(args.white).to_dict()
         white = bayer_neutral(white, camera_metadata['bayer'])
+    if args.dark:
+        from lf_mpc_calib.lenslet.dark_frame import subtract_dark
+        white = subtract_dark(white, read_image(args.dark))
     est = estimate_grid_with_quality(white, lattice=args.lattice)
     grid = est.grid
     doc = {'lenslet_grid': grid.to_dict(),
@@ -56,4 +62,9 @@ def run(args):
           f'{grid.pitch:.4f} px, row spacing {grid.row_spacing:.4f} px, rotation '
           f'{np.degrees(grid.rotation):.4f} deg; {len(est.centres)} spots, rms residual '
           f'{est.rms_px:.3f} px -> {args.output}', file=sys.stdout)
+    q = est.quality
+    print(f'centres: {q.estimator} (map peaks, or half-level centroids for flat-topped '
+          f'micro-images); the spots scatter {q.spot_scatter_px:.3f} px about a smooth lattice '
+          f'(row second differences); the lattice explains them to {q.lattice_error_px:.3f} px '
+          f'beyond that', file=sys.stdout)
     return 0
