@@ -144,3 +144,40 @@ def test_real_dark_frames_are_the_black_level():
         # the gaps between micro-images come down by the black level
         assert np.percentile(out, 1) == pytest.approx(
             max(np.percentile(white.astype(float) - dark, 1), 0), abs=1.0)
+
+
+@pytest.mark.parametrize('name', ['guv', 'seaurchin'])
+def test_real_light_field_decodes_with_its_white_and_dark(tmp_path, name):
+    import subprocess
+    import sys
+    _load(name)
+    raw = {'guv': 'guv/Lightfield_GUVExperim1.tif',
+           'seaurchin': 'seaurchin/light_field.tif'}[name]
+    white, dark = (str(REAL / f) for f in WHITES[name])
+    out = tmp_path / 'views'
+    p = subprocess.run([sys.executable, '-m', 'lf_mpc_calib', 'decode', str(REAL / raw),
+                        '--white', white, '--dark', dark, '-o', str(out)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    share = float(p.stdout.split('valid samples: ')[1].split(' %')[0])
+    assert share > 95 and 'vignetting corrected: gain' in p.stdout
+    # the central view against the raw frame read at the lens centres (nearest pixel) over
+    # the white there, both less the dark: the same picture
+    import yaml
+    from lf_mpc_calib.lenslet.grid import LensletGrid
+    grid = LensletGrid.from_dict(yaml.safe_load((out / 'grid.yaml').read_text())['lenslet_grid'])
+    rows, cols = grid.shape[1], grid.shape[0]
+    l_, k = np.mgrid[0:rows, 0:cols]
+    c = np.rint(grid.centres_of(np.column_stack([k.ravel(), l_.ravel()]))).astype(int)
+    img = cv2.imread(str(REAL / raw), cv2.IMREAD_UNCHANGED).astype(float)
+    w = cv2.imread(white, cv2.IMREAD_UNCHANGED).astype(float)
+    d = cv2.imread(dark, cv2.IMREAD_UNCHANGED).astype(float)
+    h_, w_ = img.shape
+    inside = (c[:, 0] >= 0) & (c[:, 0] < w_) & (c[:, 1] >= 0) & (c[:, 1] < h_)
+    ref = np.zeros(len(c))
+    ci = c[inside]
+    ref[inside] = (img - d)[ci[:, 1], ci[:, 0]] / np.maximum((w - d)[ci[:, 1], ci[:, 0]], 1)
+    view = cv2.imread(str(out / 'view_j+0_i+0.png'), cv2.IMREAD_UNCHANGED).astype(float).ravel()
+    corr = np.corrcoef(view[inside], ref[inside])[0, 1]
+    print(name, "central view vs raw/white correlation", corr)
+    assert corr > 0.9, corr

@@ -25,6 +25,9 @@ def register(subparsers):
                    help='Bayer pattern of raw and white (default for Lytro files: theirs)')
     p.add_argument('--lattice', choices=('auto', 'hex', 'rect'), default='auto')
     p.add_argument('--bits', type=int, choices=(8, 16), default=8, help='PNG bit depth')
+    p.add_argument('--dark', metavar='FILE',
+                   help='dark frame (same size and bit depth, no light): subtracted from the raw '
+                        'frame and the white first; its hot pixels are left out')
     p.set_defaults(func=run)
 
 
@@ -33,6 +36,23 @@ def _parse_views(text):
     if not m:
         raise InvalidInputError(f'--views must look like 9x9, got {text!r}')
     return int(m.group(1)), int(m.group(2))
+
+
+def decode_figures(decoder):
+    """
+    One line: the share of valid samples in the usable views (gain > 0: lit, no defect) and
+    the vignetting the white corrected there (5th-95th percentile of the devignetting gain;
+    the white decoded by its own gains is flat by construction, so this is what to look at).
+    """
+    import numpy as np
+    gain = decoder.gains()[decoder.valid]                        # (K, rows, cols[, C])
+    ok = gain > 0
+    if not ok.any():
+        return 'valid samples: none in the usable views'
+    p5, p95 = np.percentile(gain[ok], [5, 95])
+    return (f'valid samples: {100 * float(ok.mean()):.1f} % of the usable views (the rest '
+            f'unlit or defective, decoded as 0); vignetting corrected: gain {p5:.2f}-{p95:.2f} '
+            f'x (5th-95th percentile)')
 
 
 def run(args):
@@ -52,6 +72,12 @@ def run(args):
         white_file, bayer, camera_metadata = lytro_dataset([args.raw], args.white)
         args.bayer = args.bayer or bayer
     white = read_image(white_file)
+    dark = None
+    if args.dark:
+        from lf_mpc_calib.lenslet.dark_frame import subtract_dark
+        dark = read_image(args.dark)
+        raw = subtract_dark(raw, dark, name='raw frame')
+        white = subtract_dark(white, dark)
     from lf_mpc_calib.lenslet.frame_check import frame_warnings
     for warning in frame_warnings(raw, white):
         print(f'warning: {args.raw}: {warning}', file=sys.stderr)
@@ -64,7 +90,14 @@ def run(args):
             from lf_mpc_calib.lenslet.demosaic import demosaic
             grey = demosaic(white, args.bayer)
         grid = estimate_grid(grey, lattice=args.lattice)
-    dec = Decoder(grid, white=white, views=views, demosaic=args.bayer)
+    bad = None
+    if args.bayer is None and white.ndim == 2:
+        from lf_mpc_calib.lenslet.defects import find_defects
+        from lf_mpc_calib.lenslet.estimate import neighbour_distance
+        defects = find_defects(white, grid.centres(), neighbour_distance(grid), dark=dark)
+        bad = defects.mask
+        print(f'defects: {defects.summary()}')
+    dec = Decoder(grid, white=white, views=views, demosaic=args.bayer, bad_pixels=bad)
     lf = dec.decode(raw)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -84,4 +117,5 @@ def run(args):
         yaml.safe_dump(doc, f, sort_keys=False)
     print(f'{lf.views.shape[0] * lf.views.shape[1]} views of {lf.view_shape[1]} x '
           f'{lf.view_shape[0]} px ({int(lf.valid.sum())} usable) -> {out}')
+    print(decode_figures(dec))
     return 0

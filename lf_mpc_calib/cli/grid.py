@@ -38,14 +38,22 @@ def run(args):
         from lf_mpc_calib.lenslet.white_image import bayer_neutral
         camera_metadata = read_lytro_metadata(args.white).to_dict()
         white = bayer_neutral(white, camera_metadata['bayer'])
+    dark = None
     if args.dark:
         from lf_mpc_calib.lenslet.dark_frame import subtract_dark
-        white = subtract_dark(white, read_image(args.dark))
+        dark = read_image(args.dark)
+        white = subtract_dark(white, dark)
     est = estimate_grid_with_quality(white, lattice=args.lattice)
     grid = est.grid
+    from lf_mpc_calib.lenslet.defects import find_defects
+    defects = find_defects(white if white.ndim == 2 else white.mean(axis=2), grid.centres(),
+                           est.quality.nn_px, dark=None if dark is None or dark.ndim != 2
+                           else dark)
     doc = {'lenslet_grid': grid.to_dict(),
            'fit': {'spots': int(len(est.centres)), 'inliers': int(est.inliers.sum()),
-                   'rms_residual_px': float(est.rms_px), **est.quality.as_dict()}}
+                   'rms_residual_px': float(est.rms_px), **est.quality.as_dict()},
+           'defects': {'hot_pixels': defects.hot.tolist(), 'dead_pixels': defects.dead.tolist(),
+                       'dusty_micro_images': defects.dusty.round(2).tolist()}}
     if camera_metadata is not None:
         doc['camera_metadata'] = camera_metadata
     from lf_mpc_calib.io.atomic import open_atomically
@@ -67,4 +75,5 @@ def run(args):
           f'micro-images); the spots scatter {q.spot_scatter_px:.3f} px about a smooth lattice '
           f'(row second differences); the lattice explains them to {q.lattice_error_px:.3f} px '
           f'beyond that', file=sys.stdout)
+    print(f'defects: {defects.summary()}', file=sys.stdout)
     return 0

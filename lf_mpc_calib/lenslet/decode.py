@@ -180,13 +180,18 @@ class Decoder:
         devignetting divides by the interpolated white, which otherwise pulls every view
         towards the micro-image centre (full-size Lytro: the baseline k_i, k_j about 0.2 %
         short). False: sample at the offsets as they are.
+    bad_pixels : (H, W) bool, optional
+        Pixels to leave out (hot, dead, dusty micro-images: :mod:`~lf_mpc_calib.lenslet.defects`):
+        every view sample that reads one (or, in shifted hexagonal rows, whose neighbour lens
+        does) gets gain 0 and decodes as 0, never devignetted into bright noise.
 
     Attributes: ``bright`` (n_j, n_i) bool views with enough light (the others decode to 0);
     ``valid`` (n_j, n_i) bool usable views (see ``strict``), passed on in each LightField.
     """
 
     def __init__(self, grid, *, white=None, views=(9, 9), demosaic=None, min_white=0.5,
-                 strict=True, exact=True, precise=False, white_centroids=True):
+                 strict=True, exact=True, precise=False, white_centroids=True,
+                 bad_pixels=None):
         if not isinstance(grid, LensletGrid):
             raise InvalidInputError(f'grid must be a LensletGrid, got {type(grid).__name__}')
         if demosaic is not None and demosaic not in BAYER_PATTERNS:
@@ -266,6 +271,9 @@ class Decoder:
             gain = np.zeros((len(self.j_values), len(self.i_values), rows, cols), np.float32)
             gain[self.bright] = 1.0
             radius = None
+        self.masked = None
+        if bad_pixels is not None:
+            gain = self._mask_bad(gain, bad_pixels)
         self.valid = self.bright.copy()
         if strict:
             clean = self.bright & clean_views(grid, self.i_values, self.j_values, radius=radius)
@@ -273,6 +281,29 @@ class Decoder:
                 self.valid = clean
         self._gain_a, self._gain_b = self._fused_gain(gain)
         self._gain_cache = {}
+
+    def gains(self):
+        """Devignetting gains (n_j, n_i, rows, cols[, C]) of every sample (0: left out)."""
+        a = np.array(self._gain_a)
+        if self._gain_b is not None:            # shifted rows: the two halves of the fuse
+            a[:, :, self._s0::2, 1:] *= 2.0
+        return a
+
+    def _mask_bad(self, gain, bad_pixels):
+        """gain (n_j, n_i, rows, cols) with 0 at every sample touching ``bad_pixels``."""
+        w, h = self.grid.image_size
+        bad_pixels = np.asarray(bad_pixels, dtype=bool)
+        if bad_pixels.shape != (h, w):
+            raise InvalidInputError(f'bad_pixels must have shape {(h, w)}, got '
+                                    f'{bad_pixels.shape}')
+        bad = self._remap_all(bad_pixels.astype(np.float32)) > 0
+        s = self._shifted
+        if s.size:
+            bad[:, :, s, 1:] |= bad[:, :, s, :-1]
+        gain = np.array(gain, dtype=np.float32)
+        gain[bad] = 0.0
+        self.masked = bad                   # (n_j, n_i, rows, cols) samples left out
+        return gain
 
     def _central_position(self):
         return (int(np.flatnonzero(self.j_values == 0)[0]),

@@ -25,6 +25,7 @@ Steps (all vectorised; a Lytro-size 3280 x 3280 white image takes under a second
 Coordinates are raw pixels, x right, y down, origin at the centre of pixel (0, 0).
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import cv2
@@ -33,6 +34,7 @@ import scipy.fft
 from scipy.spatial import cKDTree
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.lenslet.defects import dusty_micro_images
 from lf_mpc_calib.lenslet.grid import (LATTICES, LatticeDeformation, LensletGrid, numbered_grid,
                                        regular_indices, row_direction)
 
@@ -454,6 +456,11 @@ def _neighbour_distance(kind, pitch, row_spacing):
     if kind == 'hex':
         return min(pitch, float(np.hypot(0.5 * pitch, row_spacing)))
     return min(pitch, row_spacing)
+
+
+def neighbour_distance(grid):
+    """Distance (px) between nearest micro-image centres of a LensletGrid."""
+    return _neighbour_distance(grid.lattice, grid.pitch, grid.row_spacing)
 
 
 def _lattice_basis(pitch, row_spacing, rot):
@@ -1121,6 +1128,10 @@ def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radi
     h, w = img.shape
     spots = measure_spots(img, spacing, lattice, dark_fraction=dark_fraction,
                           max_spots=max_spots, radius=radius, estimator=estimator)
+    # dusty micro-images (a shadow on the lens array) have shifted centres: not fitted
+    dusty = dusty_micro_images(img, spots.centres, spots.nn)
+    if np.count_nonzero(~dusty) >= _MIN_SPOTS:
+        spots = dataclasses.replace(spots, centres=spots.centres[~dusty])
     kl, inl = assign_indices(spots, (w, h))
     p, used = fit_regular(spots, kl, inl)
     hexagonal = spots.kind == 'hex'
