@@ -203,18 +203,17 @@ def print_joint_calibration(he, out):
 
 
 def check_joint_determined(he, run, accept_uncertain):
-    """The Determination of the calibration written beside the mount (the joint one, else
-    ``run.result``); raises DegenerateConfigurationError naming the figures and the poses to add
-    when it does not determine the camera, unless ``accept_uncertain``."""
-    from lf_mpc_calib.calibration.determination import check_determined, determination
+    """The Acceptance (calibration.acceptance, the rule of the node and the demo too) of the
+    calibration written beside the mount (the joint one, else ``run.result``); raises
+    DegenerateConfigurationError naming the figures and the poses to add when it does not
+    determine the camera, unless ``accept_uncertain``."""
+    from lf_mpc_calib.calibration.acceptance import check_accepted
     from lf_mpc_calib.calibration.hand_eye_joint import published_result
     from lf_mpc_calib.errors import DegenerateConfigurationError
     result = published_result(run.result, he)
-    if accept_uncertain:
-        return determination(result)
     try:
-        return check_determined(result, board_points=run.board.points(),
-                                camera_type=run.camera_type)
+        return check_accepted(result, board_points=run.board.points(),
+                              camera_type=run.camera_type, accept_uncertain=accept_uncertain)
     except DegenerateConfigurationError as exc:
         raise DegenerateConfigurationError(
             f'with the robot poses (intrinsics refined jointly with the hand-eye): {exc}'

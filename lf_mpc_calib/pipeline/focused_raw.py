@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from lf_mpc_calib.calibration import calibrate
-from lf_mpc_calib.calibration.determination import check_determined, determination
-from lf_mpc_calib.calibration.fit_check import check_model_fit
+from lf_mpc_calib.calibration.acceptance import check_accepted
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
@@ -179,10 +178,10 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     if jackknife is not None:
         result = jackknife.covering_result()
     timings['calibrate'] = time.perf_counter() - t0
-    noise = float(np.median([d.diagnostics['fit_residual_rms_px'] for _, d in detections]))
-    ratio = check_model_fit(result.rms_reprojection_px, noise)
-    det_figures = (determination(result) if accept_uncertain else check_determined(
-        result, board_points=dataset.board.points(), camera_type='focused'))
+    from lf_mpc_calib.pipeline.offline import detections_corner_noise
+    noise = detections_corner_noise([d for _, d in detections], 'focused')
+    verdict = check_accepted(result, corner_noise_px=noise, board_points=dataset.board.points(),
+                             camera_type='focused', accept_uncertain=accept_uncertain)
     truth = None
     if dataset.camera is not None and dataset.camera.camera_type == 'focused':
         w = None   # ray fractions per TRUE type (told labels may be in another order)
@@ -197,12 +196,12 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
             truth = None
     return RawCalibration(result, obs, pose_frames, detections, skipped, det.grid,
                           tuple(det.grid.image_size), dataset.board, truth, timings,
-                          dataset.name, None, noise, ratio,
+                          dataset.name, None, noise, verdict.fit_ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
-                          det_figures, camera_type='focused',
+                          verdict.determination, camera_type='focused',
                           lens_type_rule=_type_rule(det, result),
                           lens_type_source=source if result.lens_types is not None else None,
-                          frame_warnings=warned, jackknife=jackknife)
+                          frame_warnings=warned, jackknife=jackknife, acceptance=verdict)
 
 
 def covering_jackknife(obs, result):

@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 from lf_mpc_calib.calibration import calibrate
-from lf_mpc_calib.calibration.determination import check_determined, determination
-from lf_mpc_calib.calibration.fit_check import check_model_fit, corner_noise_px
+from lf_mpc_calib.calibration.acceptance import check_accepted
+from lf_mpc_calib.calibration.fit_check import corner_noise_px
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LFCalibError
@@ -63,7 +63,9 @@ class RawCalibration:
     of kept frames that look like the white image or transposed against it
     (:func:`~lf_mpc_calib.lenslet.frame_check.frame_warnings`; a skipped frame's reason says
     it); jackknife: the PoseJackknife whose larger sigmas a focused result carries
-    (:func:`lf_mpc_calib.pipeline.focused_raw.covering_jackknife`) or None.
+    (:func:`lf_mpc_calib.pipeline.focused_raw.covering_jackknife`) or None; acceptance: the
+    verdict of the one acceptance rule (:mod:`lf_mpc_calib.calibration.acceptance`; not
+    accepted only when run with ``accept_uncertain``).
     """
 
     result: object
@@ -88,6 +90,7 @@ class RawCalibration:
     lens_type_source: str = None
     frame_warnings: list = field(default_factory=list)
     jackknife: object = None
+    acceptance: object = None
 
 
 # ---- input ----------------------------------------------------------------------------------
@@ -203,15 +206,25 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
             f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
             f'{exc}') from exc
     timings['calibrate'] = time.perf_counter() - t0
-    noise = corner_noise_px([d.diagnostics['line_residual_rms_px'] for _, d in detections],
-                            [len(d.observations) for _, d in detections])
-    ratio = check_model_fit(result.rms_reprojection_px, noise)
-    det = (determination(result) if accept_uncertain
-           else check_determined(result, board_points=dataset.board.points()))
+    noise = detections_corner_noise([d for _, d in detections])
+    verdict = check_accepted(result, corner_noise_px=noise, board_points=dataset.board.points(),
+                             accept_uncertain=accept_uncertain)
     return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
-                          use, noise, ratio, getattr(dataset, 'camera_metadata', None),
-                          dataset.white, det, frame_warnings=warned)
+                          use, noise, verdict.fit_ratio,
+                          getattr(dataset, 'camera_metadata', None), dataset.white,
+                          verdict.determination, frame_warnings=warned, acceptance=verdict)
+
+
+def detections_corner_noise(detections, camera_type='conventional'):
+    """The corner noise (px) the detector measured itself over Detections (kept poses), that
+    the acceptance rule (:mod:`lf_mpc_calib.calibration.acceptance`) holds the RMS
+    reprojection against: conventional cameras the line residuals across views (RMS over
+    poses weighted by observations), focused cameras the median micro-image fit residual."""
+    if camera_type == 'focused':
+        return float(np.median([d.diagnostics['fit_residual_rms_px'] for d in detections]))
+    return corner_noise_px([d.diagnostics['line_residual_rms_px'] for d in detections],
+                           [len(d.observations) for d in detections])
 
 
 # ---- outputs --------------------------------------------------------------------------------
