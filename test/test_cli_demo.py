@@ -32,3 +32,30 @@ def test_demo_small_session_writes_calibration_and_recovers_focus(tmp_path, caps
 def test_demo_live_refuses_without_ros_or_seconds(argv, expected, capsys):
     assert main(argv) == 2
     assert expected in capsys.readouterr().err
+
+
+def _rows(text, pattern):
+    """{parameter: (truth, error %)} of the table lines matching ``pattern``."""
+    return {m.group('name'): (float(m.group('truth')), float(m.group('err')))
+            for m in re.finditer(pattern, text, flags=re.MULTILINE)}
+
+
+def test_demo_report_compares_with_the_truth_in_the_demos_frame(tmp_path, capsys):
+    # the smallest demo that calibrates (a 0.3 crop, 5 poses: 5 s); its report's summary.txt
+    # and its printed table compare the same calibration with the same truth. Before, the
+    # report's truth stayed in the simulator's frame (sensor read out turned by 180 degrees):
+    # k_i, k_u, u_0 ... 199-202 % off where the demo said 0.2-1.9 %
+    assert main(['demo', '--scale', '0.3', '--poses', '5', '-o', str(tmp_path)]) == 0
+    printed = _rows(capsys.readouterr().out,
+                    r'^\s+(?P<name>k_[ijuv1-4]|[uv]_0)\s+\S+\s+\S+\s+(?P<truth>\S+)\s+'
+                    r'(?P<err>[0-9.]+) %$')
+    report = _rows((tmp_path / 'report' / 'summary.txt').read_text(),
+                   r'^(?P<name>k_[ijuv1-4]|[uv]_0)\s+\S+\s+\S+(?:\s+at 0)?\s+(?P<truth>\S+)\s+'
+                   r'(?P<err>[0-9.]+)%$')
+    names = ('k_i', 'k_j', 'k_u', 'k_v', 'u_0', 'v_0', 'k_3', 'k_4')
+    assert set(names) <= set(printed) and set(names) <= set(report), (printed, report)
+    for name in names:
+        (t_demo, e_demo), (t_report, e_report) = printed[name], report[name]
+        assert t_report == pytest.approx(t_demo, rel=1e-6), name       # same sign, same value
+        assert e_report == pytest.approx(e_demo, abs=6e-4), name       # 3 and 4 decimals
+        assert e_report < 5.0, f'{name} {e_report} %: the truth in another frame'

@@ -105,13 +105,13 @@ def run(args):
     import tempfile
 
     from lf_mpc_calib.calibration.closed_form import aligned_truth
-    from lf_mpc_calib.camera.model import PARAMETER_NAMES
     from lf_mpc_calib.camera.rotations import rotation_matrix
     from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.io.images import read_float_image
     from lf_mpc_calib.lenslet.white_image import make_decoder
     from lf_mpc_calib.measurement.accuracy import corner_accuracy
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
+    from lf_mpc_calib.report.calibration import truth_in_calibration_frame, truth_table
     from lf_mpc_calib.simulation.dataset import capture_poses, write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.render import render_raw
@@ -150,18 +150,12 @@ def run(args):
         calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
     write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
     result = calib.result
-    truth, _, _ = aligned_truth(calib.truth, result.model, rotation_matrix(rvecs[:-1]),
-                                tvecs[:-1])
+    truth = truth_in_calibration_frame(calib.truth, result.model)   # as the report does
     print(f'\ncalibrated {len(calib.pose_frames)} poses, {len(calib.observations)} rays: '
           f'RMS {result.rms_reprojection_px:.3f} px, {result.rms_ray_reprojection_mm:.4f} mm '
           f'({result.iterations} iterations, {result.message})')
-    print(f'{"parameter":>10} {"estimate":>14} {"± std":>11} {"truth":>14} {"error":>10}')
-    for name in PARAMETER_NAMES:
-        est, true = getattr(result.model, name), getattr(truth, name)
-        std = result.stddev.get(name, float('nan'))
-        rel = f'{abs(est - true) / abs(true) * 100:8.3f} %' if abs(true) > 1e-12 else \
-            f'{est - true:10.2e}'
-        print(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
+    for line in truth_table(result.model, truth, result.stddev, result.held):
+        print(line)
     pp_est, pp_true = result.model.principal_point, truth.principal_point
     print(f'principal point {pp_est.round(3)} px, truth {pp_true.round(3)} px')
     if focused and calib.lens_type_rule is not None:   # the told types against the simulator's
@@ -174,9 +168,12 @@ def run(args):
               'micro-images of their true type (up to the labels\' order)')
     for name, reason in result.held.items():
         print(f'  {name}: {reason}')
-    for problem in calib.determination.refusals:
-        print(f'NOT DETERMINED: {problem}: a real session would be refused; add poses')
-    for warning in calib.determination.warnings:
+    verdict = calib.acceptance      # the rule of calibrate-raw and the calibration node
+    refused = ('' if verdict.accepted else ': calibrate-raw on this data set refuses it (it '
+               'writes the file only with --accept-uncertain), the calibration node says so; '
+               'add poses')
+    print(f'acceptance: {verdict.summary()}{refused}')
+    for warning in verdict.warnings:
         print(f'WARNING: {warning}')
 
     # ---- live measurement of a new frame with the calibrated model ----

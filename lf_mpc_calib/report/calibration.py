@@ -30,11 +30,41 @@ from lf_mpc_calib.report.figures import pyplot
 from lf_mpc_calib.io.atomic import write_atomically, write_text_atomically
 
 
+def truth_in_calibration_frame(truth, model):
+    """``truth`` (MPCModel) in the frame of the calibrated ``model``: the single conversion of
+    the demo, the ROS demo and the reports
+    (:func:`~lf_mpc_calib.calibration.closed_form.aligned_truth`, poses left out)."""
+    from lf_mpc_calib.calibration.closed_form import aligned_truth
+    return aligned_truth(truth, model, np.eye(3)[None], np.zeros((1, 3)))[0]
+
+
+def truth_table(model, truth, stddev=None, held=()):
+    """
+    Lines comparing ``model`` with ``truth`` parameter by parameter, as the demos print them.
+
+    ``truth`` must already be in the calibration's frame (:func:`truth_in_calibration_frame`);
+    stddev {name: sigma}; held: names the calibration held (their sigma column says 'held').
+    The error is relative (%) where the truth is not 0, else the difference.
+    """
+    lines = [f'{"parameter":>10} {"estimate":>14} {"± std":>11} {"truth":>14} {"error":>10}']
+    for name in PARAMETER_NAMES:
+        est, true = getattr(model, name), getattr(truth, name)
+        std = (stddev or {}).get(name, float('nan'))
+        std = f'{"held":>11}' if name in held or not np.isfinite(std) else f'{std:11.2e}'
+        rel = f'{abs(est - true) / abs(true) * 100:8.3f} %' if abs(true) > 1e-12 else \
+            f'{est - true:10.2e}'
+        lines.append(f'{name:>10} {est:14.6e} {std} {true:14.6e} {rel:>10}')
+    return lines
+
+
 def summary_text(result, *, truth=None, title='', jackknife=None):
     """
     Return a multi-line text summary of ``result``.
 
-    With ``truth`` (an MPCModel) the relative error of every parameter is listed too; with
+    With ``truth`` (an MPCModel, e.g. the simulator's, in its own frame) the relative error of
+    every parameter is listed too, the truth first expressed in the calibration's frame by
+    :func:`~lf_mpc_calib.calibration.closed_form.aligned_truth` (the demo's conversion: a
+    simulated sensor read out turned by 180 degrees has k_i, u_0, ... of the other sign); with
     ``jackknife`` (a PoseJackknife of ``result``) its sigmas beside the residuals' ones.
     """
     lines = []
@@ -43,6 +73,7 @@ def summary_text(result, *, truth=None, title='', jackknife=None):
     fixed = set(getattr(result, 'fixed', ()) or ())
     head = f'{"parameter":<10}{"value":>16}{"stddev":>13}'
     if truth is not None:
+        truth = truth_in_calibration_frame(truth, result.model)
         head += f'{"truth":>16}{"rel. error":>12}'
     lines.append(head)
     for name in PARAMETER_NAMES:
@@ -57,6 +88,8 @@ def summary_text(result, *, truth=None, title='', jackknife=None):
             rel = f'{abs(value - t) / abs(t) * 100:>11.4f}%' if t != 0 else f'{"-":>12}'
             row += f'{t:>16.8g}{rel}'
         lines.append(row)
+    if truth is not None:
+        lines.append('truth: the simulator\'s, in the calibration\'s camera frame')
     for name, reason in (getattr(result, 'held', {}) or {}).items():
         lines.append(f'{name}: {reason}')
     lines.append('')

@@ -39,6 +39,9 @@ def detection_summary(run):
             + ', principal point ({:.2f}, {:.2f}) px'.format(*d.sigma_principal_point_px))
         lines += [f'  NOT DETERMINED (accepted on request): {r}' for r in d.refusals]
         lines += [f'  WARNING: {w}' for w in d.warnings]
+    verdict = getattr(run, 'acceptance', None)
+    if verdict is not None:     # the one rule (calibration.acceptance)
+        lines.append(f'Acceptance: {verdict.summary()}')
     if run.observations.lens_type is not None:
         lines += ['Residuals per micro-lens type:'] + [
             '  ' + line for line in lens_type_residuals(run.result, run.observations)]
