@@ -329,6 +329,20 @@ class CalibrationSession:
         from lf_mpc_calib.calibration.hand_eye_joint import published_result
         return published_result(self.result, self.hand_eye)
 
+    @property
+    def acceptance(self):
+        """The verdict of the one acceptance rule (:mod:`lf_mpc_calib.calibration.acceptance`,
+        calibrate-raw's) on :attr:`published_result`, against the corner noise of the captures;
+        None before a calibration. The session keeps a calibration the rule does not accept:
+        the node says so in its reply, on ~/status and in the saved folder's manifest."""
+        if self.result is None:
+            return None
+        from lf_mpc_calib.calibration.acceptance import acceptance
+        from lf_mpc_calib.pipeline.offline import detections_corner_noise
+        noise = (detections_corner_noise(self.detections, self.camera_type)
+                 if self.detections else None)
+        return acceptance(self.published_result, corner_noise_px=noise)
+
     def hand_eye_mapping(self, optical_frame):
         """The calibration file's ``hand_eye`` mapping of the last solve, or None."""
         if self.hand_eye is None:
@@ -513,6 +527,8 @@ class CalibrationSession:
                         'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
                         'bayer': self.demosaic, 'views': list(self.views),
                         'calibration': calibration}
+            if self.result is not None:   # the one rule's verdict (calibrate-raw's)
+                manifest['acceptance'] = self.acceptance.to_dict()
             if self.lens_types > 1:   # calibrate-raw tells them again
                 manifest['lens_types'] = self.lens_types
             if self.arm is not None and any(r is not None for r in self.robot_poses):

@@ -46,7 +46,11 @@ captured poses' outlines and the guidance in words; each capture's picture is ke
 ``~/status`` (std_msgs/String, latched): after each accepted capture and each calibration,
 JSON of :meth:`lf_mpc_calib.calibration.guidance.CaptureGuidance.to_dict` plus ``summary``
 (one line) and, after a calibration, ``flags`` (figures whose 3 sigma exceed the 1 % / 0.5 px
-aimed at, or whose sigma does: :mod:`lf_mpc_calib.calibration.determination`).
+aimed at, or whose sigma does: :mod:`lf_mpc_calib.calibration.determination`), ``accepted``
+and ``acceptance`` (the verdict of :mod:`lf_mpc_calib.calibration.acceptance`, the rule
+calibrate-raw refuses by: accepted, refusals, warnings). A calibration the rule does not accept
+is still published and kept; the ``~/calibrate`` reply says "NOT accepted" with the reasons,
+and ``~/save`` writes the verdict into the folder's manifest (key ``acceptance``).
 
 Latched outputs after a calibration: ``~/camera_info`` (CameraInfo of the rectified central
 view), ``~/calibration`` (std_msgs/String, the calibration file) and ``/tf_static`` (every
@@ -421,6 +425,11 @@ class CalibrationNode(Node):
             d = determination(result)
             status['flags'] = list(d.refusals + d.warnings)
             status['held'] = dict(result.held)
+            with self._lock:
+                verdict = self.session.acceptance
+            if verdict is not None:     # the one rule, calibrate-raw's (calibration.acceptance)
+                status['acceptance'] = verdict.to_dict()
+                status['accepted'] = bool(verdict.accepted)
         self._publish_status(status)
         return status['summary'] + ''.join(f'; {f}' for f in status.get('flags', ())) + (
             f'; hand-eye: {hand_eye["advice"]}' if hand_eye is not None else '')
@@ -499,8 +508,14 @@ class CalibrationNode(Node):
         elif hand_eye_error is not None:
             response.message += (f'; hand-eye NOT solved (camera calibration published, '
                                  f'captures kept): {hand_eye_error}')
+        with self._lock:
+            verdict = self.session.acceptance
+        response.message += '; ' + acceptance_text(verdict)
         response.message += '; pose set: ' + self._guide(result)
-        self.get_logger().info(response.message)
+        if verdict.accepted:
+            self.get_logger().info(response.message)
+        else:
+            self.get_logger().warning(response.message)
         return response
 
     def _on_save(self, request, response):
@@ -513,11 +528,15 @@ class CalibrationNode(Node):
                 return response
             calibrated = self.session.result is not None
             poses = self.session.num_poses
+            verdict = self.session.acceptance
         response.success = True
         response.message = (
             f'saved {len(paths)} files ({poses} captured frames, '
             f'{"calibration file" if calibrated else "no calibration yet"}) to '
             f'{paths[-1].parent} (also {self.params["output_dir"]}/latest)')
+        if verdict is not None and not verdict.accepted:
+            response.message += (f'; the calibration saved is {verdict.summary()} (manifest '
+                                 'key acceptance)')
         self.get_logger().info(response.message)
         return response
 
@@ -537,6 +556,17 @@ class CalibrationNode(Node):
                             f'{moved}')
         self.get_logger().info(response.message)
         return response
+
+
+def acceptance_text(verdict):
+    """The ~/calibrate reply's verdict of the acceptance rule (calibration.acceptance): the
+    node keeps and publishes a calibration the rule refuses, and says that calibrate-raw on
+    the saved session would refuse it too."""
+    if verdict.accepted:
+        return f'calibration {verdict.summary()}'
+    return (f'calibration {verdict.summary()}: published and kept with the captures, but '
+            'calibrate-raw refuses it by the same rule; add captures and call ~/calibrate '
+            'again')
 
 
 def main(args=None):

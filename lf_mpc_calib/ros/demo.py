@@ -63,7 +63,6 @@ from pathlib import Path
 import numpy as np
 
 from lf_mpc_calib.calibration.closed_form import aligned_truth
-from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.camera.rotations import rotation_matrix
 
 
@@ -277,10 +276,13 @@ def focused_poses(camera, board, n, seed):
     return np.hstack([np.vstack([rvecs, rv]), np.vstack([tvecs, tv])])
 
 
-def trust_verdict(model, truth, floor_ratio):
+def trust_verdict(model, truth, floor_ratio, acceptance=None):
     """One line: the calibration against the simulator's truth (``truth`` aligned to
     ``model``) and ``floor_ratio`` (the decode node's corners over the floor), within the
-    TRUST_* targets or not."""
+    TRUST_* targets or not; with ``acceptance`` (the session's verdict of
+    :mod:`lf_mpc_calib.calibration.acceptance`, the rule calibrate-raw refuses by) "to
+    trust" also needs the rule to accept it: a calibration near the truth by luck, whose
+    sigmas the rule refuses, is not one to trust."""
     k = 100 * float(np.max(np.abs(model.to_vector()[:4] / truth.to_vector()[:4] - 1.0)))
     pp = float(np.linalg.norm(model.principal_point - truth.principal_point))
     misses = [what for what, bad in (
@@ -288,23 +290,23 @@ def trust_verdict(model, truth, floor_ratio):
         (f'principal point off by more than {TRUST_PP_PX:g} px', pp > TRUST_PP_PX),
         (f'3-D corners over {TRUST_FLOOR_RATIO:g} x the floor',
          floor_ratio > TRUST_FLOOR_RATIO)) if bad]
+    if acceptance is not None and not acceptance.accepted:
+        misses.append('the acceptance rule refuses it (' + '; '.join(acceptance.refusals)
+                      + '), as calibrate-raw on the saved session does')
     return (f'against the truth: k within {k:.2f} %, principal point {pp:.2f} px, 3-D corners '
             f'{floor_ratio:.2f} x the floor: '
             + ('NOT to trust: ' + ', '.join(misses) if misses else
-               f'a calibration to trust (k <= {TRUST_K_PERCENT:g} %, principal point <= '
+               'a calibration to trust ('
+               + ('' if acceptance is None else 'accepted by the rule calibrate-raw applies, ')
+               + f'k <= {TRUST_K_PERCENT:g} %, principal point <= '
                f'{TRUST_PP_PX:g} px, corners <= {TRUST_FLOOR_RATIO:g} x the floor)'))
 
 
-def parameter_table(model, truth, stddev=None):
-    """Lines comparing ``model`` with ``truth`` parameter by parameter."""
-    lines = [f'{"parameter":>10} {"estimate":>14} {"± std":>11} {"truth":>14} {"error":>10}']
-    for name in PARAMETER_NAMES:
-        est, true = getattr(model, name), getattr(truth, name)
-        std = (stddev or {}).get(name, float('nan'))
-        rel = f'{abs(est - true) / abs(true) * 100:8.3f} %' if abs(true) > 1e-12 else \
-            f'{est - true:10.2e}'
-        lines.append(f'{name:>10} {est:14.6e} {std:11.2e} {true:14.6e} {rel:>10}')
-    return lines
+def parameter_table(model, truth, stddev=None, held=()):
+    """Lines comparing ``model`` with ``truth`` parameter by parameter (the offline demo's
+    table: :func:`lf_mpc_calib.report.calibration.truth_table`)."""
+    from lf_mpc_calib.report.calibration import truth_table
+    return truth_table(model, truth, stddev, held)
 
 
 def run(args, out=None):
@@ -443,7 +445,7 @@ def run(args, out=None):
                                     rotation_matrix(sim.rvecs[captured]),
                                     sim.tvecs[captured])
         say('\nrecovered vs ground truth (simulated optics):')
-        for line in parameter_table(result.model, truth, result.stddev):
+        for line in parameter_table(result.model, truth, result.stddev, result.held):
             say(line)
         say(f'principal point {_fmt_px(result.model.principal_point)} px, truth '
             f'{_fmt_px(truth.principal_point)} px')
@@ -472,7 +474,8 @@ def run(args, out=None):
             f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
         acc = _floor(calib.session, sim, result.model, new)
         say(f'floor: the same frame decoded and detected here, {acc.summary()}')
-        say(trust_verdict(result.model, truth, err_mm.mean() / float(np.mean(acc.floor_mm))))
+        say(trust_verdict(result.model, truth, err_mm.mean() / float(np.mean(acc.floor_mm)),
+                          calib.session.acceptance))
         if setup:
             _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc)
         if live is not None:

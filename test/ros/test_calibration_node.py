@@ -330,3 +330,39 @@ def test_calibration_node_capture_gives_the_last_rejection(
     # (the running total as it was when the reply was written: frames may still arrive after)
     total = int(answer.message.split('; ')[-1].split(' malformed images since the start')[0])
     assert during + 1 <= total <= node.bad_images, answer.message
+
+
+def test_calibration_node_says_when_the_acceptance_rule_refuses(session_run, tmp_path,
+                                                                capsys):
+    # 6 poses of the 0.3 crop leave k_u, k_v a few % uncertain: the node keeps and publishes
+    # the calibration, but its reply, ~/status and the saved folder say that the one rule
+    # (calibration.acceptance) refuses it, and calibrate-raw on that folder refuses it by
+    # the same reasons. Before, the reply only listed the sigmas among the flags and the
+    # folder said nothing; demo --ros then called such a session "a calibration to trust"
+    import yaml
+    from lf_mpc_calib.cli import main
+    from lf_mpc_calib.calibration.acceptance import acceptance
+    reply = session_run['calibrated']
+    assert reply.success
+    # the node's verdict is the rule's on the result it published (the session was reset
+    # since: the corner noise is not known here, only the fit check needs it)
+    refusals = list(acceptance(session_run['result']).refusals)
+    assert refusals and all(r.startswith('sigma of ') for r in refusals), refusals
+    assert 'NOT accepted (lf_mpc_calib.calibration.acceptance): ' + \
+        '; '.join(refusals) in reply.message
+    assert 'calibrate-raw refuses it by the same rule' in reply.message
+    status = session_run['status'][-1]
+    assert status['accepted'] is False
+    assert status['acceptance']['refusals'] == refusals
+    saved = session_run['out'] / 'latest'
+    manifest = yaml.safe_load((saved / 'manifest.yaml').read_text())
+    assert manifest['acceptance']['accepted'] is False
+    assert manifest['acceptance']['refusals'] == refusals
+    assert 'NOT accepted' in session_run['saved'].message
+    # calibrate-raw on the saved session: refused, naming the figures the node named
+    assert main(['calibrate-raw', str(saved), '-o', str(tmp_path / 'cal.yaml')]) != 0
+    err = capsys.readouterr().err
+    assert 'the poses do not determine the camera' in err
+    named = {re.match(r'sigma of (.+) [0-9.]+ (?:%|px) \(limit', r).group(1) for r in refusals}
+    assert all(f'sigma of {n}' in err for n in named), (named, err)
+    assert not (tmp_path / 'cal.yaml').exists()

@@ -29,3 +29,12 @@ def test_demo_ros_session_recovers_truth_and_measures_in_3d(tmp_path):
     mean_mm = float(re.search(r'3-D error: mean ([0-9.]+) mm', text).group(1))
     assert mean_mm < 20.0
     assert float(re.search(r'demo took ([0-9.]+) s', text).group(1)) < 120.0
+    # one acceptance rule: the node's verdict in its reply, and "to trust" only when the rule
+    # accepts (before, 6 poses with sigma of principal point v 0.62 px > 0.5 px, which
+    # calibrate-raw refuses on the saved folder, were "a calibration to trust")
+    accepted = re.search(r'calibrate: .*calibration (NOT )?accepted', text)
+    assert accepted, text
+    trusted = re.search(r'against the truth: .*: a calibration to trust', text)
+    assert not (accepted.group(1) and trusted), 'a session the rule refuses is not to trust'
+    if accepted.group(1):
+        assert 'the acceptance rule refuses it' in text
