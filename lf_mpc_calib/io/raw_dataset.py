@@ -261,15 +261,20 @@ def discard_folder(tmp):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-def load_grid(path):
+def load_grid(path, image_size=None):
     """
-    The LensletGrid held in a YAML file.
+    The LensletGrid held in a YAML file, or in a Raytrix RayCalibData XML (suffix ``.xml``).
 
     Accepts what the project writes: ``lf-mpc-calib grid``'s file (key ``lenslet_grid``), a
     calibration file (its ``lenslet_grid``, see :mod:`lf_mpc_calib.io.calibration_file`), or a
-    bare ``LensletGrid.to_dict()`` mapping.
+    bare ``LensletGrid.to_dict()`` mapping. A RayCalibData XML holds no image size: it is
+    ``image_size`` (width, height), else the size of the image beside the XML with its stem
+    (:func:`lf_mpc_calib.io.raytrix_xml.read_raytrix_xml`); ``image_size`` is ignored for YAML.
     """
     path = Path(path)
+    if path.suffix.lower() == '.xml':
+        from lf_mpc_calib.io.raytrix_xml import read_raytrix_xml
+        return read_raytrix_xml(path, image_size).grid
     doc = read_yaml(path, 'grid file')
     if not isinstance(doc, dict):
         raise InvalidInputError(f'grid file {path}: expected a mapping, got {type(doc).__name__}')
