@@ -100,3 +100,36 @@ def test_cli_pose_jackknife_on_asked_and_refused_for_too_few_poses(tmp_path, cap
                  '--pose-jackknife', 'on']) == 0
     assert 'needs >= 4 poses, got 3: skipped' in capsys.readouterr().err
     assert (tmp_path / 'c.yaml').is_file()
+
+
+def test_cli_calibrate_focused_table_in_calibrate_raws_orientation(tmp_path, capsys):
+    # a focused camera's rays do not tell the camera frame from its point reflection
+    # (calibration.focused); calibrate-raw reports k_3 + k_4 > 0 with the boards beyond the
+    # main lens. Before, `calibrate` on calibrate-raw's own table returned the mirror image:
+    # k_i, k_3 of the other sign and every board at negative z
+    from lf_mpc_calib.calibration import calibrate
+    from lf_mpc_calib.calibration.focused import orient_focused
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    from lf_mpc_calib.simulation.focused_raw import board_pose
+    from lf_mpc_calib.simulation.optics import Checkerboard, preset
+    cam = preset('focused-keplerian', scale=0.5)
+    board = Checkerboard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
+    poses = [board_pose(cam, board, z * cam.scene_distance, ang) for z, ang in (
+        (1.0, (15, -10, 3)), (1.15, (-12, 18, -5)), (1.3, (20, 8, 2)), (1.45, (-8, -20, 6)),
+        (1.6, (10, 15, -3)))]
+    rv, tv = np.array([p[0] for p in poses]), np.array([p[1] for p in poses])
+    obs = focused_observations(cam, board, rv, tv, noise_px=0.05,
+                               rng=np.random.default_rng(0))
+    table = tmp_path / 'calf_observations.csv'
+    write_observations(table, obs)
+    assert main(['calibrate', str(table), '-o', str(tmp_path / 'cal.yaml'), '--quiet']) == 0
+    cal = load_calibration(tmp_path / 'cal.yaml')
+    truth = cam.ground_truth_model()
+    assert cal.camera_type == 'focused'
+    raw_way = orient_focused(calibrate(obs, camera_type='focused'))     # calibrate-raw's
+    assert np.sign(cal.model.k_i) == np.sign(raw_way.model.k_i) == np.sign(truth.k_i)
+    assert cal.model.k_3 > 0 and cal.model.k_4 > 0
+    # boards in front: z from the plane conjugate to the MLA, 1/k_3 beyond the main lens
+    z = cal.translations[:, 2]
+    np.testing.assert_allclose(z, tv[:, 2], rtol=0.05)     # measured within 2 %
+    assert np.all(z + 1.0 / cal.model.k_3 > 0), 'every board beyond the main lens'

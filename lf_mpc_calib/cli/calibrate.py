@@ -165,6 +165,11 @@ def run(args):
         if terms is not None:
             options['lens_type_terms'] = terms
         result = calibrate(obs, progress=progress, **options)
+        if camera_type == 'focused':
+            # calibrate-raw's orientation (k_3 + k_4 > 0, boards beyond the main lens): the
+            # rays alone do not tell it from its point reflection (calibration.focused)
+            from lf_mpc_calib.calibration.focused import orient_focused
+            result = orient_focused(result)
         if result.lens_types is not None:
             lens_types = result.lens_types.to_dict()
     print(summary_text(result), end='')
