@@ -464,8 +464,13 @@ def run(args, out=None):
             caller, executor, context, nodes, cal_file, sim, new, say, board_params)
         err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
         dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
-        say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, board at '
-            f'{dist:.0f} mm')
+        z_mm = float(expected[ids, 2].mean()) * 1e3
+        where = (f'board at z = {z_mm:.0f} mm in the optical frame, {dist:.0f} mm from its '
+                 'origin')
+        if cam.camera_type == 'focused':   # the origin: the plane conjugate to the MLA
+            where += (f', {z_mm + 1e3 / result.model.k_3:.0f} mm from the main lens (z + '
+                      '1/k_3; docs/file-formats.md, camera frames)')
+        say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, {where}')
         say(f'{"corner":>6} {"measured (mm)":>28} {"truth (mm)":>28} {"error":>9}')
         for k in range(min(6, len(ids))):
             say(f'{ids[k]:6d} {_fmt(measured[k])} {_fmt(expected[ids[k]])} '
