@@ -1,5 +1,12 @@
-"""``lf-mpc-calib grid WHITE -o grid.yaml [--centres centres.csv]``: the micro-image lattice."""
+"""
+``lf-mpc-calib grid WHITE -o grid.yaml [--centres centres.csv]``: the micro-image lattice.
 
+``grid --import FILE.xml -o grid.yaml``: a Raytrix RayCalibData file as a grid file (with its
+lens-type map); ``grid WHITE --check FILE.xml``: how far that file's centres are from the
+white's grid.
+"""
+
+import os
 import sys
 
 
@@ -10,9 +17,19 @@ def register(subparsers):
         description='Fit the micro-image lattice to a white image; write its parameters '
                     '(YAML) and optionally every micro-image centre (CSV x,y in raw pixels, '
                     'x right, y down, origin at the centre of pixel (0, 0)).')
-    p.add_argument('white', help='white image (8/16-bit PNG or TIFF, or Lytro .lfr/.lfp/.raw: '
-                                 'its CFA channels balanced by the file\'s Bayer pattern)')
-    p.add_argument('-o', '--output', required=True, help='output YAML file')
+    p.add_argument('white', nargs='?',
+                   help='white image (8/16-bit PNG or TIFF, or Lytro .lfr/.lfp/.raw: '
+                        'its CFA channels balanced by the file\'s Bayer pattern)')
+    p.add_argument('-o', '--output', help='output YAML file (required, except with --check)')
+    p.add_argument('--import', dest='grid', metavar='FILE.xml',
+                   help='read the grid from a Raytrix RayCalibData XML instead of a white image '
+                        '(with its lens types and their virtual-depth ranges)')
+    p.add_argument('--image', dest='raw', metavar='RAW',
+                   help='with --import: a raw image of the camera, for the image size the XML '
+                        'does not hold (default: the image beside the XML with its stem)')
+    p.add_argument('--check', metavar='FILE.xml',
+                   help='with WHITE: report how far the RayCalibData file\'s centres are from '
+                        'the white\'s grid (px)')
     p.add_argument('--centres', help='CSV file for all micro-image centres (columns x,y)')
     p.add_argument('--lattice', choices=('auto', 'hex', 'rect'), default='auto')
     p.add_argument('--dark', metavar='FILE',
@@ -23,8 +40,96 @@ def register(subparsers):
     p.set_defaults(func=run)
 
 
+def _usage(args):
+    from lf_mpc_calib.errors import UsageError
+    if args.grid and args.white:
+        raise UsageError('give a WHITE image or --import FILE.xml, not both')
+    if not args.grid and not args.white:
+        raise UsageError('give a WHITE image, or --import FILE.xml')
+    if args.grid and args.check:
+        raise UsageError('--check compares a RayCalibData file with a WHITE image\'s grid; '
+                         'give WHITE, not --import')
+    if args.raw and not args.grid:
+        raise UsageError('--image gives the image size for --import; without --import the '
+                         'size is the white\'s')
+    if not args.output and not args.check:
+        raise UsageError('-o/--output is required (except with --check)')
+    if args.check and args.output and os.path.exists(args.output) and \
+            os.path.samefile(args.check, args.output):
+        raise UsageError(f'--output {args.output} would overwrite the input --check '
+                         f'{args.check}; write the result elsewhere')
+
+
+def _image_size(path):
+    from lf_mpc_calib.io.images import read_image
+    img = read_image(path)
+    return int(img.shape[1]), int(img.shape[0])
+
+
+def run_import(args):
+    """``grid --import FILE.xml``: the RayCalibData file as a grid file."""
+    import numpy as np
+    import yaml
+
+    from lf_mpc_calib.io.atomic import open_atomically
+    from lf_mpc_calib.io.raytrix_xml import read_raytrix_xml
+    size = _image_size(args.raw) if args.raw else None
+    rt = read_raytrix_xml(args.grid, size)
+    grid = rt.grid
+    doc = {'lenslet_grid': grid.to_dict(), 'lens_types': rt.lens_types,
+           'imported': {'format': 'Raytrix RayCalibData', 'file': os.path.basename(args.grid),
+                        'central_lens_px': [float(x) for x in rt.centre],
+                        'lens_border_px': rt.lens_border, 'tcp_virtual_depth': rt.tcp}}
+    if args.plot:
+        from lf_mpc_calib.io.images import read_image
+        from lf_mpc_calib.report.grid import plot_grid
+        image = read_image(args.raw) if args.raw else None
+        if image is None:
+            from lf_mpc_calib.io.raytrix_xml import IMAGE_SUFFIXES
+            from pathlib import Path
+            near = [Path(args.grid).with_suffix(s) for s in IMAGE_SUFFIXES]
+            near = [p for p in near if p.is_file()]
+            image = read_image(near[0]) if near else np.zeros(grid.image_size[::-1])
+        if image.ndim == 3:
+            image = image.mean(axis=2)
+        plot_grid(image, grid, args.plot)
+    if args.centres:
+        with open_atomically(args.centres, 'w') as f:
+            np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='', fmt='%.4f')
+    with open_atomically(args.output, 'w') as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+    counts = np.bincount(rt.types, minlength=len(rt.depth_ranges))
+    print(f'RayCalibData {args.grid}: hex lattice, {grid.shape[0]} x {grid.shape[1]} lenses in '
+          f'{grid.image_size[0]} x {grid.image_size[1]} px, pitch {grid.pitch:.4f} px, rotation '
+          f'{np.degrees(grid.rotation):.4f} deg, central lens at ({rt.centre[0]:.3f}, '
+          f'{rt.centre[1]:.3f}) px -> {args.output}', file=sys.stdout)
+    print('lens types: ' + ', '.join(
+        f'{t}: {int(n)} lenses, virtual depth {a:g}..{b:g}'
+        for t, (n, (a, b)) in enumerate(zip(counts, rt.depth_ranges))), file=sys.stdout)
+    return 0
+
+
+def check_against(grid, path):
+    """(distances (N,) px of the RayCalibData file's centres inside the image from the nearest
+    centre of ``grid``, the file's RaytrixGrid)."""
+    from scipy.spatial import cKDTree
+
+    from lf_mpc_calib.io.raytrix_xml import read_raytrix_xml
+    rt = read_raytrix_xml(path, grid.image_size)
+    theirs = rt.grid.centres()
+    d, _ = cKDTree(grid.centres()).query(theirs)
+    w, h = grid.image_size
+    margin = grid.pitch
+    inside = (theirs[:, 0] > margin) & (theirs[:, 0] < w - 1 - margin) & \
+        (theirs[:, 1] > margin) & (theirs[:, 1] < h - 1 - margin)
+    return d[inside], rt
+
+
 def run(args):
     """Estimate the grid and write the files; returns the exit code."""
+    _usage(args)
+    if args.grid:
+        return run_import(args)
     import numpy as np
     import yaml
 
@@ -57,23 +162,40 @@ def run(args):
     if camera_metadata is not None:
         doc['camera_metadata'] = camera_metadata
     from lf_mpc_calib.io.atomic import open_atomically
+    if args.check:
+        d, rt = check_against(grid, args.check)
+        doc['check'] = {'file': os.path.basename(args.check), 'lenses': int(len(d)),
+                        'rms_px': float(np.sqrt(np.mean(d ** 2))) if len(d) else None,
+                        'max_px': float(d.max()) if len(d) else None}
     if args.plot:
         from lf_mpc_calib.report.grid import plot_grid
         plot_grid(white, grid, args.plot, measured=est.centres)
     if args.centres:
         with open_atomically(args.centres, 'w') as f:
             np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='', fmt='%.4f')
-    with open_atomically(args.output, 'w') as f:     # last: written only when all else was
-        yaml.safe_dump(doc, f, sort_keys=False)
+    if args.output:
+        with open_atomically(args.output, 'w') as f:     # last: written only when all else was
+            yaml.safe_dump(doc, f, sort_keys=False)
     layout = '' if grid.layout == 'rows' else ' (column-shifted: lens rows run down the image)'
     print(f'{grid.lattice} lattice{layout}: {grid.shape[0]} x {grid.shape[1]} lenses, pitch '
           f'{grid.pitch:.4f} px, row spacing {grid.row_spacing:.4f} px, rotation '
           f'{np.degrees(grid.rotation):.4f} deg; {len(est.centres)} spots, rms residual '
-          f'{est.rms_px:.3f} px -> {args.output}', file=sys.stdout)
+          f'{est.rms_px:.3f} px' + (f' -> {args.output}' if args.output else ''),
+          file=sys.stdout)
     q = est.quality
     print(f'centres: {q.estimator} (map peaks, or half-level centroids for flat-topped '
           f'micro-images); the spots scatter {q.spot_scatter_px:.3f} px about a smooth lattice '
           f'(row second differences); the lattice explains them to {q.lattice_error_px:.3f} px '
           f'beyond that', file=sys.stdout)
     print(f'defects: {defects.summary()}', file=sys.stdout)
+    if args.check:
+        c = doc['check']
+        if c['lenses']:
+            print(f'--check {args.check}: its {c["lenses"]} centres inside the image are '
+                  f'{c["rms_px"]:.3f} px RMS, {c["max_px"]:.3f} px at most, from the nearest '
+                  f'centre of the white\'s grid (pitch {grid.pitch:.4f} px against the file\'s '
+                  f'{rt.grid.pitch:.4f} px)', file=sys.stdout)
+        else:
+            print(f'--check {args.check}: none of its centres lies inside the image',
+                  file=sys.stdout)
     return 0
