@@ -1,5 +1,7 @@
 """Tests of ``lf-mpc-calib calibrate`` (observation table -> calibration file)."""
 
+import re
+
 import numpy as np
 
 from lf_mpc_calib.io.calibration_file import load_calibration
@@ -133,3 +135,12 @@ def test_cli_calibrate_focused_table_in_calibrate_raws_orientation(tmp_path, cap
     z = cal.translations[:, 2]
     np.testing.assert_allclose(z, tv[:, 2], rtol=0.05)     # measured within 2 %
     assert np.all(z + 1.0 / cal.model.k_3 > 0), 'every board beyond the main lens'
+
+
+def test_cli_calibrate_progress_lines_are_labelled(tmp_path, capsys):
+    # the solver's progress went out as bare numbers, '[0.03 s] 1 96.74'
+    *_, csv = _scene_csv(tmp_path, 0.5, 1)
+    assert main(['calibrate', str(csv), '-o', str(tmp_path / 'cal.yaml')]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert lines and all(re.search(r'\] iteration \d+ cost [0-9.e+-]+ px\^2', line)
+                         for line in lines), lines[:3]

@@ -85,15 +85,20 @@ def parse_fix(text):
 class ProgressPrinter:
     """Print solver progress lines to stderr (the core reports through a callback)."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        self.stream = stream            # None: sys.stderr when printing (as redirected then)
         self.start = time.perf_counter()
 
     def __call__(self, *args, **kwargs):
-        """Print whatever the solver reports, with the elapsed time."""
+        """Print what the solver reports, labelled, with the elapsed time: the refinement
+        reports (iteration, cost), the cost being half the sum of squared residuals in px^2."""
+        if len(args) == 2 and not kwargs:
+            args = (f'iteration {args[0]}', f'cost {_fmt(float(args[1]))} px^2 (half the sum '
+                    'of squared residuals)')
         parts = [str(a) for a in args] + [f'{k}={_fmt(v)}' for k, v in kwargs.items()]
         elapsed = time.perf_counter() - self.start
-        print(f'  [{elapsed:7.2f} s] ' + ' '.join(parts), file=self.stream, flush=True)
+        print(f'  [{elapsed:7.2f} s] ' + ' '.join(parts), file=self.stream or sys.stderr,
+              flush=True)
 
 
 MAX_IMAGE_SIDE = 1 << 16
