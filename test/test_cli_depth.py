@@ -18,8 +18,8 @@ def planes(tmp_path_factory):
 
 def test_simulate_planes_writes_frames_depth_truth_and_ground_truth(planes):
     names = sorted(p.name for p in planes.iterdir())
-    assert names == ['depth_000.npy', 'frame_000.png', 'ground_truth.yaml', 'manifest.yaml',
-                     'white.png']
+    assert names == ['dark.png', 'depth_000.npy', 'frame_000.png', 'ground_truth.yaml',
+                     'manifest.yaml', 'white.png']
     truth = np.load(planes / 'depth_000.npy')
     assert truth.dtype == np.float32
     manifest = yaml.safe_load((planes / 'manifest.yaml').read_text())

@@ -155,7 +155,7 @@ def test_simulate_overwrite_leaves_no_frame_of_the_earlier_data_set(tmp_path):
     rc, err = _run(SIMULATE + ['--poses', '1', '--seed', '3', '-o', ds, '--overwrite'])
     assert rc == 0, err
     assert sorted(p.name for p in ds.iterdir()) == [
-        'frame_000.png', 'ground_truth.yaml', 'manifest.yaml', 'white.png']
+        'dark.png', 'frame_000.png', 'ground_truth.yaml', 'manifest.yaml', 'white.png']
     from lf_mpc_calib.simulation.dataset import read_dataset
     new = read_dataset(ds)
     assert len(new.frames) == len(new.ground_truth.translations) == 1

@@ -49,8 +49,8 @@ def test_dataset_round_trip(tmp_path, name, scale):
 def test_appended_frames_are_those_one_write_renders(tmp_path):
     # plan appends the captures it adds after checking its data set (cli/plan.py); without
     # sensor noise the appended frame is the one a single write of every pose renders, and
-    # the ground truth and manifest list every pose
-    cam = preset('lytro', scale=0.06)
+    # the ground truth and manifest list every pose (an ideal sensor: no shot noise)
+    cam = preset('lytro', scale=0.06, sensor__response=None)
     board = default_board(cam)
     rvecs, tvecs = random_poses(cam, board, 3, rng=np.random.default_rng(2))
     write_dataset(tmp_path / 'once', cam, board, rvecs, tvecs, samples=2, noise=0.0)

@@ -61,25 +61,50 @@ def add_decoding_arguments(p):
     p.add_argument('--calibration', required=True, metavar='CAL',
                    help='calibration file with a lenslet_grid (from raw calibration)')
     p.add_argument('--white', help='white image of the camera (default: white.png beside RAW)')
+    p.add_argument('--dark', metavar='FILE',
+                   help='dark frame (same size and bit depth, no light), subtracted from RAW and '
+                        'the white first (default: dark.png beside RAW when the white is '
+                        'white.png beside it, as simulate writes them)')
     p.add_argument('--views', default='9x9', help='view grid NIxNJ decoded (odd), default 9x9')
+
+
+def read_raw_and_white(args):
+    """
+    (raw, white) of ``args.raw`` and ``--white`` (default white.png beside RAW), each less
+    ``--dark`` (default: dark.png beside RAW when the white is the one beside it), in their
+    own dtype.
+    """
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.io.dark_corrected import minus_dark
+    from lf_mpc_calib.io.images import read_image
+    beside = Path(args.raw).parent
+    white_path = Path(args.white) if args.white else beside / 'white.png'
+    if not args.white and not white_path.is_file():
+        raise InvalidInputError(f'no --white given and no white.png beside {args.raw}; the '
+                                'white image is needed to decode the frame')
+    dark_path = getattr(args, 'dark', None)
+    if dark_path is None and not args.white and (beside / 'dark.png').is_file():
+        dark_path = beside / 'dark.png'
+        print(f'dark frame: {dark_path} (beside the frame and its white)', file=sys.stderr)
+    raw, white = read_image(args.raw), read_image(white_path)
+    if dark_path is not None:
+        from lf_mpc_calib.lenslet.dark_frame import subtract_dark
+        dark = read_image(dark_path)
+        subtract_dark(white, dark, dark_name=f'dark frame {dark_path}')     # checks only
+        raw, white = minus_dark(raw, dark, str(args.raw)), minus_dark(white, dark, str(white_path))
+    return raw, white
 
 
 def decode_frame(args):
     """(LiveMeasurer, raw, Measurement without points or rays) for the decoding arguments."""
     from lf_mpc_calib.errors import InvalidInputError
     from lf_mpc_calib.io.calibration_file import load_calibration
-    from lf_mpc_calib.io.images import read_image
     from lf_mpc_calib.measurement.live import LiveMeasurer
     m = re.fullmatch(r'\s*(\d+)\s*[xX]\s*(\d+)\s*', args.views)
     if not m:
         raise InvalidInputError(f'--views must look like 9x9, got {args.views!r}')
     cal = load_calibration(args.calibration)
-    white_path = Path(args.white) if args.white else Path(args.raw).parent / 'white.png'
-    if not args.white and not white_path.is_file():
-        raise InvalidInputError(f'no --white given and no white.png beside {args.raw}; the '
-                                'white image is needed to decode the frame')
-    raw = read_image(args.raw)
-    white = read_image(white_path)
+    raw, white = read_raw_and_white(args)
     from lf_mpc_calib.lenslet.frame_check import frame_warnings
     for warning in frame_warnings(raw, white):
         print(f'warning: {args.raw}: {warning}', file=sys.stderr)
@@ -161,16 +186,11 @@ def focused_depth(args):
     import numpy as np
     from lf_mpc_calib.errors import InvalidInputError
     from lf_mpc_calib.io.calibration_file import load_calibration
-    from lf_mpc_calib.io.images import read_image
     from lf_mpc_calib.measurement.focused import (FocusedMeasurer, rendered_depth_points,
                                                   rendered_pinhole)
     from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
     cal = load_calibration(args.calibration)
-    white_path = Path(args.white) if args.white else Path(args.raw).parent / 'white.png'
-    if not args.white and not white_path.is_file():
-        raise InvalidInputError(f'no --white given and no white.png beside {args.raw}; the '
-                                'white image is needed to render the frame')
-    raw, white = read_image(args.raw), read_image(white_path)
+    raw, white = read_raw_and_white(args)
     measurer = FocusedMeasurer.from_calibration(cal, white=white)
     if raw.ndim == 3:
         raw = raw.mean(axis=2).astype(raw.dtype)

@@ -128,7 +128,7 @@ def check_outputs(command, args):
             raise UsageError(f'{label} {out} is not writable')
 
 
-DATASET_FILE = re.compile(r'(?:manifest|ground_truth)\.yaml|white\.(?:png|npy|tiff?)|'
+DATASET_FILE = re.compile(r'(?:manifest|ground_truth)\.yaml|(?:white|dark)\.(?:png|npy|tiff?)|'
                           r'(?:frame|depth)_\d+\.(?:png|npy|tiff?)|\..*\.partial.*')
 """Names of the entries a data set folder written by ``simulate`` or ``plan`` holds (hidden
 ``.partial`` ones: what a run cut off left)."""

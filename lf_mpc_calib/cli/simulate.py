@@ -93,6 +93,10 @@ def register(subparsers):
                    help="PNG bit depth (default: the preset's)")
     p.add_argument('--upright', action='store_true',
                    help='read the sensor out turned by 180 degrees (upright raw image)')
+    p.add_argument('--ideal', action='store_true',
+                   help='an ideal sensor: the irradiance itself (no shot or read noise, PRNU, '
+                        'black level, hot pixels or dust; no dark frame). Default: the '
+                        'realistic sensor response of the presets (docs/simulation.md)')
     p.add_argument('--scene', choices=('board', 'planes'), default='board',
                    help='board: the checkerboard at --poses poses; planes: textured planes and '
                         'the board with depth truth per frame (default: %(default)s)')
@@ -176,6 +180,9 @@ def run(args):
         overrides['sensor__bit_depth'] = args.bit_depth
     if args.upright:
         overrides['sensor__upright'] = True
+    if not args.ideal:
+        from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR
+        overrides['sensor__response'] = REALISTIC_SENSOR
     camera = preset(args.preset, scale=args.scale, **overrides)
     if args.lattice_layout != 'rows' or args.lattice_rotation != 0.0 or args.portrait:
         from lf_mpc_calib.simulation.lattice_turn import turn_lattice

@@ -94,7 +94,7 @@ def _camera_from(manifest):
         return None
 
 
-def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None):
+def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None, dark=None):
     """
     Describe the raw frames in ``folder``.
 
@@ -107,6 +107,10 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
     grid: a LensletGrid, or a file holding one (:func:`load_grid`), to decode with instead of
     estimating it from the white image; its image_size must be the white image's size
     (InvalidInputError naming both otherwise).
+
+    dark: a dark frame file (default: the manifest's ``dark``; without a manifest, the one
+    file named dark.*): subtracted from the white and every frame as they are read
+    (:class:`~lf_mpc_calib.io.dark_corrected.DarkCorrected`), checked against the white first.
 
     Lytro raw frames (.lfr, .lfp, .raw; :mod:`lf_mpc_calib.io.lytro`) give the Bayer pattern
     (unless ``demosaic`` is given) and the camera metadata; their ``white`` may be a folder of
@@ -156,7 +160,7 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
     else:
         frames = sorted(p for p in folder.iterdir()
                         if p.suffix.lower() in IMAGE_SUFFIXES and p.resolve() != white.resolve()
-                        and not p.name.lower().startswith('white'))
+                        and not p.name.lower().startswith(('white', 'dark')))
     if not frames:
         raise InvalidInputError(f'{folder}: no raw frames (PNG/TIFF/Lytro) found')
     camera_metadata = None
@@ -168,8 +172,34 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None)
                                 'is for Lytro raw frames only')
     if demosaic is None:
         demosaic = manifest.get('bayer', manifest.get('demosaic'))
+    grid = checked_grid(grid, white)
+    dark = _dark_file(folder, manifest, dark)
+    if dark is not None:
+        if camera_metadata is not None:
+            raise InvalidInputError(f'dark frame {dark}: Lytro raw frames carry their own black '
+                                    'level; a dark frame is for PNG/TIFF frames')
+        from lf_mpc_calib.io.dark_corrected import DarkCorrected, dark_for
+        pixels = dark_for(white, dark)
+        white = DarkCorrected(white, pixels)
+        frames = [DarkCorrected(p, pixels) for p in frames]
     return RawDataset(frames, white, board, demosaic, _camera_from(manifest), folder.name,
-                      checked_grid(grid, white), camera_metadata)
+                      grid, camera_metadata)
+
+
+def _dark_file(folder, manifest, dark):
+    """The dark frame's Path (given, the manifest's ``dark``, or the one dark.*), or None."""
+    if dark is None and 'dark' in manifest:
+        dark = folder / _frame_file(manifest['dark'])
+    if dark is None and not manifest:
+        darks = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES
+                       and p.name.lower().startswith('dark'))
+        if len(darks) > 1:
+            raise InvalidInputError(f'{folder}: expected at most one dark frame named dark.* '
+                                    f'(or --dark FILE), found {[p.name for p in darks]}')
+        dark = darks[0] if darks else None
+    if dark is not None and not Path(dark).is_file():
+        raise InvalidInputError(f'dark frame {dark} does not exist')
+    return None if dark is None else Path(dark)
 
 
 def sha256_of(path):

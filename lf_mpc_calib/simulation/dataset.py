@@ -18,8 +18,10 @@ Layout of a dataset folder::
 
     manifest.yaml      format, preset, camera_type, camera (all optics), board {cols, rows,
                        square_m, ...}, image_size [W, H], bayer, bit_depth, noise, seed,
-                       white, frames [file names], ground_truth
-    white.png          the white image (no noise), same bit depth and mosaic as the frames
+                       white, dark (with a sensor response), frames [file names], ground_truth
+    white.png          the white image, same bit depth, mosaic and sensor response as the frames
+    dark.png           a dark frame (black level, hot pixels, read noise) of a camera with a
+                       sensor response (the presets'); none for an ideal sensor
     frame_000.png ...  raw frames (PNG, 8 or 16 bit, one channel; Bayer mosaic if any)
     ground_truth.yaml  calibration-file format (lf_mpc_calib.io.calibration_file): the exact MPC
                        model of the optics, the board poses in the MPC (optical) frame, the
@@ -50,6 +52,7 @@ FORMAT_VERSION = 1
 MANIFEST = 'manifest.yaml'
 GROUND_TRUTH = 'ground_truth.yaml'
 WHITE = 'white.png'
+DARK = 'dark.png'
 
 
 @dataclass(frozen=True, eq=False)
@@ -361,8 +364,7 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
     root.mkdir(parents=True, exist_ok=True)
     bits = camera.sensor.bit_depth
     truth = ground_truth_file(camera, rvecs, tvecs)
-    white = render_white(camera, samples=max(samples, WHITE_SAMPLES))
-    _imwrite(root / WHITE, quantize(white, bits))
+    dark_entry = write_white_and_dark(root, camera, samples, seed)
     if progress is not None:
         progress(0, len(rvecs))
     names = _render_frames(root, camera, board, rvecs, tvecs, 0, np.random.default_rng(seed),
@@ -377,6 +379,7 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
         'noise': float(camera.sensor.noise if noise is None else noise),
         'seed': int(seed), 'samples': int(samples),
         'board': board.to_dict(), 'white': WHITE, 'frames': names,
+        **dark_entry,
         'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(),
     }
     if camera.camera_type == 'focused' and camera.mla.n_types > 1:
@@ -384,6 +387,23 @@ def write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, 
         # from the frames), as a calibration session records it
         manifest['lens_types'] = int(camera.mla.n_types)
     return _write_manifest(root, manifest)
+
+
+def write_white_and_dark(root, camera, samples, seed):
+    """
+    Write white.png (at least WHITE_SAMPLES rays) and, for a sensor with a response, dark.png
+    (black level, hot pixels, read noise: as a real camera's users record it); returns the
+    manifest entries ({'dark': 'dark.png'} or {}).
+    """
+    bits = camera.sensor.bit_depth
+    white = render_white(camera, samples=max(samples, WHITE_SAMPLES))
+    _imwrite(root / WHITE, quantize(white, bits))
+    response = camera.sensor.response
+    if response is None:
+        return {}
+    dark = response.dark_frame(white.shape, np.random.default_rng([int(seed), 2]))
+    _imwrite(root / DARK, quantize(dark, bits))
+    return {'dark': DARK}
 
 
 def _poses(rvecs, tvecs):

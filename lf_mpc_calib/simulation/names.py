@@ -4,4 +4,5 @@ command line offers them as choices before anything heavy is loaded).
 """
 
 BAYER_PATTERNS = ('rggb', 'bggr', 'grbg', 'gbrg')
-PRESETS = ('lytro', 'illum', 'focused-keplerian', 'focused-galilean', 'focused-multifocus')
+PRESETS = ('lytro', 'illum', 'lab-square', 'focused-keplerian', 'focused-galilean',
+           'focused-multifocus')

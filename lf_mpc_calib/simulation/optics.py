@@ -239,7 +239,10 @@ class Sensor:
     multiplies the scene by channel_gains (r, g, b)); noise: Gaussian sigma as a fraction of
     full scale added to raw frames; bit_depth 8 | 16 of the written frames; upright: raw read
     out turned by 180 degrees (see the module docstring); natural_vignetting: cos^4 falloff of
-    the chief ray's angle of incidence on the sensor (through the micro-lens centre).
+    the chief ray's angle of incidence on the sensor (through the micro-lens centre);
+    response: a :class:`~lf_mpc_calib.simulation.sensor_response.SensorResponse` (shot and
+    read noise, PRNU, black level, hot pixels, dust: the presets' default) or None (an ideal
+    sensor: the irradiance itself).
     """
 
     width: int
@@ -251,6 +254,7 @@ class Sensor:
     upright: bool = False
     natural_vignetting: bool = True
     channel_gains: tuple = (0.8, 1.0, 0.7)
+    response: object = None
 
     def __post_init__(self):
         for name in ('width', 'height'):
@@ -274,6 +278,12 @@ class Sensor:
             raise InvalidInputError(
                 f'channel_gains must be 3 positive numbers (r, g, b), got {self.channel_gains!r}')
         object.__setattr__(self, 'channel_gains', gains)
+        from lf_mpc_calib.simulation.sensor_response import SensorResponse
+        if isinstance(self.response, dict):
+            object.__setattr__(self, 'response', SensorResponse.from_dict(self.response))
+        if self.response is not None and not isinstance(self.response, SensorResponse):
+            raise InvalidInputError(f'response must be a SensorResponse or None, got '
+                                    f'{type(self.response).__name__}')
 
     @property
     def size(self):
@@ -804,7 +814,8 @@ class Camera:
             'sensor': {'width': s.width, 'height': s.height, 'pixel_pitch_m': s.pixel_pitch,
                        'bayer': s.bayer, 'noise': s.noise, 'bit_depth': s.bit_depth,
                        'upright': s.upright, 'natural_vignetting': s.natural_vignetting,
-                       'channel_gains': list(s.channel_gains)},
+                       'channel_gains': list(s.channel_gains),
+                       'response': None if s.response is None else s.response.to_dict()},
         }
 
     @classmethod
@@ -826,7 +837,7 @@ class Camera:
                 Sensor(s['width'], s['height'], s['pixel_pitch_m'], s.get('bayer'),
                        s.get('noise', 0.0), s.get('bit_depth', 8), s.get('upright', False),
                        s.get('natural_vignetting', True),
-                       tuple(s.get('channel_gains', (0.8, 1.0, 0.7)))),
+                       tuple(s.get('channel_gains', (0.8, 1.0, 0.7))), s.get('response')),
                 d['gap_m'], d.get('camera_type', 'conventional'), d.get('name', 'custom'),
                 d.get('scene_distance_m'), d.get('scale', 1.0))
         except KeyError as exc:
@@ -855,20 +866,31 @@ def _hash_normal(kl, seed):
 
 
 # ---- presets ----------------------------------------------------------------------------------
+def _realistic_sensor():
+    from lf_mpc_calib.simulation.sensor_response import SensorResponse
+    return SensorResponse()
+
+
+REALISTIC_SENSOR = _realistic_sensor()
+"""The realistic sensor response (documented defaults): ``simulate``, ``plan`` and ``demo``
+render with it unless ``--ideal``; ``preset(..., sensor__response=REALISTIC_SENSOR)``."""
+
+
 def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, focus, f_number,
-                  rotation, offset_px, fill, barrel, bit_depth):
-    """A plenoptic-1.0 camera whose micro-images have ``fill`` x the micro-image pitch across."""
+                  rotation, offset_px, fill, barrel, bit_depth, lattice='hex', gap=None):
+    """A plenoptic-1.0 camera whose micro-images have ``fill`` x the micro-image pitch across
+    (or, given the MLA-sensor ``gap`` (m), whatever that gap makes them)."""
     w, h = max(8, int(round(width * scale))), max(8, int(round(height * scale)))
     main = MainLens(focal, f_number, focus)
     D = main.image_distance
     pitch = lens_pitch_px * pixel            # lens pitch (m) for about lens_pitch_px px
     # micro-image diameter 2 R_a b / D = fill * pitch (D + b) / D  ->  b
     ra = main.aperture_radius
-    b = fill * pitch * D / (2.0 * ra - fill * pitch)
+    b = fill * pitch * D / (2.0 * ra - fill * pitch) if gap is None else float(gap)
     if barrel:
         zb = 0.5 * focal
         main = replace(main, barrel_distance=zb, barrel_radius=ra + 0.22 * zb)
-    mla = MicroLensArray(pitch, 'hex', rotation, (offset_px[0] * pixel, offset_px[1] * pixel),
+    mla = MicroLensArray(pitch, lattice, rotation, (offset_px[0] * pixel, offset_px[1] * pixel),
                          focal_length=b)
     sensor = Sensor(w, h, pixel, bit_depth=bit_depth)
     return Camera(main, mla, sensor, b, 'conventional', name, focus, scale)
@@ -881,6 +903,14 @@ CONVENTIONAL_DESIGNS = {
     'illum': dict(width=7728, height=5368, pixel=1.4e-6, lens_pitch_px=14.2, focal=12e-3,
                   focus=0.5, f_number=2.0, rotation=-0.0013, offset_px=(-3.1, 2.4), fill=0.96,
                   barrel=True, bit_depth=16),
+    # a lab plenoptic 1.0 camera: 1388 x 1038 px of 6.45 um, a 300 um square micro-lens array
+    # of focal length 18.6 mm (the sensor in its focal plane), main lens f = 200 mm at f/30,
+    # focused at 0.33 m: micro-images 48.2 px apart (the lab camera's measured pitch), 38 px
+    # across; 12 bit
+    'lab-square': dict(width=1388, height=1038, pixel=6.45e-6, lens_pitch_px=300 / 6.45,
+                       focal=0.2, focus=0.33, f_number=30.0, rotation=0.0017,
+                       offset_px=(5.3, -11.6), fill=None, barrel=False, bit_depth=16,
+                       lattice='rect', gap=18.6e-3),
 }
 """The optical design of the conventional presets (arguments of :func:`conventional_camera`)."""
 
@@ -951,7 +981,9 @@ def preset(name, *, scale=1.0, **overrides):
 
     Presets: 'lytro' (3280 x 3280, 1.4 um pixels, hex, ~10 px per micro-image, F 6.45 mm f/2,
     focus 0.4 m), 'illum' (7728 x 5368, 1.4 um, hex, ~14 px per micro-image, F 12 mm f/2,
-    focus 0.5 m, 16 bit), 'focused-keplerian', 'focused-galilean' (2048 x 1536, 5.5 um, 125 um
+    focus 0.5 m, 16 bit), 'lab-square' (1388 x 1038, 6.45 um, square 300 um lenses of
+    f 18.6 mm, F 200 mm f/30, 48.2 px per micro-image, 16 bit), 'focused-keplerian',
+    'focused-galilean' (2048 x 1536, 5.5 um, 125 um
     lenses, F 35 mm, scene at 0.45 m, virtual depth 3), 'focused-multifocus' (the Keplerian one
     with three interleaved lens types, Raytrix-like: :func:`_multi_focus`). overrides: any
     field of Camera (``gap``, ``name`` ...) or ``main_lens__FIELD``, ``mla__FIELD``,

@@ -141,8 +141,9 @@ def render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None, pr
     Render a raw frame (H, W) float64 in [0, 1] of ``board`` at pose (rvec, tvec).
 
     rvec (3,) Rodrigues vector and tvec (3,) metres map board to the MPC camera frame.
-    noise: Gaussian sigma (fraction of full scale; None: the sensor's); rng: a
-    numpy Generator for the noise (default_rng() when None and noise > 0).
+    noise: Gaussian sigma (fraction of full scale; None: the sensor's), added to the sensor
+    response's; rng: a numpy Generator for both (None: the response's noise is keyed by the
+    rendered image, so the same scene reads out the same; the Gaussian's is fresh).
     progress(done_rows, total_rows) is called after each chunk.
     """
     _check_camera(camera)
@@ -212,6 +213,13 @@ def _check_camera(camera):
 def _finish(camera, image, rng, sigma):
     if camera.sensor.bayer is not None:
         image *= bayer_gains(camera)
+    response = camera.sensor.response
+    if response is not None:
+        if rng is None:         # reproducible: the same scene reads out the same noise
+            import zlib
+            rng = np.random.default_rng([response.seed, zlib.crc32(image.tobytes())])
+        blur = response.blur_sigma_px(camera.gap / camera.mla.pitch, camera.sensor.pixel_pitch)
+        image = response.read_out(image, rng, blur)
     if sigma > 0:
         rng = np.random.default_rng() if rng is None else rng
         image += rng.normal(0.0, sigma, image.shape)

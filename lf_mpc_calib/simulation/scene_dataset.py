@@ -31,9 +31,10 @@ from lf_mpc_calib.io.atomic import open_atomically, write_atomically
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.calibration_file import save_calibration
 from lf_mpc_calib.simulation.dataset import (
-    FORMAT, FORMAT_VERSION, GROUND_TRUTH, ground_truth_file, MANIFEST, WHITE)
+    FORMAT, FORMAT_VERSION, GROUND_TRUTH, ground_truth_file, MANIFEST, WHITE,
+    write_white_and_dark)
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
-from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_scene, render_white
+from lf_mpc_calib.simulation.render import quantize, render_scene
 from lf_mpc_calib.simulation.scene import depth_truth, focused_planes_scene, planes_scene
 
 
@@ -90,8 +91,7 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     bits = camera.sensor.bit_depth
-    white = render_white(camera, samples=max(samples, WHITE_SAMPLES))
-    _write_png(root / WHITE, quantize(white, bits))
+    dark_entry = write_white_and_dark(root, camera, samples, seed)
     if progress is not None:
         progress(0, n)
     rng = np.random.default_rng(seed)
@@ -129,6 +129,7 @@ def write_planes_dataset(directory, camera, board, n, *, seed=0, samples=4, nois
         'seed': int(seed), 'samples': int(samples),
         'board': board.to_dict(), 'white': WHITE, 'frames': names, 'depth': depths,
         'ground_truth': GROUND_TRUTH, 'camera': camera.to_dict(), 'scenes': scenes,
+        **dark_entry,
     }
     if focused:
         manifest['render_w'] = float(render_w)
