@@ -106,3 +106,24 @@ def test_simulated_data_set_carries_its_dark_frame_and_calibrate_raw_reads_it(tm
     write_dataset(tmp_path / 'ideal', ideal, board, rv, tv, samples=1)
     assert not (tmp_path / 'ideal' / 'dark.png').exists()
     assert not isinstance(load_raw_folder(tmp_path / 'ideal').white, DarkCorrected)
+
+
+def test_lab_square_white_gives_its_grid_and_decodes():
+    # the lab camera's optics: square 300 um lenses at f/62 behind a 200 mm f/30 lens; its
+    # realistic white (black level left in: no dark frame) gives the true grid
+    from scipy.spatial import cKDTree
+    from lf_mpc_calib.lenslet.decode import Decoder
+    from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR
+    from lf_mpc_calib.simulation.render import quantize
+    cam = preset('lab-square', sensor__response=REALISTIC_SENSOR)
+    white = quantize(render_white(cam, samples=2), 16)
+    est = estimate_grid_with_quality(white)
+    truth = cam.lenslet_grid()
+    assert est.grid.lattice == 'rect' and abs(est.grid.pitch / truth.pitch - 1) < 2e-4
+    c = truth.centres()
+    w, h = cam.sensor.size
+    c = c[(c[:, 0] > 30) & (c[:, 0] < w - 30) & (c[:, 1] > 30) & (c[:, 1] < h - 30)]
+    d, _ = cKDTree(est.grid.centres()).query(c)
+    assert np.median(d) < 0.05 and d.max() < 0.15, (np.median(d), d.max())
+    lf = Decoder(est.grid, white=white, views=15).decode(white)
+    assert lf.valid.sum() >= 100 and lf.view_shape == est.grid.shape[::-1]
