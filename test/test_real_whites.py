@@ -181,3 +181,23 @@ def test_real_light_field_decodes_with_its_white_and_dark(tmp_path, name):
     corr = np.corrcoef(view[inside], ref[inside])[0, 1]
     print(name, "central view vs raw/white correlation", corr)
     assert corr > 0.9, corr
+
+
+def test_calibrate_raw_takes_a_dark_frame_by_flag_and_refuses_one_that_does_not_match(tmp_path):
+    from lf_mpc_calib.io.dark_corrected import DarkCorrected
+    from lf_mpc_calib.io.raw_dataset import load_raw_folder
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.simulation.dataset import random_poses, write_dataset
+    from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR, default_board, preset
+    cam = preset('lytro', scale=0.06, sensor__response=REALISTIC_SENSOR)
+    board = default_board(cam)
+    rv, tv = random_poses(cam, board, 1, rng=np.random.default_rng(0))
+    write_dataset(tmp_path / 'ds', cam, board, rv, tv, samples=1)
+    dark = tmp_path / 'ds' / 'dark.png'
+    ds = load_raw_folder(tmp_path / 'ds', dark=dark)
+    assert isinstance(ds.frames[0], DarkCorrected)
+    _load('guv')
+    with pytest.raises(InvalidInputError, match='shape'):
+        load_raw_folder(tmp_path / 'ds', dark=REAL / WHITES['guv'][1])
+    with pytest.raises(InvalidInputError, match='not dark'):
+        load_raw_folder(tmp_path / 'ds', dark=tmp_path / 'ds' / 'white.png')

@@ -62,6 +62,10 @@ def register(subparsers):
                    help='white image; for Lytro frames also a folder of Lytro white images; '
                         'for a rosbag2 a file or a topic of the bag (default: its white_image '
                         'topic, else white.* beside it)')
+    p.add_argument('--dark', default=None, metavar='FILE',
+                   help='dark frame (same size and bit depth, no light), subtracted from the '
+                        'white and every frame first (default: the manifest\'s dark, or the '
+                        'one dark.* in a folder without manifest)')
     p.add_argument('--topic', default=None, metavar='TOPIC',
                    help='rosbag2 input: the sensor_msgs/Image topic of the raw frames')
     p.add_argument('--grid', default=None, metavar='FILE',
@@ -255,7 +259,8 @@ def run(args):
     from lf_mpc_calib.calibration.guidance import capture_guidance
     from lf_mpc_calib.pipeline.offline import load_raw_dataset, write_outputs
     dataset = load_raw_dataset(args.dataset, board=board_from_args(args), white=args.white,
-                               demosaic=args.bayer, grid=args.grid, topic=args.topic)
+                               demosaic=args.bayer, grid=args.grid, topic=args.topic,
+                               dark=args.dark)
     out = sys.stdout
 
     def progress(index, total, path, message):

@@ -25,7 +25,8 @@ from lf_mpc_calib.calibration.acceptance import check_accepted
 from lf_mpc_calib.calibration.fit_check import corner_noise_px
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.observations import Observations
-from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, LFCalibError
+from lf_mpc_calib.errors import (DegenerateConfigurationError, DetectionError, InvalidInputError,
+                                 LFCalibError)
 from lf_mpc_calib.features.corners import detect_corners
 from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
 from lf_mpc_calib.io.images import read_float_image
@@ -94,7 +95,8 @@ class RawCalibration:
 
 
 # ---- input ----------------------------------------------------------------------------------
-def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None, topic=None):
+def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None, topic=None,
+                     dark=None):
     """
     The :class:`~lf_mpc_calib.io.raw_dataset.RawDataset` in ``folder``.
 
@@ -104,9 +106,13 @@ def load_raw_dataset(folder, *, board=None, white=None, demosaic=None, grid=None
     are theirs.
     """
     if topic is not None or is_bag(folder):
+        if dark is not None:
+            raise InvalidInputError('a dark frame (--dark) is for a folder of image files; a '
+                                    'rosbag2 input takes none')
         return load_bag_dataset(folder, topic=topic, board=board, white=white,
                                 demosaic=demosaic, grid=grid)
-    return load_raw_folder(folder, board=board, white=white, demosaic=demosaic, grid=grid)
+    return load_raw_folder(folder, board=board, white=white, demosaic=demosaic, grid=grid,
+                           dark=dark)
 
 
 # ---- calibration ----------------------------------------------------------------------------
