@@ -197,9 +197,11 @@ class CalibrationNode(Node):
             self, self._lock, lambda: self._latest, lambda: guidance_lines(self._status),
             p['detections_rate'], self.causes, suggested=lambda: self.suggestions.target_uv)
 
+        from lf_mpc_calib.ros.image_conversion import less_dark, load_dark
+        self._dark = load_dark(p['dark_image_file'])
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
-            white = read_image(p['white_image_file'])
+            white = less_dark(read_image(p['white_image_file']), self._dark, 'white_image_file')
             self.session.set_white(white if white.ndim == 2 else white.mean(axis=2))
         else:
             self.create_subscription(Image, D.WHITE_TOPIC,
@@ -266,10 +268,11 @@ class CalibrationNode(Node):
 
     # ---- images -------------------------------------------------------------------------
     def _to_mono(self, msg, what):
-        from lf_mpc_calib.ros.image_conversion import image_to_array, to_mono
+        from lf_mpc_calib.ros.image_conversion import image_to_array, less_dark, to_mono
         try:
-            return to_mono(image_to_array(msg, max_pixels=self.params['max_image_pixels']),
-                           msg.encoding)
+            pixels = to_mono(image_to_array(msg, max_pixels=self.params['max_image_pixels']),
+                             msg.encoding)
+            return less_dark(pixels, self._dark, what)
         except LFCalibError as exc:
             self.bad_images += 1
             self.last_rejection = str(exc)

@@ -215,9 +215,11 @@ class DecodeNode(Node):
                 String, p['calibration_topic'],
                 guarded_callback(self, p['calibration_topic'], self._on_calibration),
                 latched, callback_group=group)
+        from lf_mpc_calib.ros.image_conversion import less_dark, load_dark
+        self._dark = load_dark(p['dark_image_file'])
         if p['white_image_file']:
             from lf_mpc_calib.io.images import read_image
-            white = read_image(p['white_image_file'])
+            white = less_dark(read_image(p['white_image_file']), self._dark, 'white_image_file')
             white = white if white.ndim == 2 else white.mean(axis=2)
             if p['calibration_file'] and cal.lenslet_grid is not None:
                 from lf_mpc_calib.errors import InvalidInputError
@@ -320,10 +322,11 @@ class DecodeNode(Node):
             self.causes.clear('calibration')
 
     def _to_mono(self, msg, what):
-        from lf_mpc_calib.ros.image_conversion import image_to_array, to_mono
+        from lf_mpc_calib.ros.image_conversion import image_to_array, less_dark, to_mono
         try:
-            return to_mono(image_to_array(msg, max_pixels=self.params['max_image_pixels']),
-                           msg.encoding)
+            pixels = to_mono(image_to_array(msg, max_pixels=self.params['max_image_pixels']),
+                             msg.encoding)
+            return less_dark(pixels, self._dark, what)
         except LFCalibError as exc:
             self.bad_images += 1
             self.causes.error(what, f'ignoring malformed images: {exc}')

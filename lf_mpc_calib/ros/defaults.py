@@ -330,6 +330,8 @@ BOARD_PARAMETERS = [
 
 RAW_INPUT_PARAMETERS = [
     ('white_image_file', '', 'white image file (PNG/TIFF); empty: the white_image topic', None),
+    ('dark_image_file', '', 'dark frame file (PNG/TIFF, same size and bit depth, no light), '
+     'subtracted from the white and every frame first; empty: none', None),
     ('views', list(VIEWS), 'sub-aperture views decoded (n_i, n_j), odd', odd_views),
     ('max_image_pixels', MAX_IMAGE_PIXELS, 'largest accepted width * height', at_least(1)),
     ('image_reliability', 'best_effort', 'QoS of image_raw: best_effort (sensor data, matches '

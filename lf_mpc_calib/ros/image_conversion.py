@@ -157,3 +157,21 @@ def to_rgb(pixels, encoding):
     if encoding.startswith('bgr'):
         return np.ascontiguousarray(pixels[:, :, 2::-1])
     return np.ascontiguousarray(pixels[:, :, :3])
+
+
+def load_dark(path):
+    """The dark frame (H, W) of the ``dark_image_file`` parameter, or None when it is empty."""
+    if not path:
+        return None
+    from lf_mpc_calib.io.images import read_image
+    dark = read_image(path)
+    return dark if dark.ndim == 2 else dark.mean(axis=2).astype(dark.dtype)
+
+
+def less_dark(pixels, dark, what):
+    """``pixels`` less ``dark`` (None: as they are), in their dtype; InvalidInputError naming
+    ``what`` when the two differ in size or bit depth."""
+    if dark is None or pixels is None:
+        return pixels
+    from lf_mpc_calib.io.dark_corrected import minus_dark
+    return minus_dark(pixels, dark, f'{what} (against the dark frame)')

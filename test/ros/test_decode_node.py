@@ -232,3 +232,28 @@ def test_decode_node_publishes_the_robot_mount(ros_context, ros_executor, ros_no
     np.testing.assert_allclose([tr.x, tr.y, tr.z], arm.mount[1], atol=1e-12)
     np.testing.assert_allclose(rotation_vector_from_quaternion([q.x, q.y, q.z, q.w]),
                                arm.mount[0], atol=1e-9)
+
+
+def test_decode_node_subtracts_its_dark_frame_and_names_one_that_does_not_match(ros_context,
+                                                                                   scene):
+    # dark_image_file (issue 38): the black level comes off the white and every frame first;
+    # a frame of another size than the dark is named, the node stays up
+    from lf_mpc_calib.io.images import read_image, write_image
+    folder = scene['folder']
+    white = read_image(folder / 'white.png')
+    dark = np.full_like(white, 3)
+    write_image(folder / 'dark3.png', dark)
+    node = DecodeNode(context=ros_context, parameter_overrides=[
+        Parameter('calibration_file', value=str(folder / 'truth.yaml')),
+        Parameter('white_image_file', value=str(folder / 'white.png')),
+        Parameter('dark_image_file', value=str(folder / 'dark3.png'))])
+    try:
+        got = node._white
+        expect = np.clip(white.astype(int) - 3, 0, None)
+        np.testing.assert_array_equal(np.asarray(got, dtype=int), expect)
+        small = array_to_image(white[::2, ::2], 'mono8' if white.dtype == np.uint8
+                               else 'mono16')
+        assert node._to_mono(small, 'image_raw') is None
+        assert 'dark frame' in str(node.causes.active)
+    finally:
+        node.destroy_node()
