@@ -31,7 +31,8 @@ def _nodes(context):
         Node(package='lf_mpc_calib', executable='calibration_node', name='lf_calibration',
              namespace=LaunchConfiguration('namespace'), output='screen',
              parameters=node_parameters(context, 'calibration_params_file', (
-                 'camera_name', 'optical_frame', 'image_reliability', 'white_image_file')),
+                 'camera_name', 'optical_frame', 'image_reliability', 'white_image_file',
+                 'dark_image_file')),
              remappings=remappings),
         Node(package='lf_mpc_calib', executable='sim_camera_node', name='lf_sim_camera',
              namespace=LaunchConfiguration('namespace'), output='screen',
@@ -57,6 +58,10 @@ def generate_launch_description():
         DeclareLaunchArgument('white_image_file', default_value='',
                               description="white image file; '': the parameters files' "
                                           '(empty there: the white image topic)'),
+        DeclareLaunchArgument('dark_image_file', default_value='',
+                              description="dark frame file, subtracted from the white and "
+                                          "every frame; '': the parameters files' (empty "
+                                          'there: none)'),
         DeclareLaunchArgument('image_reliability', default_value='',
                               description='QoS of image_raw: best_effort (any camera) or '
                                           'reliable (large frames from a reliable publisher);'

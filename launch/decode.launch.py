@@ -29,6 +29,7 @@ def _nodes(context):
              namespace=LaunchConfiguration('namespace'), output='screen',
              parameters=node_parameters(context, 'decode_params_file', (
                  'optical_frame', 'image_reliability', 'white_image_file',
+                 'dark_image_file',
                  'calibration_file')),
              remappings=[('image_raw', LaunchConfiguration('image_topic')),
                          ('white_image', LaunchConfiguration('white_topic'))]),
@@ -49,6 +50,10 @@ def generate_launch_description():
         DeclareLaunchArgument('white_image_file', default_value='',
                               description="white image file; '': the parameters files' "
                                           '(empty there: the white image topic)'),
+        DeclareLaunchArgument('dark_image_file', default_value='',
+                              description="dark frame file, subtracted from the white and "
+                                          "every frame; '': the parameters files' (empty "
+                                          'there: none)'),
         DeclareLaunchArgument('image_reliability', default_value='',
                               description='QoS of image_raw: best_effort (any camera) or '
                                           'reliable (large frames from a reliable publisher);'
