@@ -114,8 +114,11 @@ def test_grid_command_takes_the_real_dark_frame_and_reports_scatter_apart(tmp_pa
     _load('guv')
     out = tmp_path / 'g.yaml'
     p = subprocess.run([sys.executable, '-m', 'lf_mpc_calib', 'grid', white, '--dark', dark,
-                        '-o', str(out)], capture_output=True, text=True)
+                        '-o', str(out), '--plot', str(tmp_path / 'g.png')],
+                       capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
+    picture = cv2.imread(str(tmp_path / 'g.png'))
+    assert picture is not None and picture.shape[1] > 1.5 * picture.shape[0]   # two panels
     assert 'the spots scatter' in p.stdout and 'the lattice explains them to' in p.stdout
     import yaml
     fit = yaml.safe_load(out.read_text())['fit']

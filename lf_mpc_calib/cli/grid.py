@@ -169,7 +169,7 @@ def run(args):
                         'max_px': float(d.max()) if len(d) else None}
     if args.plot:
         from lf_mpc_calib.report.grid import plot_grid
-        plot_grid(white, grid, args.plot, measured=est.centres)
+        plot_grid(white, grid, args.plot, measured=est.centres, estimate=est)
     if args.centres:
         with open_atomically(args.centres, 'w') as f:
             np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='', fmt='%.4f')

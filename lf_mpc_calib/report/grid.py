@@ -7,13 +7,15 @@ from lf_mpc_calib.report.figures import pyplot
 from lf_mpc_calib.io.atomic import write_atomically
 
 
-def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
+def plot_grid(white, grid, path, *, centre=None, size=120, measured=None, estimate=None):
     """
     Write a PNG of the grid's centres (and lattice rows) over a crop of the white image.
 
     white (H, W) or (H, W, 3) image; grid a LensletGrid for it; path the PNG file; centre
     (x, y) px of the square crop of ``size`` px (default: the image centre); measured
-    (N, 2) optional measured micro-image centres (drawn as crosses). Returns ``path``.
+    (N, 2) optional measured micro-image centres (drawn as crosses); estimate: the
+    GridEstimate, whose residuals over the whole image are drawn beside the crop (arrows, 20 x)
+    with the spot scatter and the lattice error apart in the title. Returns ``path``.
     """
     plt = pyplot()
     img = np.asarray(white)
@@ -29,7 +31,11 @@ def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
     half = int(size) // 2
     x0, x1 = max(0, int(cx) - half), min(w, int(cx) + half)
     y0, y1 = max(0, int(cy) - half), min(h, int(cy) + half)
-    fig, ax = plt.subplots(figsize=(7, 7), dpi=110)
+    if estimate is None:
+        fig, ax = plt.subplots(figsize=(7, 7), dpi=110)
+    else:
+        fig, (ax, ax_res) = plt.subplots(1, 2, figsize=(14, 7), dpi=110)
+        _plot_residuals(ax_res, estimate)
     ax.imshow(img[y0:y1, x0:x1], cmap='gray', extent=(x0 - 0.5, x1 - 0.5, y1 - 0.5, y0 - 0.5),
               interpolation='nearest')
     kl = grid.indices()
@@ -57,3 +63,23 @@ def plot_grid(white, grid, path, *, centre=None, size=120, measured=None):
     write_atomically(str(path), lambda p: fig.savefig(p))
     plt.close(fig)
     return path
+
+
+def _plot_residuals(ax, estimate):
+    """Residual arrows of the measured centres against the grid over the whole image, drawn
+    so that the 90th percentile is 1.5 lens spacings long."""
+    q = estimate.quality
+    c, r = estimate.centres, estimate.residuals
+    step = max(1, len(c) // 1500)
+    c, r = c[::step], r[::step]
+    norm = np.hypot(r[:, 0], r[:, 1])
+    gain = 1.5 * q.nn_px * step ** 0.5 / max(float(np.percentile(norm, 90)), 1e-3)
+    ax.quiver(c[:, 0], c[:, 1], gain * r[:, 0], gain * r[:, 1], norm, angles='xy',
+              scale_units='xy', scale=1.0, cmap='viridis', width=0.002)
+    w, h = estimate.grid.image_size
+    ax.set_xlim(-0.5, w - 0.5)
+    ax.set_ylim(h - 0.5, -0.5)
+    ax.set_aspect('equal')
+    ax.set_title(f'residuals x {gain:.0f} ({q.estimator} centres, RMS {q.rms_px:.3f} px)\n'
+                 f'the spots scatter {q.spot_scatter_px:.3f} px; the lattice explains them to '
+                 f'{q.lattice_error_px:.3f} px beyond that', fontsize=9)
