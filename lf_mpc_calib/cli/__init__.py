@@ -30,6 +30,8 @@ SUBCOMMANDS = (
     'depth',
     'refocus',
     'plan',
+    'import_calibration',
+    'export_calibration',
 )
 
 
