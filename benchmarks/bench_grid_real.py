@@ -5,8 +5,9 @@ the plateau candidates), each case in its own process (peak RSS from getrusage).
 
 Renders (written here, not the project's simulator): square or hexagonal lattices at pitches
 10-50 px, micro-images of fill factor 0.95 with a soft (Gaussian, 0.8 px) edge, flat-topped
-(profile 1), peaked (cos^2 of the radius) or saturated (1.6 x, clipped), cos^4 vignetting, shot
-and read noise, 12 bit. Sizes: 0.3 Mpx, 1.2 Mpx (1280 x 960, the lab camera), and with
+(profile 1), peaked (cos^2 of the radius) or saturated (exposed 1.6 x, clipped by the converter:
+flat tops of tied values), cos^4 vignetting, shot and read noise, 12 or 8 bit. Sizes: 0.3 Mpx,
+1.2 Mpx (1280 x 960, the lab camera), and with
 ``--big`` 41 Mpx (7728 x 5368, Illum size). The baseline runs only where it fits
 ``--baseline-limit-gb`` of address space (default 6): it is refused beyond (the case's
 ``baseline`` column then says so). Columns: seconds, peak RSS (MB), centre error against the
@@ -31,13 +32,14 @@ BASELINE_COMMIT = '8999422'
 REAL = REPO.parent / 'shared' / 'data' / 'real-whites'
 
 
-def render(width, height, pitch, lattice, profile, seed=0):
-    """(uint16 white (H, W), true centres (N, 2)) of a square or hexagonal lattice."""
+def render(width, height, pitch, lattice, profile, seed=0, bits=12):
+    """(white (H, W): uint16 at 12 bit, uint8 at 8, true centres (N, 2)) of a square or
+    hexagonal lattice; 'saturated' is exposed 1.6 x and clipped by the converter."""
     rng = np.random.default_rng(seed)
     row = pitch * (np.sqrt(3) / 2 if lattice == 'hex' else 1.0)
     origin = rng.uniform(0, 1, 2) * pitch
     rot = np.radians(0.4)
-    out = np.empty((height, width), np.uint16)
+    out = np.empty((height, width), np.uint16 if bits > 8 else np.uint8)
     r_disk = 0.5 * 0.95 * pitch
     ct, st = np.cos(rot), np.sin(rot)
     xs = np.arange(width, dtype=np.float32)
@@ -58,9 +60,10 @@ def render(width, height, pitch, lattice, profile, seed=0):
         rr = np.hypot(xx - width / 2, yy - height / 2) / max(width, height)
         img = edge * inside * np.cos(np.arctan(rr * 0.8)) ** 4
         if profile == 'saturated':
-            img = np.minimum(1.6 * img, 1.0)
+            img = 1.6 * img
         electrons = rng.poisson(img * 8000.0) + rng.normal(0, 5, img.shape)
-        out[y0:y0 + len(img)] = np.clip(electrons / 8000.0 * 3800 + 200, 0, 4095)
+        top = 2 ** bits - 1
+        out[y0:y0 + len(img)] = np.clip(electrons / 8000.0 * 0.93 * top + 0.05 * top, 0, top)
     del xs
     kk, ll = np.meshgrid(np.arange(-2, width / pitch + 3), np.arange(-2, height / row + 3))
     kx = (kk + (0.5 * (ll % 2) if lattice == 'hex' else 0.0)) * pitch
@@ -95,7 +98,8 @@ if est is not None and truth_path != '-':
     truth = np.load(truth_path)
     d, _ = cKDTree(est.grid.centres()).query(est.centres)
     w, h = est.grid.image_size
-    t_in = truth[(truth[:, 0] > 5) & (truth[:, 0] < w - 6) & (truth[:, 1] > 5) & (truth[:, 1] < h - 6)]
+    t_in = truth[(truth[:, 0] > 5) & (truth[:, 0] < w - 6) & (truth[:, 1] > 5)
+                 & (truth[:, 1] < h - 6)]
     dt_, _ = cKDTree(est.grid.centres()).query(t_in)
     res.update(median=float(np.median(dt_)), p95=float(np.percentile(dt_, 95)))
 if est is not None:
@@ -131,19 +135,19 @@ def main(argv=None):
     ap.add_argument('--big', action='store_true', help='add the 41 Mpx flat-topped white')
     ap.add_argument('--baseline-limit-gb', type=float, default=6.0)
     args = ap.parse_args(argv)
-    cases = [(640, 480, p, lat, prof) for p in (10, 25, 50) for lat in ('rect', 'hex')
+    cases = [(640, 480, p, lat, prof, 12) for p in (10, 25, 50) for lat in ('rect', 'hex')
              for prof in ('flat', 'peaked', 'saturated')]
-    cases.append((1280, 960, 48.2, 'rect', 'flat'))
+    cases += [(1280, 960, 48.2, 'rect', 'flat', 12), (1280, 960, 48.2, 'rect', 'saturated', 8)]
     if args.big:
-        cases.append((7728, 5368, 14.0, 'hex', 'flat'))
+        cases += [(7728, 5368, 14.0, 'hex', 'flat', 12), (7728, 5368, 14.0, 'hex', 'saturated', 8)]
     with tempfile.TemporaryDirectory() as tmp:
         old = Path(tmp) / 'old_estimate.py'
         old.write_text(subprocess.run(
             ['git', '-C', str(REPO), 'show', f'{BASELINE_COMMIT}:lf_mpc_calib/lenslet/estimate.py'],
             capture_output=True, text=True, check=True).stdout)
         print(f'{"case":<34} {"new: time, peak RSS, median/p95 px, estimator":<58} baseline')
-        for w, h, pitch, lat, prof in cases:
-            img, truth = render(w, h, pitch, lat, prof)
+        for w, h, pitch, lat, prof, bits in cases:
+            img, truth = render(w, h, pitch, lat, prof, bits=bits)
             ip, tp = Path(tmp) / 'w.npy', Path(tmp) / 't.npy'
             np.save(ip, img)
             np.save(tp, truth)
@@ -153,8 +157,8 @@ def main(argv=None):
             ratio = (f' time x{new["seconds"] / base["seconds"]:.2f}, RSS x'
                      f'{new["rss_mb"] / base["rss_mb"]:.2f}'
                      if 'seconds' in new and 'seconds' in base else '')
-            print(f'{w}x{h} {pitch:>5} {lat:<4} {prof:<9}  {fmt(new)} | {fmt(base)}{ratio}',
-                  flush=True)
+            print(f'{w}x{h} {pitch:>5} {lat:<4} {prof:<9} {bits:>2}b  {fmt(new)} | {fmt(base)}'
+                  f'{ratio}', flush=True)
         for name, f in (('guv', 'guv/Radiometry_GUVExperim1.tif'),
                         ('seaurchin', 'seaurchin/radiometry_frame.tif')):
             if (REAL / f).is_file():

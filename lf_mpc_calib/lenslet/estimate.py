@@ -1209,11 +1209,14 @@ def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spa
     check_white(img, full_scale=full_scale)
     spacing = lattice_spacing(without_pedestal(img), spacing)
     check_white(img, spacing)
-    # grids from the 3 x 3 map's peaks, the wide map's (soft-rimmed touching micro-images)
-    # and half-level centroids (flat-topped ones); :func:`_preferred` picks among those that
-    # pass their checks; the first refusal is raised when none passes
+    # grids from the 3 x 3 map's peaks, half-level centroids (flat-topped micro-images) and,
+    # when the first does not agree with the second, the wide map's (soft-rimmed touching
+    # micro-images); :func:`_preferred` picks among those that pass their checks; the first
+    # refusal is raised when none passes
     first, passed, found = None, [], None
-    for radius, estimator in ((1, 'map'), (wide_radius(spacing), 'map'), (1, 'half-level')):
+    for radius, estimator in ((1, 'map'), (1, 'half-level'), (wide_radius(spacing), 'map')):
+        if radius != 1 and _preferred(passed, final=False) is not None:
+            break
         try:
             est = _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation,
                             radius, estimator)
@@ -1236,11 +1239,12 @@ MAX_COMMON_SHIFT_PX = 0.03      # a map grid further from the half-level one is 
 MAX_MEDIAN_SHIFT_PX = 0.15
 
 
-def _preferred(estimates):
+def _preferred(estimates, final=True):
     """
     Of grids that passed their checks, the one kept: the first map grid (3 x 3, then wide)
     that agrees with the half-level grid (common shift within 0.03 px, median distance
-    within 0.15 px over the half-level spots), else the half-level grid.
+    within 0.15 px over the half-level spots), else the half-level grid. ``final`` False: None
+    while no map grid agrees yet (the wide map's is still to try).
 
     The map's peaks are free of the intensity gradient across a micro-image (vignetting, the
     lens barrel's cut: at full Lytro size the half-level pitch is 1e-4 short), but on
@@ -1251,7 +1255,8 @@ def _preferred(estimates):
     half = [e for e in estimates if e.quality.estimator == 'half-level']
     maps = [e for e in estimates if e.quality.estimator == 'map']
     if not half or (maps and not np.isfinite(half[0].quality.spot_scatter_px)):
-        return estimates[0]          # too few lenses in rows to judge the half-level spots
+        # too few lenses in rows to judge the half-level spots
+        return estimates[0] if (estimates and (final or maps)) else None
     ref = half[0].grid.centres_of(half[0].indices)                      # (N, 2)
     for e in maps:
         centres = e.grid.centres()
@@ -1259,7 +1264,7 @@ def _preferred(estimates):
         shift = np.hypot(*(centres[nearest] - ref).mean(axis=0))
         if shift <= MAX_COMMON_SHIFT_PX and np.median(dist) <= MAX_MEDIAN_SHIFT_PX:
             return e
-    return half[0]
+    return half[0] if final else None
 
 
 def _check_failure(est):
