@@ -78,7 +78,7 @@ def test_outputs_of_the_wrong_kind_or_shared_are_refused(tmp_path):
     csv = _table(tmp_path)
     (tmp_path / 'folder').mkdir()
     rc, err = _run(['calibrate', csv, '-o', tmp_path / 'folder'])
-    assert rc == 2 and 'is an existing folder; a file name is expected' in err
+    assert rc == 2 and 'is an existing folder; expected a regular file or a new name' in err
     rc, err = _run(['calibrate', csv, '-o', tmp_path / 'c.yaml',
                     '--save-observations', tmp_path / 'c.yaml'])
     assert rc == 2 and 'the same file' in err

@@ -68,6 +68,27 @@ def add_decoding_arguments(p):
     p.add_argument('--views', default='9x9', help='view grid NIxNJ decoded (odd), default 9x9')
 
 
+def white_and_dark_paths(args):
+    """(white, dark or None) that decoding ``args.raw`` reads: ``--white`` (default white.png
+    beside RAW) and ``--dark`` (default dark.png beside RAW when the white is the one beside
+    it and dark.png is there)."""
+    beside = Path(args.raw).parent
+    white_path = Path(args.white) if args.white else beside / 'white.png'
+    dark_path = getattr(args, 'dark', None)
+    if dark_path is None and not args.white and (beside / 'dark.png').is_file():
+        dark_path = beside / 'dark.png'
+    return white_path, dark_path
+
+
+def implied_inputs(args):
+    """(label, path) of the files read though not named (white.png, dark.png beside RAW):
+    :func:`lf_mpc_calib.cli.paths.check_outputs` protects them as it does the named ones."""
+    white, dark = white_and_dark_paths(args)
+    return [(label, Path(p)) for label, p, named in (
+        ('white image beside RAW', white, args.white),
+        ('dark frame beside RAW', dark, getattr(args, 'dark', None))) if p and not named]
+
+
 def read_raw_and_white(args):
     """
     (raw, white) of ``args.raw`` and ``--white`` (default white.png beside RAW), each less
@@ -77,14 +98,11 @@ def read_raw_and_white(args):
     from lf_mpc_calib.errors import InvalidInputError
     from lf_mpc_calib.io.dark_corrected import minus_dark
     from lf_mpc_calib.io.images import read_image
-    beside = Path(args.raw).parent
-    white_path = Path(args.white) if args.white else beside / 'white.png'
+    white_path, dark_path = white_and_dark_paths(args)
     if not args.white and not white_path.is_file():
         raise InvalidInputError(f'no --white given and no white.png beside {args.raw}; the '
                                 'white image is needed to decode the frame')
-    dark_path = getattr(args, 'dark', None)
-    if dark_path is None and not args.white and (beside / 'dark.png').is_file():
-        dark_path = beside / 'dark.png'
+    if dark_path is not None and getattr(args, 'dark', None) is None:
         print(f'dark frame: {dark_path} (beside the frame and its white)', file=sys.stderr)
     raw, white = read_image(args.raw), read_image(white_path)
     if dark_path is not None:
@@ -120,20 +138,8 @@ def load_truth(path):
     """A ground-truth depth map (H, W) float from a .npy file, or InvalidInputError."""
     import numpy as np
     from lf_mpc_calib.errors import InvalidInputError
-    try:
-        with open(path, 'rb') as f:
-            magic = f.read(6)
-    except OSError as exc:
-        raise InvalidInputError(f'--truth {path}: cannot read it: {exc.strerror}') from None
-    if magic != b'\x93NUMPY':
-        raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
-                                f'metres, H x W), got a file that is not .npy (it starts with '
-                                f'{magic!r})')
-    try:
-        truth = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
-        raise InvalidInputError(f'--truth {path}: expected a depth map in a .npy file (float '
-                                f'metres, H x W), cannot read it: {exc}') from None
+    from lf_mpc_calib.io.file_checks import load_npy
+    truth = load_npy(path, '--truth (a depth map in a .npy file, float metres, H x W)')
     if not isinstance(truth, np.ndarray) or truth.ndim != 2 or truth.dtype.kind != 'f':
         got = (f'{truth.dtype} array of shape {truth.shape}' if isinstance(truth, np.ndarray)
                else type(truth).__name__)

@@ -10,6 +10,7 @@ paths.
 """
 
 import contextlib
+import importlib
 import os
 from pathlib import Path
 import re
@@ -17,6 +18,7 @@ import shutil
 import tempfile
 
 from lf_mpc_calib.errors import UsageError
+from lf_mpc_calib.io.file_checks import output_problem
 
 INPUT_DESTS = ('observations', 'dataset', 'white', 'raw', 'grid', 'calibration', 'truth',
                'robot_poses', 'poses_file')
@@ -47,20 +49,47 @@ def _outputs(command, args):
     found = []
     for dest in OUTPUT_DESTS:
         value = getattr(args, dest, None)
-        if isinstance(value, (str, os.PathLike)) and str(value):
+        if isinstance(value, (str, os.PathLike)):
             folder = dest == 'report' or (command, dest) in FOLDER_OUTPUTS
-            found.append((f'--{dest.replace("_", "-")}', Path(value), folder))
+            label = f'--{dest.replace("_", "-")}'
+            if not str(value):              # before Path(''), which is '.'
+                raise UsageError(f'{label}: {output_problem(value, folder)}')
+            found.append((label, Path(value), folder))
     return found + [(label, Path(p), False) for label, p in _derived_outputs(command, args)]
 
 
-def _inputs(args):
-    """(label, path) of every input argument naming an existing file or folder."""
-    found = []
+def _inputs(command, args):
+    """
+    (label, path) of every existing file or folder the command reads: its input arguments,
+    the files its module's ``implied_inputs(args)`` names (``depth``'s white.png beside the
+    frame), and those a data set folder's manifest names (outside the folder too). Refuses
+    (UsageError) an input that is a device, FIFO or socket: a regular file or folder is read.
+    """
+    from lf_mpc_calib.io.file_checks import file_kind
+    from lf_mpc_calib.io.raw_dataset import manifest_files
+    named = []
     for dest in INPUT_DESTS:
         value = getattr(args, dest, None)
         for v in value if isinstance(value, (list, tuple)) else [value]:
-            if isinstance(v, (str, os.PathLike)) and str(v) and os.path.exists(v):
-                found.append((dest.replace('_', '-'), Path(v)))
+            if isinstance(v, (str, os.PathLike)) and str(v):
+                named.append((dest.replace('_', '-'), Path(v)))
+    try:
+        module = importlib.import_module(f'lf_mpc_calib.cli.{command.replace("-", "_")}')
+    except ImportError:
+        module = None
+    named += getattr(module, 'implied_inputs', lambda _: [])(args)
+    found = []
+    for label, path in named:
+        kind = file_kind(path)
+        if kind is None:
+            continue
+        if kind not in ('a regular file', 'a folder'):
+            raise UsageError(f'{label} {path} is {kind}; expected a regular file (or a data '
+                             'set folder)')
+        found.append((label, path))
+        if kind == 'a folder':
+            found += [(f'{p.name} named by the manifest of {label} {path}', p)
+                      for p in manifest_files(path) if file_kind(p) == 'a regular file']
     return found
 
 
@@ -100,8 +129,8 @@ def check_outputs(command, args):
     set's frames, white image, manifest); and an output whose location cannot be written (a
     folder where a file is meant, a file where a folder is meant, no write permission).
     """
-    inputs = _inputs(args)
     outputs = _outputs(command, args)
+    inputs = _inputs(command, args)
     for label, out, folder in outputs:
         for in_label, src in inputs:
             if _overwrites(out, folder, src):
@@ -113,11 +142,9 @@ def check_outputs(command, args):
             raise UsageError(f'{label_a} and {label_b} name the same file {a}: give each its '
                              'own path')
     for label, out, folder in outputs:
-        if folder and out.exists() and not out.is_dir():
-            raise UsageError(f'{label} {out} is a file; a folder is expected there')
-        if not folder and out.is_dir():
-            raise UsageError(f'{label} {out} is an existing folder; a file name is expected '
-                             'there')
+        problem = output_problem(out, folder)
+        if problem:
+            raise UsageError(f'{label}: {problem}')
         base = _first_existing(out if folder else out.parent)
         if not base.is_dir():
             raise UsageError(f'{label} {out}: {base} is a file, so the folder cannot be made')

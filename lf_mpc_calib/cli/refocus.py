@@ -7,6 +7,8 @@ views shifted by the calibrated model's exact disparity for a point at --distanc
 image is the rectified central view's geometry, written 8- or 16-bit (--bits).
 """
 
+from lf_mpc_calib.cli.depth import implied_inputs  # noqa: F401 - the same as depth's
+
 
 def register(subparsers):
     """Add the ``refocus`` subcommand."""

@@ -1,6 +1,9 @@
 """
 Every file the package writes goes through a temporary name and ``os.replace``: a crash, a
 full disk or an error midway leaves the previous file as it was and no temporary behind.
+The path must be a regular file or a new name (:func:`lf_mpc_calib.io.file_checks.check_output`:
+a device, FIFO, socket or folder there is refused, InvalidInputError, before anything is
+written; moving the temporary file over ``/dev/null`` would replace the device).
 
     write_atomically(path, write) -> path: write(temporary_path), then move it onto path
     open_atomically(path, mode='w', **open_kwargs): the same as a ``with`` block
@@ -13,6 +16,8 @@ full disk or an error midway leaves the previous file as it was and no temporary
 import contextlib
 import os
 from pathlib import Path
+
+from lf_mpc_calib.io.file_checks import check_output
 
 
 def temporary_name(path):
@@ -27,6 +32,7 @@ def write_atomically(path, write):
     (raised by ``write`` or by the file system) the temporary file is removed, ``path`` is left
     as it was, and the error goes on. Returns ``path`` (a Path)."""
     path = Path(path)
+    check_output(path)
     tmp = temporary_name(path)
     try:
         write(tmp)
@@ -50,6 +56,7 @@ def open_atomically(path, mode='w', **open_kwargs):
     """``with open_atomically(path) as f:`` writes ``f`` under a temporary name and moves it
     onto ``path`` when the block ends without an error (else ``path`` stays as it was)."""
     path = Path(path)
+    check_output(path)
     tmp = temporary_name(path)
     try:
         with open(tmp, mode, **open_kwargs) as f:

@@ -186,6 +186,37 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
                       grid, camera_metadata)
 
 
+def manifest_files(folder):
+    """
+    The files the manifest.yaml of the data set folder ``folder`` (or of its ``latest``) names:
+    white, dark, calibration and frames, as paths (a name such as ``../x.png`` or an absolute
+    path lies outside the folder; the CLI protects them from its outputs as it protects the
+    folder). [] without a manifest, or one that cannot be read (its reader says why later).
+    """
+    folder = Path(folder)
+    if not (folder / MANIFEST).exists() and (folder / LATEST / MANIFEST).is_file():
+        folder = folder / LATEST
+    try:
+        manifest = read_yaml(folder / MANIFEST, 'manifest') if (folder / MANIFEST).is_file() \
+            else None
+    except InvalidInputError:
+        return []
+    if not isinstance(manifest, dict):
+        return []
+    frames = manifest.get('frames', [])
+    named = [manifest.get(key) for key in ('white', 'dark', 'calibration')]
+    named += frames if isinstance(frames, list) else []
+    found = []
+    for entry in named:
+        try:
+            name = _frame_file(entry) if entry is not None else None
+        except InvalidInputError:
+            continue
+        if isinstance(name, str) and name:
+            found.append(folder / name)
+    return found
+
+
 def _dark_file(folder, manifest, dark):
     """The dark frame's Path (given, the manifest's ``dark``, or the one dark.*), or None."""
     if dark is None and 'dark' in manifest:
