@@ -224,10 +224,8 @@ def _read_array(path):
     """What :func:`_write_array` wrote (never unpickles)."""
     path = Path(path)
     if path.suffix == '.npy':
-        try:
-            return np.load(path, allow_pickle=False)
-        except ValueError as exc:
-            raise InvalidInputError(f'{path.name}: not a plain .npy array ({exc})') from None
+        from lf_mpc_calib.io.file_checks import load_npy
+        return load_npy(path, 'captured array')        # header checked before allocating
     return read_image(path)
 
 

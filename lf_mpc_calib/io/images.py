@@ -34,6 +34,10 @@ SUFFIXES = ('.png', '.tif', '.tiff')
 
 DEFAULT_MAX_PIXELS = 100_000_000
 """Largest accepted height * width of an image message (a Lytro Illum raw frame is 41 Mpx)."""
+MAX_IMAGE_PIXELS = DEFAULT_MAX_PIXELS
+"""Largest height * width an image file's header may claim (checked before decoding)."""
+MAX_IMAGE_BYTES = 2 * 1024 ** 3
+"""Largest image file read (2 GiB; a 16-bit 100 Mpx TIFF is 0.2 GB uncompressed)."""
 
 # encoding -> (dtype, channels)
 ENCODINGS = {
@@ -61,8 +65,10 @@ def read_image(path):
     path = Path(path)
     if is_lytro_file(path):
         return read_lytro(path).to_uint16()
-    if not path.is_file():
+    from lf_mpc_calib.io.file_checks import file_kind
+    if file_kind(path) is None:
         raise InvalidInputError(f'image file {str(path)!r} does not exist')
+    check_image_file(path)
     try:
         img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     except cv2.error as exc:      # e.g. a header claiming more pixels than OpenCV's limit
@@ -81,6 +87,59 @@ def read_image(path):
         elif img.shape[2] == 1:
             img = img[:, :, 0]
     return img
+
+
+def check_image_file(path, max_pixels=MAX_IMAGE_PIXELS):
+    """
+    Refuse (InvalidInputError) before decoding it an image file ``path`` that is not a regular
+    file, is larger than MAX_IMAGE_BYTES, or whose header (PNG, TIFF, BMP, PGM/PPM) claims
+    more than ``max_pixels`` pixels (a PNG of a few kB can claim 2^31 x 2^31). Other formats
+    are left to OpenCV's own limit (2^30 pixels).
+    """
+    from lf_mpc_calib.io.file_checks import check_input_file
+    check_input_file(path, 'image file', MAX_IMAGE_BYTES)
+    with open(path, 'rb') as f:
+        head = f.read(1 << 16)
+        size = image_size_from_header(head, f)
+    if size is not None and size[0] * size[1] > max_pixels:
+        raise InvalidInputError(f'image file {str(path)!r}: its header claims {size[0]} x '
+                                f'{size[1]} pixels, expected at most {max_pixels} pixels')
+
+
+def image_size_from_header(head, f=None):
+    """(width, height) an image file's header claims (``head``: its first bytes; ``f``: the
+    open file, for a TIFF whose first directory lies further on), or None when unknown."""
+    import re
+    import struct
+    if head[:8] == b'\x89PNG\r\n\x1a\n' and len(head) >= 24 and head[12:16] == b'IHDR':
+        return struct.unpack('>II', head[16:24])
+    if head[:2] == b'BM' and len(head) >= 26:
+        w, h = struct.unpack('<ii', head[18:26])
+        return abs(w), abs(h)
+    m = re.match(rb'P[1-6](?:\s+(?:#[^\n]*\n\s*)*)(\d+)\s+(?:#[^\n]*\n\s*)*(\d+)', head)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    if head[:4] in (b'II*\x00', b'MM\x00*') and f is not None:
+        return _tiff_size(f, '<' if head[:2] == b'II' else '>')
+    return None
+
+
+def _tiff_size(f, order):
+    """(width, height) of a TIFF's first image directory, or None when unreadable."""
+    import struct
+    try:
+        f.seek(4)
+        f.seek(struct.unpack(order + 'I', f.read(4))[0])
+        count = struct.unpack(order + 'H', f.read(2))[0]
+        tags = {}
+        for _ in range(min(count, 4096)):
+            tag, kind, _, value = struct.unpack(order + 'HHI4s', f.read(12))
+            if tag in (256, 257):
+                fmt = 'H' if kind == 3 else 'I'
+                tags[tag] = struct.unpack(order + fmt, value[:struct.calcsize(fmt)])[0]
+        return (tags[256], tags[257]) if len(tags) == 2 else None
+    except (struct.error, OSError, ValueError):
+        return None
 
 
 def write_image(path, image):

@@ -221,10 +221,18 @@ def common_metadata(frames):
 
 
 # ---- file structure -------------------------------------------------------------------------
+MAX_LYTRO_BYTES = 1024 ** 3
+"""Largest Lytro file read: 1 GiB (an Illum .lfr is about 55 MB)."""
+MAX_SIDECAR_BYTES = 64 * 1024 ** 2
+"""Largest metadata sidecar (.json, .txt) of a .raw file read: 64 MiB."""
+
+
 def _load(path, *, pixels):
     """(metadata, private metadata, pixel bytes or their count) of a Lytro file."""
-    if not path.is_file():
+    from lf_mpc_calib.io.file_checks import check_input_file, file_kind
+    if file_kind(path) is None:
         raise InvalidInputError(f'Lytro file {path} does not exist')
+    check_input_file(path, 'Lytro file', MAX_LYTRO_BYTES)     # no device, FIFO, huge file
     suffix = path.suffix.lower()
     if suffix in CONTAINER_SUFFIXES:
         return _load_container(path, pixels=pixels)
@@ -343,19 +351,25 @@ def _json(data, what):
     return doc
 
 
+def _read_sidecar(path):
+    """The bytes of a metadata sidecar file: a regular file of at most MAX_SIDECAR_BYTES."""
+    from lf_mpc_calib.io.file_checks import read_bytes
+    return read_bytes(path, 'Lytro metadata file', MAX_SIDECAR_BYTES)
+
+
 def _sidecar(path):
     """(metadata, private metadata) of a .raw file from its sidecar files, or ({}, {})."""
     base = path.with_suffix('')
     exported = Path(f'{base}_metadata.json')
     if exported.is_file():
         private_file = Path(f'{base}_private_metadata.json')
-        private = (_json(private_file.read_bytes(), str(private_file))
+        private = (_json(_read_sidecar(private_file), str(private_file))
                    if private_file.is_file() else {})
-        return _json(exported.read_bytes(), str(exported)), private
+        return _json(_read_sidecar(exported), str(exported)), private
     for ext in ('.txt', '.TXT', '.json', '.JSON'):
         side = base.with_suffix(ext)
         if side.is_file():
-            doc = _json(side.read_bytes(), str(side))
+            doc = _json(_read_sidecar(side), str(side))
             try:
                 frame = doc['master']['picture']['frameArray'][0]['frame']
             except (KeyError, IndexError, TypeError):

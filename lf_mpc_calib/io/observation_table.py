@@ -17,6 +17,8 @@ from lf_mpc_calib.camera.observations import COLUMNS, Observations
 from lf_mpc_calib.errors import InvalidInputError, shorten
 
 LENS_TYPE_COLUMN = 'lens_type'
+MAX_TABLE_BYTES = 2 * 1024 ** 3
+"""Largest observation table read: 2 GiB (about 20 million rays; 148 720 rays are 15 MB)."""
 
 
 def observations_path(output):
@@ -85,18 +87,12 @@ def read_observations(path):
 def _read_text(path):
     """The file's bytes and their encoding ('ascii' or 'utf-8'), or InvalidInputError saying
     why it cannot be read as an observation table."""
-    try:
-        with open(path, 'rb') as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InvalidInputError(f'{path}: no such file, expected an observation table (CSV)'
-                                ) from None
-    except IsADirectoryError:
-        raise InvalidInputError(f'{path}: is a folder, expected an observation table (CSV)'
-                                ) from None
-    except OSError as exc:
-        raise InvalidInputError(f'{path}: cannot read the observation table: '
-                                f'{exc.strerror or exc}') from None
+    from lf_mpc_calib.io.file_checks import file_kind, read_bytes
+    if file_kind(path) is None:
+        raise InvalidInputError(f'{path}: no such file, expected an observation table (CSV)')
+    if file_kind(path) == 'a folder':
+        raise InvalidInputError(f'{path}: is a folder, expected an observation table (CSV)')
+    data = read_bytes(path, 'observation table (CSV)', MAX_TABLE_BYTES)
     encoding = 'ascii' if data.isascii() else 'utf-8'
     if encoding != 'ascii':
         try:

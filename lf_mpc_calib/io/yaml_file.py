@@ -22,21 +22,12 @@ def read_yaml(path, what='YAML file'):
 
 
 def read_text(path, what='YAML file'):
-    """The UTF-8 text of a small file ``path`` (at most MAX_BYTES), else InvalidInputError
-    saying why not (missing, a folder, too large, binary) with ``what`` and the path."""
+    """The UTF-8 text of a small regular file ``path`` (at most MAX_BYTES), else
+    InvalidInputError saying why not (missing, a folder, a device or FIFO, too large, binary)
+    with ``what`` and the path."""
+    from lf_mpc_calib.io.file_checks import read_bytes
     path = Path(path)
-    try:
-        if path.is_dir():
-            raise InvalidInputError(f'cannot read {what} {path}: it is a folder, expected a file')
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InvalidInputError(f'cannot read {what} {path}: {size} bytes, expected a text '
-                                    f'file of at most {MAX_BYTES} bytes')
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InvalidInputError(f'cannot read {what} {path}: it does not exist') from None
-    except OSError as exc:
-        raise InvalidInputError(f'cannot read {what} {path}: {exc.strerror or exc}') from None
+    data = read_bytes(path, what, MAX_BYTES)     # a device, FIFO, folder or larger: refused
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as exc:
