@@ -89,3 +89,11 @@ def test_png_header_claiming_more_pixels_than_the_limit_is_refused_before_decodi
                                                 r'expected at most 100000000'):
         read_image(big)
     assert read_image(small).shape == (3, 4)
+
+
+def test_yaml_integer_of_5000_digits_is_refused_not_an_internal_error(tmp_path):
+    from lf_mpc_calib.io.calibration_file import load_calibration
+    path = tmp_path / 'c.yaml'
+    path.write_text('format_version: ' + '9' * 5000 + '\n')
+    with pytest.raises(CalibrationFileError, match='expected numbers of ordinary size'):
+        load_calibration(path)

@@ -46,6 +46,9 @@ def load_yaml(text, what='YAML text'):
         raise InvalidInputError(f'{what}: not valid YAML ({shorten(exc, 300)})') from None
     except RecursionError:
         raise InvalidInputError(f'{what}: nested too deeply to be read as YAML') from None
+    except ValueError as exc:       # an integer of over 4300 digits (int_max_str_digits)
+        raise InvalidInputError(f'{what}: a value cannot be read ({shorten(exc, 200)}); '
+                                'expected numbers of ordinary size') from None
     nodes = _count_nodes(doc, MAX_NODES)
     if nodes > MAX_NODES:
         raise InvalidInputError(
