@@ -125,9 +125,11 @@ def test_preset_pixels_per_micro_image():
     assert preset('illum').sensor.size == (7728, 5368)
     assert preset('lytro').sensor.size == (3280, 3280)
     for name in PRESETS:
-        # micro-images nearly fill their cell but do not overlap
+        # micro-images nearly fill their cell but do not overlap; lab-square's optics (a
+        # 200 mm f/30 lens focused at 0.33 m on f/62 micro-lenses) make them 0.79 across
         cam = preset(name, scale=0.1)
-        assert 0.85 < 2 * cam.micro_image_radius / cam.micro_image_pitch < 1.0
+        fill = 2 * cam.micro_image_radius / cam.micro_image_pitch
+        assert (0.75 < fill < 0.85) if name == 'lab-square' else (0.85 < fill < 1.0), name
 
 
 def test_micro_image_of_is_nearest_centre():
