@@ -145,6 +145,16 @@ def test_session_save_round_trips_through_calibrate_raw(calibrated, tmp_path):
     cal = load_calibration(saved / 'lf_camera.yaml')
     np.testing.assert_allclose(cal.model.to_vector(), session.result.model.to_vector(),
                                rtol=1e-9)  # the YAML holds full precision
+    # camera_info/lf_camera.yaml in camera_calibration's layout: the central view's pinhole,
+    # K = [1/k_u, 0, c_x; 0, 1/k_v, c_y; 0 0 1] (computed here from the saved model)
+    info = yaml.safe_load((saved / 'camera_info' / 'lf_camera.yaml').read_text())
+    m = cal.model
+    k = np.array(info['camera_matrix']['data']).reshape(3, 3)
+    np.testing.assert_allclose(k, [[1 / m.k_u, 0, m.principal_point[0]],
+                                   [0, 1 / m.k_v, m.principal_point[1]], [0, 0, 1]])
+    assert (info['image_width'], info['image_height']) == session.view_size
+    assert info['distortion_model'] == 'plumb_bob' and info['camera_name'] == 'lf_camera'
+    assert info['projection_matrix']['rows'] == 3 and info['projection_matrix']['cols'] == 4
     # offline re-calibration from the saved frames gives the same model (same decoder,
     # detector and frames; only float summation order may differ)
     offline = calibrate_raw(load_raw_dataset(tmp_path), views=session.views,

@@ -538,12 +538,27 @@ class CalibrationSession:
                      'rotation_vector': [float(x) for x in r[0]],
                      'translation_m': [float(x) for x in r[1]]}
                     for k, r in enumerate(self.robot_poses) if r is not None]
+            self._write_camera_info(tmp, camera_name)
             rd.write_manifest(tmp, manifest, names)
             rd.publish_folder(tmp, final)
         except BaseException:
             rd.discard_folder(tmp)
             raise
         return [final / n for n in names] + [final / MANIFEST]
+
+    def _write_camera_info(self, folder, camera_name):
+        """camera_info/<camera_name>.yaml: the rectified central view's pinhole calibration
+        for ROS image tools (:mod:`lf_mpc_calib.io.camera_info_yaml`), conventional cameras
+        once calibrated (a focused camera's central image is rendered at a chosen depth)."""
+        if self.result is None or self.view_size is None or self.camera_type != 'conventional':
+            return
+        from lf_mpc_calib.io.camera_info_yaml import write_camera_info
+        from lf_mpc_calib.measurement.live import central_view_intrinsics
+        (Path(folder) / 'camera_info').mkdir(exist_ok=True)
+        write_camera_info(Path(folder) / 'camera_info' / f'{camera_name}.yaml',
+                          central_view_intrinsics(self.calibration_file(camera_name).model),
+                          self.view_size,
+                          camera_name)
 
     def _write_files(self, folder, camera_name, save_calibration, write_image):
         """Write every file but the manifest into ``folder`` (each via a temporary name and
