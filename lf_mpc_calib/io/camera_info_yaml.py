@@ -6,8 +6,9 @@ The layout ``camera_calibration`` writes and ``camera_info_manager`` reads (its 
 camera_matrix, distortion_model (plumb_bob), distortion_coefficients, rectification_matrix,
 projection_matrix, each matrix as {rows, cols, data}. The central view of a conventional
 camera is a pinhole without distortion
-(:func:`lf_mpc_calib.measurement.live.central_view_intrinsics`), so image_proc's rectification of ``~/center`` with it is the identity and tools that want a
-pinhole (AprilTag detectors, image_view) get the right one.
+(:func:`lf_mpc_calib.measurement.live.central_view_intrinsics`), so image_proc's
+rectification of ``~/center`` with it is the identity and tools that want a pinhole (AprilTag
+detectors, image_view) get the right one.
 """
 
 import numpy as np
