@@ -234,8 +234,7 @@ def test_decode_node_publishes_the_robot_mount(ros_context, ros_executor, ros_no
                                arm.mount[0], atol=1e-9)
 
 
-def test_decode_node_subtracts_its_dark_frame_and_names_one_that_does_not_match(ros_context,
-                                                                                   scene):
+def test_decode_node_subtracts_its_dark_frame_and_names_a_mismatch(ros_context, scene):
     # dark_image_file (issue 38): the black level comes off the white and every frame first;
     # a frame of another size than the dark is named, the node stays up
     from lf_mpc_calib.io.images import read_image, write_image
