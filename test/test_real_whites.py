@@ -206,3 +206,18 @@ def test_calibrate_raw_takes_a_dark_frame_by_flag_and_refuses_one_that_does_not_
         load_raw_folder(tmp_path / 'ds', dark=REAL / WHITES['guv'][1])
     with pytest.raises(InvalidInputError, match='not dark'):
         load_raw_folder(tmp_path / 'ds', dark=tmp_path / 'ds' / 'white.png')
+
+
+def test_decode_with_a_dark_frame_takes_a_dim_frame(tmp_path):
+    # the dark frame is checked against the white, not against the frame: a frame of a dim
+    # scene (here the dark frame itself, no light at all) decodes to 0 instead of a refusal
+    import subprocess
+    import sys
+    _load('guv')
+    white, dark = (str(REAL / f) for f in WHITES['guv'])
+    p = subprocess.run([sys.executable, '-m', 'lf_mpc_calib', 'decode', dark, '--white', white,
+                        '--dark', dark, '-o', str(tmp_path / 'v')], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    view = cv2.imread(str(tmp_path / 'v' / 'view_j+0_i+0.png'), cv2.IMREAD_UNCHANGED)
+    assert view is not None and view.max() == 0

@@ -74,10 +74,10 @@ def run(args):
     white = read_image(white_file)
     dark = None
     if args.dark:
-        from lf_mpc_calib.lenslet.dark_frame import subtract_dark
+        from lf_mpc_calib.lenslet.dark_frame import check_dark, minus_dark
         dark = read_image(args.dark)
-        raw = subtract_dark(raw, dark, name='raw frame')
-        white = subtract_dark(white, dark)
+        check_dark(white, dark)          # the white, not the frame: a dim scene is a frame
+        raw, white = minus_dark(raw, dark, 'raw frame'), minus_dark(white, dark, 'white')
     from lf_mpc_calib.lenslet.frame_check import frame_warnings
     for warning in frame_warnings(raw, white):
         print(f'warning: {args.raw}: {warning}', file=sys.stderr)

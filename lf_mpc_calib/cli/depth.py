@@ -96,7 +96,7 @@ def read_raw_and_white(args):
     own dtype.
     """
     from lf_mpc_calib.errors import InvalidInputError
-    from lf_mpc_calib.io.dark_corrected import minus_dark
+    from lf_mpc_calib.lenslet.dark_frame import check_dark, minus_dark
     from lf_mpc_calib.io.images import read_image
     white_path, dark_path = white_and_dark_paths(args)
     if not args.white and not white_path.is_file():
@@ -106,9 +106,8 @@ def read_raw_and_white(args):
         print(f'dark frame: {dark_path} (beside the frame and its white)', file=sys.stderr)
     raw, white = read_image(args.raw), read_image(white_path)
     if dark_path is not None:
-        from lf_mpc_calib.lenslet.dark_frame import subtract_dark
         dark = read_image(dark_path)
-        subtract_dark(white, dark, dark_name=f'dark frame {dark_path}')     # checks only
+        check_dark(white, dark, dark_name=f'dark frame {dark_path}')
         raw, white = minus_dark(raw, dark, str(args.raw)), minus_dark(white, dark, str(white_path))
     return raw, white
 

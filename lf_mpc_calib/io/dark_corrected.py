@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.lenslet.dark_frame import check_dark, minus_dark
 
 
 class DarkCorrected:
@@ -34,22 +34,10 @@ class DarkCorrected:
         return minus_dark(read_image(self.path), self.dark, str(self.path))
 
 
-def minus_dark(image, dark, name='image'):
-    """max(image - dark, 0) in image's dtype (integer images stay integer: every reader scales
-    them by their dtype); InvalidInputError unless the two have one shape and dtype."""
-    img, dark = np.asarray(image), np.asarray(dark)
-    if img.shape != dark.shape or img.dtype != dark.dtype:
-        raise InvalidInputError(
-            f'{name}: {img.shape} {img.dtype} does not match the dark frame ({dark.shape} '
-            f'{dark.dtype}): expected the same size and bit depth')
-    out = img.astype(np.int64) - dark.astype(np.int64) if img.dtype.kind in 'ui' else img - dark
-    return np.clip(out, 0, None).astype(img.dtype)
-
 
 def dark_for(white, dark_path):
     """The dark frame (H, W) of ``dark_path`` after checking it against the white image."""
     from lf_mpc_calib.io.images import read_image
-    from lf_mpc_calib.lenslet.dark_frame import subtract_dark
     dark = np.asarray(read_image(dark_path))
-    subtract_dark(read_image(white), dark, dark_name=f'dark frame {Path(dark_path).name}')
+    check_dark(read_image(white), dark, dark_name=f'dark frame {Path(dark_path).name}')
     return dark

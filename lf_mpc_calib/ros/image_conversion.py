@@ -173,5 +173,5 @@ def less_dark(pixels, dark, what):
     ``what`` when the two differ in size or bit depth."""
     if dark is None or pixels is None:
         return pixels
-    from lf_mpc_calib.io.dark_corrected import minus_dark
-    return minus_dark(pixels, dark, f'{what} (against the dark frame)')
+    from lf_mpc_calib.lenslet.dark_frame import minus_dark
+    return minus_dark(pixels, dark, f'{what} image')
