@@ -155,6 +155,17 @@ def check_outputs(command, args):
             raise UsageError(f'{label} {out} is not writable')
 
 
+def add_dataset_output_arguments(parser):
+    """-o/--output DIR and --overwrite of the commands that write a data set (simulate, plan);
+    :func:`check_dataset_output` applies them."""
+    parser.add_argument('-o', '--output', required=True, metavar='DIR',
+                        help='dataset folder (new or empty; see --overwrite)')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace the data set DIR holds: its manifest, white image, dark '
+                             'frame, frames and ground truth are removed once the new one is '
+                             'written (a folder that holds other files is still refused)')
+
+
 DATASET_FILE = re.compile(r'(?:manifest|ground_truth)\.yaml|(?:white|dark)\.(?:png|npy|tiff?)|'
                           r'(?:frame|depth)_\d+\.(?:png|npy|tiff?)|\..*\.partial.*')
 """Names of the entries a data set folder written by ``simulate`` or ``plan`` holds (hidden

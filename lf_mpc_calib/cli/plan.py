@@ -34,6 +34,7 @@ import sys
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.cli.paths import add_dataset_output_arguments
 from lf_mpc_calib.simulation.names import PRESETS
 
 CORNER_NOISE_PX = {'conventional': 0.085, 'focused': 0.12}
@@ -92,12 +93,7 @@ def register(subparsers):
                    help='do not calibrate the rendered captures to check the target (default: '
                         'calibrate them as calibrate-raw does and plan more while its sigmas '
                         'are over the target)')
-    p.add_argument('-o', '--output', required=True, metavar='DIR',
-                   help='dataset folder (new or empty; see --overwrite)')
-    p.add_argument('--overwrite', action='store_true',
-                   help='replace the data set DIR holds: its manifest, white image, frames and '
-                        'ground truth are removed once the new one is written (a folder that '
-                        'holds other files is still refused)')
+    add_dataset_output_arguments(p)
     p.set_defaults(func=run)
 
 

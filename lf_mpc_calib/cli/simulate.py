@@ -45,6 +45,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError, UsageError
+from lf_mpc_calib.cli.paths import add_dataset_output_arguments
 from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS
 
 
@@ -61,12 +62,7 @@ def register(subparsers):
                         'principal point averages over poses; --scene planes: frames, 6)')
     p.add_argument('--seed', type=int, default=0,
                    help='seed of the poses and the noise (default: %(default)s)')
-    p.add_argument('-o', '--output', required=True, metavar='DIR',
-                   help='dataset folder (new or empty; see --overwrite)')
-    p.add_argument('--overwrite', action='store_true',
-                   help='replace the data set DIR holds: its manifest, white image, frames and '
-                        'ground truth are removed once the new one is written (a folder that '
-                        'holds other files is still refused)')
+    add_dataset_output_arguments(p)
     p.add_argument('--scale', type=float, default=1.0,
                    help='sensor crop factor in (0, 1]: fewer lenses, same optics '
                         '(default: %(default)s)')

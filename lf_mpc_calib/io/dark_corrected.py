@@ -34,7 +34,6 @@ class DarkCorrected:
         return minus_dark(read_image(self.path), self.dark, str(self.path))
 
 
-
 def dark_for(white, dark_path):
     """The dark frame (H, W) of ``dark_path`` after checking it against the white image."""
     from lf_mpc_calib.io.images import read_image
