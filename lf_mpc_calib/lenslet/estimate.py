@@ -39,7 +39,6 @@ from lf_mpc_calib.lenslet.grid import (LATTICES, LatticeDeformation, LensletGrid
                                        regular_indices, row_direction)
 
 _MIN_SPOTS = 9
-ESTIMATORS = ('map', 'half-level')     # centre estimators of measure_spots
 
 
 @dataclass(frozen=True, eq=False)
