@@ -12,6 +12,8 @@ from pathlib import Path
 import sys
 import time
 
+from lf_mpc_calib.cli.numbers import counts, integer, real, reals, SEED
+
 
 def register(subparsers):
     """Add the ``bench`` subcommand."""
@@ -19,7 +21,7 @@ def register(subparsers):
                               description="Reproduce the paper's simulated experiments "
                                           '(Sec. 5.1) and compare with its figures.')
     p.add_argument('experiment', choices=('paper',), help='which benchmark')
-    p.add_argument('--trials', type=int, default=None,
+    p.add_argument('--trials', type=integer(1, 100000), default=None,
                    help='trials per cell / noise level (default: the paper\'s 200 / 150)')
     p.add_argument('--sweep', choices=('poses-views', 'noise', 'all'), default='all')
     p.add_argument('-o', '--output', default='bench_paper', metavar='DIR',
@@ -30,34 +32,24 @@ def register(subparsers):
     p.add_argument('--variants', default=None,
                    help='comma-separated noise-sweep variants of six,all,shear,radial '
                         '(overrides --distortion)')
-    p.add_argument('--poses', default='2-8', help='pose counts, e.g. 2-8 or 3,5 (%(default)s)')
-    p.add_argument('--views', default='2-7', help='views per side, e.g. 2-7 (%(default)s)')
-    p.add_argument('--sigmas', default=None,
+    p.add_argument('--poses', type=counts(2, 50), default=(2, 3, 4, 5, 6, 7, 8),
+                   help='pose counts, e.g. 2-8 or 3,5 (default: 2-8)')
+    p.add_argument('--views', type=counts(2, 15), default=(2, 3, 4, 5, 6, 7),
+                   help='views per side, e.g. 2-7 (default: 2-7)')
+    p.add_argument('--sigmas', type=reals(0, 100), default=None,
                    help='noise levels in px, comma-separated (default 0.1..1.5 step 0.1)')
-    p.add_argument('--distance', type=float, default=None,
+    p.add_argument('--distance', type=real(0, 100, low_open=True), default=None,
                    help='board distance in metres (default 0.08)')
-    p.add_argument('--noise-distances', default=None, metavar='Z1,Z2,Z3',
+    p.add_argument('--noise-distances', type=reals(0, 100, low_open=True, length=3),
+                   default=None, metavar='Z1,Z2,Z3',
                    help='noise sweep: one board distance per fixed pose in metres (e.g. '
                         '0.06,0.08,0.12: depth diversity separates k_3, k_4 from k_i, k_j)')
     p.add_argument('--method', choices=('exact', 'paper'), default='exact')
-    p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--workers', type=int, default=max(1, (os.cpu_count() or 1)),
+    p.add_argument('--seed', type=SEED, default=0)
+    p.add_argument('--workers', type=integer(1, 1024), default=max(1, (os.cpu_count() or 1)),
                    help='worker processes (default: all CPUs, %(default)s)')
     p.add_argument('--quiet', action='store_true', help='no progress lines')
     p.set_defaults(func=run)
-
-
-def parse_range(text):
-    """'2-8' -> (2, ..., 8); '3,5' -> (3, 5)."""
-    out = []
-    for part in text.split(','):
-        part = part.strip()
-        if '-' in part:
-            a, b = part.split('-')
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
-    return tuple(out)
 
 
 class _Progress:
@@ -106,8 +98,8 @@ def run(args):
     if args.sweep in ('poses-views', 'all'):
         trials = args.trials or 200
         print(f'poses x views sweep: {trials} trials per cell, {args.workers} workers')
-        pv = paper.poses_views_sweep(trials=trials, poses=parse_range(args.poses),
-                                     views=parse_range(args.views), seed=args.seed,
+        pv = paper.poses_views_sweep(trials=trials, poses=args.poses,
+                                     views=args.views, seed=args.seed,
                                      distance=distance, method=args.method,
                                      workers=args.workers,
                                      progress=_Progress('poses x views', args.quiet))
@@ -119,16 +111,10 @@ def run(args):
                                             ylabel='std of relative error (%)'))
     if args.sweep in ('noise', 'all'):
         trials = args.trials or 150
-        sigmas = (tuple(float(s) for s in args.sigmas.split(',')) if args.sigmas
-                  else paper.DEFAULT_SIGMAS)
         print(f'noise sweep: {trials} trials per level, variants {",".join(variants)}')
-        noise_distance = distance
-        if args.noise_distances:
-            noise_distance = tuple(float(z) for z in args.noise_distances.split(','))
-            if len(noise_distance) != 3:
-                raise InvalidInputError(f'--noise-distances needs 3 values, got '
-                                        f'{args.noise_distances!r}')
-        noise = paper.noise_sweep(trials=trials, sigmas=sigmas, variants=variants,
+        noise_distance = args.noise_distances or distance
+        noise = paper.noise_sweep(trials=trials, sigmas=args.sigmas or paper.DEFAULT_SIGMAS,
+                                  variants=variants,
                                   seed=args.seed, distance=noise_distance, method=args.method,
                                   workers=args.workers, progress=_Progress('noise', args.quiet))
         print(paper.format_noise(noise))

@@ -20,6 +20,7 @@ from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_optio
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.camera.observations import guess_camera_type
+from lf_mpc_calib.cli.numbers import integer, real
 
 LOSSES = ('linear', 'soft_l1', 'huber', 'cauchy', 'arctan')
 LENS_TYPE_TERM_CHOICES = ('none', 'offset', 'affine', 'affine-radial', 'affine-view',
@@ -50,11 +51,13 @@ def register(subparsers):
                         'from (i, j) (integers in a small range: conventional)')
     p.add_argument('--loss', choices=LOSSES, default='linear',
                    help='robust loss of the refinement (default: %(default)s)')
-    p.add_argument('--f-scale', type=float, default=1.0,
+    p.add_argument('--f-scale', type=real(0, 1e3, low_open=True), default=1.0,
                    help='soft margin of the robust loss in pixels (default: %(default)s)')
-    p.add_argument('--max-iterations', type=int, default=500,   # refine.MAX_ITERATIONS
+    p.add_argument('--max-iterations', type=integer(1, 100000),
+                   default=500,   # refine.MAX_ITERATIONS
                    help='refinement iterations at most (default: %(default)s)')
-    p.add_argument('--image-size', type=int, nargs=2, metavar=('W', 'H'), default=None,
+    p.add_argument('--image-size', type=integer(1, 100000), nargs=2, metavar=('W', 'H'),
+                   default=None,
                    help='image size written to the file (view or raw image)')
     p.add_argument('--report', metavar='DIR', default=None,
                    help='write a report (summary.txt and PNG plots) into DIR')

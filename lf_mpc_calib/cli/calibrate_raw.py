@@ -34,6 +34,7 @@ import numpy as np
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
+from lf_mpc_calib.cli.numbers import integer, real
 
 
 def register(subparsers):
@@ -53,7 +54,7 @@ def register(subparsers):
                    help='write the report (summary, plots, detections) into DIR')
     p.add_argument('--board', metavar='COLSxROWS', default=None,
                    help='inner corners of the checkerboard, e.g. 8x6')
-    p.add_argument('--square', type=float, default=None, metavar='M',
+    p.add_argument('--square', type=real(0, 10, low_open=True), default=None, metavar='M',
                    help='square size in metres (with --board)')
     p.add_argument('--first-square', choices=('black', 'white'), default='black',
                    help='colour of the outer square before the first inner corner '
@@ -87,7 +88,7 @@ def register(subparsers):
                         'terms; \'simulated\': the true types of a data set written by simulate '
                         '(ground truth, not what a real camera gives) (default: the '
                         'lens_types a calibration node saved in the manifest, else 1)')
-    p.add_argument('--min-poses', type=int, default=3,
+    p.add_argument('--min-poses', type=integer(1, 10000), default=3,
                    help='fewest poses with a detected board to calibrate (default: %(default)s)')
     add_model_arguments(p)
     p.add_argument('--accept-uncertain', action='store_true',

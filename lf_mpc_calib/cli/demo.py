@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lf_mpc_calib.cli.numbers import integer, real, SEED
+
 DEMO_SCALE = 0.5
 """Sensor crop of the offline demo (``--scale``'s default without --ros)."""
 
@@ -31,16 +33,16 @@ def register(subparsers):
         'demo', help='simulate a camera, calibrate it from raw frames, measure in 3-D',
         description='End-to-end session on the simulated camera: render, decode, detect, '
                     'calibrate, compare with ground truth, then measure a new frame in 3-D.')
-    p.add_argument('--poses', type=int, default=None,
+    p.add_argument('--poses', type=integer(1, 1000), default=None,
                    help="board poses (default: 6; with --ros and a focused preset, as many "
                         "as simulate's focused capture)")
     p.add_argument('--preset', default='lytro', help='camera preset (default: %(default)s)')
-    p.add_argument('--scale', type=float, default=None,
+    p.add_argument('--scale', type=real(0, 1, low_open=True), default=None,
                    help='sensor crop factor (default: 0.5; with --ros and a focused preset '
                         '0.7, where the principal point is pinned to 1 px; with --ros --plan '
                         '--hand-eye 1.0, where the mount error is within 0.02 deg at 95 %% '
                         'in about 4 captures)')
-    p.add_argument('--seed', type=int, default=1, help='random seed (default: %(default)s)')
+    p.add_argument('--seed', type=SEED, default=1, help='random seed (default: %(default)s)')
     p.add_argument('--ros', action='store_true',
                    help='run the session through the ROS 2 nodes (lf_sim_camera, '
                         'lf_calibration, lf_decoder) and their services')
@@ -49,13 +51,14 @@ def register(subparsers):
                    help='with --ros: the camera on a simulated robot arm (eye-in-hand, the '
                         'default with the flag) or watching the board in its gripper '
                         '(eye-to-hand); solves the mount and measures in the base frame')
-    p.add_argument('--lens-types', type=int, default=None, metavar='T',
+    p.add_argument('--lens-types', type=integer(1, 16), default=None, metavar='T',
                    help='micro-lens types told apart from the frames (default: the preset\'s, '
                         '3 for focused-multifocus; 1: one type)')
-    p.add_argument('--timeout', type=float, default=300.0,
+    p.add_argument('--timeout', type=real(0, 1e6, low_open=True), default=300.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
-    p.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
+    p.add_argument('--live', nargs='?', type=real(0, 86400, low_open=True), const=10.0,
+                   default=None,
                    metavar='SECONDS',
                    help='with --ros: after the calibration, the board drifting at camera rate '
                         "(15 Hz) for SECONDS (10 with the flag): the decode node's rates and "

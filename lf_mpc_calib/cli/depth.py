@@ -26,6 +26,8 @@ import re
 import sys
 import time
 
+from lf_mpc_calib.cli.numbers import integer, real
+
 
 def register(subparsers):
     """Add the ``depth`` subcommand."""
@@ -40,15 +42,18 @@ def register(subparsers):
     p.add_argument('--png', metavar='OUT.png',
                    help='also a 16-bit PNG in mm and OUT_preview.png (colour map)')
     p.add_argument('--ply', metavar='OUT.ply', help='also the point cloud (binary PLY)')
-    p.add_argument('--near', type=float, help='nearest depth swept (m; default 0.5 x the '
+    p.add_argument('--near', type=real(0, 1e4, low_open=True),
+                   help='nearest depth swept (m; default 0.5 x the '
                    'distance where the views agree, -2 / (k_3 + k_4))')
-    p.add_argument('--far', type=float, help='farthest depth swept (m; default 2 x it)')
-    p.add_argument('--view-step', type=int, default=1,
+    p.add_argument('--far', type=real(0, 1e4, low_open=True),
+                   help='farthest depth swept (m; default 2 x it)')
+    p.add_argument('--view-step', type=integer(1, 100), default=1,
                    help='use the usable views whose i, j are multiples of this (default 1)')
-    p.add_argument('--window', type=int, default=5, help='cost window (odd px, default 5)')
-    p.add_argument('--min-confidence', type=float, default=0.3,
+    p.add_argument('--window', type=integer(1, 101), default=5,
+                   help='cost window (odd px, default 5)')
+    p.add_argument('--min-confidence', type=real(0, 1), default=0.3,
                    help='depth below this confidence is unknown (default 0.3)')
-    p.add_argument('--render-w', type=float, metavar='W',
+    p.add_argument('--render-w', type=real(-1e3, 1e3), metavar='W',
                    help='focused cameras: the inverse virtual depth the image and its depth are '
                         'rendered at (default: the frame\'s own)')
     p.add_argument('--truth', metavar='DEPTH.npy',

@@ -6,6 +6,7 @@ the toolbox's H (exact where the toolbox can represent it, else fitted and repor
 
 def register(subparsers):
     """Add the ``export-calibration`` subcommand."""
+    from lf_mpc_calib.cli.numbers import real
     from lf_mpc_calib.io.lftoolbox import DEFAULT_MAX_RAY_ERROR_MM
     p = subparsers.add_parser(
         'export-calibration', help='a calibration file as an LFToolbox CalInfo.json',
@@ -15,7 +16,8 @@ def register(subparsers):
     p.add_argument('--format', choices=('lftoolbox',), default='lftoolbox',
                    help='the format written (only lftoolbox)')
     p.add_argument('-o', '--output', required=True, help='CalInfo.json to write')
-    p.add_argument('--max-ray-error-mm', type=float, default=DEFAULT_MAX_RAY_ERROR_MM,
+    p.add_argument('--max-ray-error-mm', type=real(0, 1e3, low_open=True),
+                   default=DEFAULT_MAX_RAY_ERROR_MM,
                    help='where the toolbox cannot represent the model exactly (radial terms '
                         'with view shear), refuse a fitted H whose rays miss ours by more '
                         f'than this (mm, default {DEFAULT_MAX_RAY_ERROR_MM:g})')

@@ -6,6 +6,7 @@ MPC model that reproduces its rays best (refused beyond ``--max-ray-error-mm``).
 
 def register(subparsers):
     """Add the ``import-calibration`` subcommand."""
+    from lf_mpc_calib.cli.numbers import real
     from lf_mpc_calib.io.lftoolbox import DEFAULT_MAX_RAY_ERROR_MM
     p = subparsers.add_parser(
         'import-calibration', help='an LFToolbox CalInfo.json as a calibration file',
@@ -14,7 +15,8 @@ def register(subparsers):
                     'distortion over the decoded samples of its LFSize.')
     p.add_argument('calibration', metavar='CalInfo.json', help='the toolbox\'s file')
     p.add_argument('-o', '--output', required=True, help='calibration file to write (YAML)')
-    p.add_argument('--max-ray-error-mm', type=float, default=DEFAULT_MAX_RAY_ERROR_MM,
+    p.add_argument('--max-ray-error-mm', type=real(0, 1e3, low_open=True),
+                   default=DEFAULT_MAX_RAY_ERROR_MM,
                    help='refuse when the MPC rays miss H\'s by more than this anywhere '
                         'between the reference plane and the working distance (mm, default '
                         f'{DEFAULT_MAX_RAY_ERROR_MM:g}: a third of a toolbox calibration\'s '

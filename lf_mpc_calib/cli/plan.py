@@ -34,6 +34,7 @@ import sys
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.cli.numbers import integer, real, SEED
 from lf_mpc_calib.cli.paths import add_dataset_output_arguments
 from lf_mpc_calib.simulation.names import PRESETS
 
@@ -71,23 +72,25 @@ def register(subparsers):
         description='Suggest board poses until the predicted sigmas meet the targets, then '
                     'render them into a dataset folder as simulate writes it.')
     p.add_argument('--preset', choices=PRESETS, required=True, help='camera preset')
-    p.add_argument('--seed', type=int, default=0,
+    p.add_argument('--seed', type=SEED, default=0,
                    help='seed of the candidates and the noise (default: %(default)s)')
-    p.add_argument('--target-k-sigma', type=float, required=True, metavar='PCT',
+    p.add_argument('--target-k-sigma', type=real(0, 100, low_open=True), required=True,
+                   metavar='PCT',
                    help='sigma of k_i, k_j, k_u, k_v aimed at, in %% of the value')
-    p.add_argument('--target-pp-sigma', type=float, required=True, metavar='PX',
+    p.add_argument('--target-pp-sigma', type=real(0, 1e3, low_open=True), required=True,
+                   metavar='PX',
                    help='sigma of the principal point aimed at, in px')
     p.add_argument('--random', action='store_true',
                    help='random poses from the same constraints instead of planned ones')
-    p.add_argument('--corner-noise', type=float, default=None, metavar='PX',
+    p.add_argument('--corner-noise', type=real(0, 100), default=None, metavar='PX',
                    help='corner noise assumed, px (default: '
                         + ', '.join(f'{v} {k}' for k, v in CORNER_NOISE_PX.items()) + ')')
-    p.add_argument('--scale', type=float, default=1.0,
+    p.add_argument('--scale', type=real(0, 1, low_open=True), default=1.0,
                    help='sensor crop factor in (0, 1] (default: %(default)s)')
-    p.add_argument('--samples', type=int, default=None,
+    p.add_argument('--samples', type=integer(1, 4096), default=None,
                    help=f'rays per pixel (default: {CONVENTIONAL_SAMPLES} for a conventional '
                         'camera, as simulate renders a focused one)')
-    p.add_argument('--max-captures', type=int, default=MAX_CAPTURES,
+    p.add_argument('--max-captures', type=integer(1, 10000), default=MAX_CAPTURES,
                    help='refuse when the target needs more (default: %(default)s)')
     p.add_argument('--no-verify', action='store_true',
                    help='do not calibrate the rendered captures to check the target (default: '

@@ -7,6 +7,7 @@ views shifted by the calibrated model's exact disparity for a point at --distanc
 image is the rectified central view's geometry, written 8- or 16-bit (--bits).
 """
 
+from lf_mpc_calib.cli.numbers import real
 from lf_mpc_calib.cli.depth import implied_inputs  # noqa: F401 - the same as depth's
 
 
@@ -19,7 +20,7 @@ def register(subparsers):
                     'metres through the calibrated model.')
     p.add_argument('raw', help='raw frame (8/16-bit PNG or TIFF)')
     add_decoding_arguments(p)
-    p.add_argument('--distance', type=float, required=True, metavar='M',
+    p.add_argument('--distance', type=real(0, 1e4, low_open=True), required=True, metavar='M',
                    help='distance in focus (metres along the optical axis)')
     p.add_argument('-o', '--output', required=True, metavar='OUT.png', help='refocused image')
     p.add_argument('--bits', type=int, choices=(8, 16), default=8, help='PNG bit depth')

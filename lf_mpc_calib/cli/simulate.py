@@ -45,6 +45,7 @@ import time
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError, UsageError
+from lf_mpc_calib.cli.numbers import integer, real, SEED
 from lf_mpc_calib.cli.paths import add_dataset_output_arguments
 from lf_mpc_calib.simulation.names import BAYER_PATTERNS, PRESETS
 
@@ -57,29 +58,29 @@ def register(subparsers):
                     'dataset folder (manifest, white image, raw frames, ground truth).')
     p.add_argument('--preset', choices=PRESETS, default='lytro',
                    help='camera preset (default: %(default)s)')
-    p.add_argument('--poses', type=int, default=None,
+    p.add_argument('--poses', type=integer(1, 1000), default=None,
                    help='number of board poses (default: 6, focused presets 10: their '
                         'principal point averages over poses; --scene planes: frames, 6)')
-    p.add_argument('--seed', type=int, default=0,
+    p.add_argument('--seed', type=SEED, default=0,
                    help='seed of the poses and the noise (default: %(default)s)')
     add_dataset_output_arguments(p)
-    p.add_argument('--scale', type=float, default=1.0,
+    p.add_argument('--scale', type=real(0, 1, low_open=True), default=1.0,
                    help='sensor crop factor in (0, 1]: fewer lenses, same optics '
                         '(default: %(default)s)')
-    p.add_argument('--noise', type=float, default=None, metavar='SIGMA',
+    p.add_argument('--noise', type=real(0, 1), default=None, metavar='SIGMA',
                    help='Gaussian noise sigma as a fraction of full scale (default: 0)')
     p.add_argument('--poses-file', default=None, metavar='YAML',
                    help='board poses to render instead of random ones')
     p.add_argument('--board', default=None, metavar='COLSxROWS',
                    help='inner corners (default: sized to the field of view)')
-    p.add_argument('--square', type=float, default=None, metavar='METRES',
+    p.add_argument('--square', type=real(0, 10, low_open=True), default=None, metavar='METRES',
                    help='square size (default: sized to the field of view)')
     p.add_argument('--random-poses', action='store_true',
                    help='draw the poses at random (default for conventional presets: boards '
                         'at 0.6-1.5 x the focus distance tilted about both axes in turn)')
-    p.add_argument('--max-tilt', type=float, default=30.0, metavar='DEG',
+    p.add_argument('--max-tilt', type=real(0, 89), default=30.0, metavar='DEG',
                    help='largest random tilt of the board (default: %(default)s)')
-    p.add_argument('--samples', type=int, default=None,
+    p.add_argument('--samples', type=integer(1, 4096), default=None,
                    help='rays per pixel (anti-aliasing; default: 4, focused presets 64 (16 '
                         'with --scene planes): the detector reads defocused micro-images up '
                         'to their rims)')
@@ -103,7 +104,7 @@ def register(subparsers):
     p.add_argument('--lattice-layout', choices=('rows', 'columns'), default='rows',
                    help="rows: the preset's micro-lens array; columns: turned by 90 degrees, its "
                         'half-pitch shift along the image columns (default: %(default)s)')
-    p.add_argument('--lattice-rotation', type=float, default=0.0, metavar='DEG',
+    p.add_argument('--lattice-rotation', type=real(-10, 10), default=0.0, metavar='DEG',
                    help='turn the micro-lens array by this many degrees more, from -10 to 10 '
                         '(default: %(default)s)')
     p.add_argument('--portrait', action='store_true',
