@@ -122,8 +122,10 @@ DEPTH_PARAMETERS = [
 class DecodeNode(Node):
     """The decode node (module docstring); kwargs go to ``rclpy.node.Node``."""
 
+    NODE_NAME = 'lf_decoder'
+
     def __init__(self, **kwargs):
-        super().__init__('lf_decoder', **kwargs)
+        super().__init__(self.NODE_NAME, **kwargs)
         self._stop = threading.Event()
         self._worker = None
         try:
@@ -396,8 +398,8 @@ class DecodeNode(Node):
             if measurer is None:
                 self.frames_waiting += 1
                 source = self.params['calibration_file'] or self.params['calibration_topic']
-                self.causes.error('frames', 'frames arrive but there is no usable calibration '
-                                  f'(from {source}): waiting for one')
+                self.causes.waiting('frames', 'frames arrive but there is no usable calibration '
+                                    f'(from {source}): waiting for one')
                 continue
             try:
                 self._process(msg, measurer)

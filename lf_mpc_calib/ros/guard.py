@@ -51,28 +51,39 @@ class CauseLog:
     Errors of a stream of inputs logged once per cause, not once per message.
 
     Each channel ('frames', 'calibration', 'depth', ...) holds its current cause:
-    :meth:`error` logs at ERROR only when the cause differs from the one held, :meth:`clear`
+    :meth:`error` logs at ERROR (:meth:`waiting` at INFO, for a normal wait) only when the cause
+    differs from the one held, :meth:`clear`
     logs once at INFO that the channel works again. ``active`` {channel: cause} is what is
-    wrong now (for the stats topic); ``history`` [(channel, cause or '')] what was logged.
+    wrong now (for the stats topic); ``history`` [(channel, cause or '')] what was logged, on
+    ``logger``.
     Thread-safe.
     """
 
     def __init__(self, logger):
         import threading
-        self._logger = logger
+        self.logger = logger
         self._lock = threading.Lock()
         self.active = {}
         self.history = []
 
     def error(self, channel, cause):
-        """Log ``cause`` for ``channel`` unless it is the cause already logged there."""
+        """Log ``cause`` for ``channel`` at ERROR unless it is the cause already logged
+        there."""
+        self._set(channel, cause, self.logger.error)
+
+    def waiting(self, channel, cause):
+        """The same as :meth:`error` at INFO, for a normal wait (no calibration yet): held
+        as the channel's cause all the same."""
+        self._set(channel, cause, self.logger.info)
+
+    def _set(self, channel, cause, log):
         cause = shorten(str(cause), 500)
         with self._lock:
             if self.active.get(channel) == cause:
                 return
             self.active[channel] = cause
             self.history.append((channel, cause))
-        self._logger.error(f'{channel}: {cause} (logged once until the cause changes)')
+        log(f'{channel}: {cause} (logged once until the cause changes)')
 
     def clear(self, channel):
         """The channel works again: log that once, if it had a cause."""
@@ -81,4 +92,4 @@ class CauseLog:
             if cause is None:
                 return
             self.history.append((channel, ''))
-        self._logger.info(f'{channel}: working again (was: {cause})')
+        self.logger.info(f'{channel}: working again (was: {cause})')

@@ -99,6 +99,7 @@ def test_a_calibration_without_lenslet_grid_is_logged_once_and_the_node_keeps_se
     assert 'no lenslet_grid' in node.causes.active['calibration']
     pub = ros_node.create_publisher(Image, 'image_raw', 10)
     frame = array_to_image(scene['raw'], 'mono8')
+    node.causes.logger = _Lines()
     with spinning(ros_context, node):
         wait_for_subscribers(ros_executor, pub)
         _send(ros_executor, pub, node, [frame] * 3, lambda: node.frames_waiting)
@@ -106,6 +107,21 @@ def test_a_calibration_without_lenslet_grid_is_logged_once_and_the_node_keeps_se
     # one line for the calibration, one for the frames waiting: not one per frame
     assert [ch for ch, _ in node.causes.history] == ['calibration', 'frames']
     assert 'no usable calibration' in node.causes.active['frames']
+    # waiting for a calibration is normal: said once at INFO, not as an error
+    assert [level for level, text in node.causes.logger.lines
+            if 'no usable calibration' in text] == ['info'], node.causes.logger.lines
+
+
+class _Lines:
+    """A logger that keeps (level, text) of what it is given."""
+
+    def __init__(self):
+        self.lines = []
+
+    def __getattr__(self, level):
+        if level not in ('debug', 'info', 'warning', 'warn', 'error', 'fatal'):
+            raise AttributeError(level)
+        return lambda text: self.lines.append((level, text))
 
 
 @pytest.mark.parametrize('near, far, words', [(0.5, 0.3, 'empty'),
