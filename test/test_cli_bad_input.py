@@ -695,7 +695,11 @@ def value_cases():
     found += [('calibrate-raw-manifest-frames-5', RAW[:1] + ['{manifest frames 5}'] + RAW[2:],
                'frames must be a list'),
               ('calibrate-raw-manifest-board-5', RAW[:1] + ['{manifest board 5}'] + RAW[2:],
-               'board must be a mapping')]
+               'board must be a mapping'),
+              ('calibrate-raw-manifest-version-99',
+               RAW[:1] + ['{manifest format_version 99}'] + RAW[2:], 'format_version 99'),
+              ('calibrate-raw-manifest-other-format',
+               RAW[:1] + ['{manifest format other}'] + RAW[2:], "got 'someone-else'")]
     return found
 
 
@@ -825,7 +829,9 @@ def _more_hostile_files(root, files):
     variants = [(f'manifest board {_name(k, v)}', ('board', k), v)
                 for k, v in (('cols', NAN), ('rows', 1e300), ('square_m', INF),
                              ('square_m', 'x'), ('square_m', 1e300))]
-    variants += [('manifest frames 5', ('frames',), 5), ('manifest board 5', ('board',), 5)]
+    variants += [('manifest frames 5', ('frames',), 5), ('manifest board 5', ('board',), 5),
+                 ('manifest format_version 99', ('format_version',), 99),
+                 ('manifest format other', ('format',), 'someone-else')]
     for name, path, value in variants:
         doc = yaml.safe_load(yaml.safe_dump(manifest))
         _set(doc, '.'.join(path), value)

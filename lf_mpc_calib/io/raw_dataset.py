@@ -34,6 +34,7 @@ IMAGE_SUFFIXES = ('.png', '.tif', '.tiff', '.pgm', '.bmp') + LYTRO_SUFFIXES
 MANIFEST = 'manifest.yaml'
 WHITE_FILE = 'white.png'
 MANIFEST_FORMAT = 'lf_mpc_calib-raw-dataset'
+MANIFEST_VERSION = 1        # the manifest layout this reader knows (key format_version)
 CHECKSUM_KEY = 'sha256'
 LATEST = 'latest'
 
@@ -131,6 +132,7 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
         if not isinstance(manifest.get('frames', []), list):
             raise InvalidInputError(f'manifest {mpath}: frames must be a list of file names, got '
                                     f'{shorten(repr(manifest["frames"]))}')
+        check_manifest_version(mpath, manifest)
         if CHECKSUM_KEY in manifest:
             verify_checksums(folder, manifest)
     if board is None:
@@ -240,6 +242,24 @@ def sha256_of(path):
         for block in iter(lambda: f.read(1 << 20), b''):
             digest.update(block)
     return digest.hexdigest()
+
+
+def check_manifest_version(mpath, manifest):
+    """
+    Refuse a manifest of another format or a later layout than this reader knows.
+
+    ``format`` (when present) must be MANIFEST_FORMAT and ``format_version`` (when present; a
+    manifest without it is version 1) must be MANIFEST_VERSION.
+    """
+    kind = manifest.get('format', MANIFEST_FORMAT)
+    if kind != MANIFEST_FORMAT:
+        raise InvalidInputError(f'manifest {mpath}: format must be {MANIFEST_FORMAT!r}, got '
+                                f'{shorten(repr(kind))}')
+    version = manifest.get('format_version', MANIFEST_VERSION)
+    if isinstance(version, bool) or version != MANIFEST_VERSION:
+        raise InvalidInputError(
+            f'manifest {mpath}: format_version {shorten(repr(version))} is not one this version '
+            f'reads ({MANIFEST_VERSION}); a newer lf_mpc_calib wrote it, or it was edited')
 
 
 def verify_checksums(folder, manifest):

@@ -40,7 +40,7 @@ from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
     InvalidInputError, LFCalibError
 from lf_mpc_calib.io.images import as_float_image
 from lf_mpc_calib.io.observation_table import observations_path, write_observations
-from lf_mpc_calib.io.raw_dataset import MANIFEST, MANIFEST_FORMAT, WHITE_FILE
+from lf_mpc_calib.io.raw_dataset import MANIFEST, MANIFEST_FORMAT, MANIFEST_VERSION, WHITE_FILE
 from lf_mpc_calib.lenslet.grid import LensletGrid
 from lf_mpc_calib.lenslet.white_image import make_decoder
 from lf_mpc_calib.pipeline.offline import MIN_POSES, refusing_options
@@ -523,7 +523,8 @@ class CalibrationSession:
             names = self._write_files(tmp, camera_name, save_calibration, write_image)
             frames = [n for n in names if n.startswith('frame_')]
             calibration = f'{camera_name}.yaml' if self.result is not None else None
-            manifest = {'format': MANIFEST_FORMAT, 'camera_type': self.camera_type,
+            manifest = {'format': MANIFEST_FORMAT, 'format_version': MANIFEST_VERSION,
+                        'camera_type': self.camera_type,
                         'board': self.board.to_dict(), 'white': WHITE_FILE, 'frames': frames,
                         'bayer': self.demosaic, 'views': list(self.views),
                         'calibration': calibration}

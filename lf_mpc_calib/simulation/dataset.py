@@ -43,12 +43,13 @@ from lf_mpc_calib.io.atomic import open_atomically, write_atomically
 from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError, shorten
+from lf_mpc_calib.io.raw_dataset import MANIFEST_FORMAT, MANIFEST_VERSION
 from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
 
-FORMAT = 'lf_mpc_calib-raw-dataset'
-FORMAT_VERSION = 1
+FORMAT = MANIFEST_FORMAT
+FORMAT_VERSION = MANIFEST_VERSION
 MANIFEST = 'manifest.yaml'
 GROUND_TRUTH = 'ground_truth.yaml'
 WHITE = 'white.png'
