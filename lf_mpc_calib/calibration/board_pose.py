@@ -38,6 +38,22 @@ def fit_board_pose(obs, model):
     DegenerateConfigurationError when fewer than MIN_CORNERS corners are seen in two rays or
     the model leaves an RMS over MAX_RMS_PX px (it does not describe the capture).
     """
+    rv, tv, res = fit_pose_residuals(obs, model)
+    rms = float(np.sqrt(np.mean(np.sum(res ** 2, axis=1))))
+    if not np.isfinite(rms) or rms > MAX_RMS_PX:
+        raise DegenerateConfigurationError(
+            f'board pose: RMS reprojection {rms:.3g} px under the model (limit {MAX_RMS_PX:g} '
+            'px): the model does not describe this capture')
+    return rv, tv, rms
+
+
+def fit_pose_residuals(obs, model):
+    """
+    (rotation vector (3,), translation (3,), residuals (N, 2) px, measured - predicted) of
+    the board pose fitted to ``obs`` (Observations of one pose) with ``model`` held, whatever
+    the residuals' size. Raises DegenerateConfigurationError when fewer than MIN_CORNERS
+    corners are seen in two rays.
+    """
     rays = model.rays(obs.ijuv)
     counts = np.bincount(obs.point)
     keep = counts[obs.point] >= 2
@@ -51,13 +67,7 @@ def fit_board_pose(obs, model):
 
     def residual(x):
         pts = Rotation.from_rotvec(x[:3]).apply(obs.board) + x[3:]
-        return (model.project(pts, obs.ijuv[:, :2]) - obs.ijuv[:, 2:]).ravel()
+        return (obs.ijuv[:, 2:] - model.project(pts, obs.ijuv[:, :2])).ravel()
 
     fit = least_squares(residual, np.concatenate([rv, tv]), method='lm')
-    res = fit.fun.reshape(-1, 2)
-    rms = float(np.sqrt(np.mean(np.sum(res ** 2, axis=1))))
-    if not np.isfinite(rms) or rms > MAX_RMS_PX:
-        raise DegenerateConfigurationError(
-            f'board pose: RMS reprojection {rms:.3g} px under the model (limit {MAX_RMS_PX:g} '
-            'px): the model does not describe this capture')
-    return fit.x[:3], fit.x[3:], rms
+    return fit.x[:3], fit.x[3:], fit.fun.reshape(-1, 2)

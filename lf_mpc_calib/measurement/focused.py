@@ -333,4 +333,5 @@ class FocusedMeasurer:
                         / np.maximum(n, 1))
         timings['triangulate'] = time.perf_counter() - t0
         return Measurement(None, center, ids, pts, n, resid, rays=ray_set, timings=timings,
-                           corner_search=search, pinhole=pinhole, depth=depth_map)
+                           corner_search=search, pinhole=pinhole, depth=depth_map,
+                           observations=obs)

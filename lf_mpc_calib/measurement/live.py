@@ -107,7 +107,9 @@ class Measurement:
     :class:`lf_mpc_calib.measurement.focused.RenderedPinhole` of ``center`` when it is an image
     rendered from a focused camera's micro-images (None: the rectified central view, K of
     :func:`central_view_intrinsics`); depth (rows, cols) float32: a focused camera's depth in
-    the pixels of ``center`` when asked for (:mod:`lf_mpc_calib.measurement.focused_depth`).
+    the pixels of ``center`` when asked for (:mod:`lf_mpc_calib.measurement.focused_depth`);
+    observations: the Observations of the corners found (pose 0), or None (what
+    :func:`lf_mpc_calib.measurement.drift.frame_residuals` takes).
     """
 
     lightfield: object
@@ -122,6 +124,7 @@ class Measurement:
     corner_search: str = ''
     pinhole: object = None
     depth: np.ndarray = None
+    observations: object = None
 
 
 def _no_points():
@@ -293,6 +296,7 @@ class LiveMeasurer:
 
         ids, pts, counts, resid = _no_points()
         reason = 'points not asked for' if not points else ''
+        obs = None
         search = ''
         if points and self.board is None:
             reason = 'no board given'
@@ -327,7 +331,7 @@ class LiveMeasurer:
                              (values / np.float32(scale)).astype(np.float32), ijuv)
             timings['rays'] = time.perf_counter() - t4
         return Measurement(lf, center, ids, pts, counts, resid, reason, ray_set, timings,
-                           search)
+                           search, observations=obs)
 
     def triangulate(self, obs):
         """
