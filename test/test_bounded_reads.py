@@ -14,14 +14,25 @@ from lf_mpc_calib.errors import CalibrationFileError, InvalidInputError
 from lf_mpc_calib.io.file_checks import check_npy, load_npy, read_bytes
 
 
-@pytest.mark.parametrize('reader', ['yaml', 'table', 'calibration', 'image', 'npy'])
+READERS = ['yaml', 'table', 'calibration', 'image', 'npy', 'r12', 'robot_poses', 'raytrix_xml',
+           'dataset_image']
+
+
+@pytest.mark.parametrize('reader', READERS)
 def test_library_readers_refuse_a_device_or_fifo(tmp_path, reader):
     from lf_mpc_calib.io.calibration_file import load_calibration
     from lf_mpc_calib.io.images import read_image
     from lf_mpc_calib.io.observation_table import read_observations
+    from lf_mpc_calib.io.raytrix_r12 import read_r12
+    from lf_mpc_calib.io.raytrix_xml import read_raytrix_xml
+    from lf_mpc_calib.io.robot_poses import read_robot_poses
     from lf_mpc_calib.io.yaml_file import read_yaml
+    from lf_mpc_calib.simulation.dataset import _imread
     read = {'yaml': read_yaml, 'table': read_observations, 'calibration': load_calibration,
-            'image': read_image, 'npy': lambda p: load_npy(p, 'array')}[reader]
+            'image': read_image, 'npy': lambda p: load_npy(p, 'array'), 'r12': read_r12,
+            'robot_poses': read_robot_poses,
+            'raytrix_xml': lambda p: read_raytrix_xml(p, (100, 100)),
+            'dataset_image': _imread}[reader]
     fifo = tmp_path / 'fifo'
     os.mkfifo(fifo)                 # opening it would block until a writer came
     refused = (InvalidInputError, CalibrationFileError)

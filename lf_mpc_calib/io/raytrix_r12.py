@@ -22,6 +22,7 @@ estimates the per-lens-type terms (:mod:`lf_mpc_calib.calibration.type_terms`) j
 """
 
 from dataclasses import dataclass
+import io
 import json
 from pathlib import Path
 
@@ -29,11 +30,14 @@ import numpy as np
 
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.io.file_checks import read_bytes
+from lf_mpc_calib.io.observation_table import MAX_TABLE_BYTES
 from lf_mpc_calib.lenslet.grid import LensletGrid
 
 R12_COLUMNS = ('frame', 'corner_id', 'board_x_m', 'board_y_m', 'lens_k', 'lens_l',
                'lens_cx_px', 'lens_cy_px', 'u_px', 'v_px')
 CENTRES = ('detected', 'grid')
+MAX_META_BYTES = 1024 ** 2       # the metadata JSON is a few kB
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,17 +96,18 @@ def read_r12(csv_path, *, meta_path=None, centres='detected'):
     if centres not in CENTRES:
         raise InvalidInputError(f'centres must be one of {CENTRES}, got {centres!r}')
     csv_path = Path(csv_path)
-    with open(csv_path) as f:
-        header = [h.strip() for h in f.readline().split(',')]
+    text = read_bytes(csv_path, 'R12 observation table', MAX_TABLE_BYTES).decode('utf-8', 'replace')
+    header = [h.strip() for h in text.split('\n', 1)[0].split(',')]
     if tuple(header[:len(R12_COLUMNS)]) != R12_COLUMNS:
         raise InvalidInputError(
             f'{csv_path}: header must start with {",".join(R12_COLUMNS)}, got {",".join(header)}')
-    a = np.loadtxt(csv_path, delimiter=',', skiprows=1, ndmin=2)
+    a = np.loadtxt(io.StringIO(text), delimiter=',', skiprows=1, ndmin=2)
     if a.shape[1] < len(R12_COLUMNS):
         raise InvalidInputError(
             f'{csv_path}: expected {len(R12_COLUMNS)} columns, got {a.shape[1]}')
     meta_path = csv_path.with_name('r12a_meta.json') if meta_path is None else Path(meta_path)
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else None
+    meta = (json.loads(read_bytes(meta_path, 'R12 metadata', MAX_META_BYTES))
+            if meta_path.exists() else None)
     grid = lenslet_grid_from_meta(meta) if meta is not None else None
     n_types = int(meta['micro_lenses']['types_I']) if meta is not None else 3
     image_size = ((int(meta['sensor']['width_px']), int(meta['sensor']['height_px']))

@@ -24,6 +24,7 @@ from xml.etree import ElementTree
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError, shorten
+from lf_mpc_calib.io.file_checks import read_bytes
 from lf_mpc_calib.lenslet.grid import LensletGrid, numbered_grid, row_direction
 
 ROOT_TAG = 'RayCalibData'
@@ -183,12 +184,7 @@ def sibling_image_size(path):
 
 def _parse(path):
     path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f'RayCalibData file {path} does not exist')
-    if path.stat().st_size > MAX_XML_BYTES:
-        raise InvalidInputError(f'RayCalibData file {path} is {path.stat().st_size} bytes; a '
-                                f'RayCalibData file is a few kB (at most {MAX_XML_BYTES})')
-    text = path.read_bytes()
+    text = read_bytes(path, 'RayCalibData file (a few kB)', MAX_XML_BYTES)
     if b'<!ENTITY' in text or b'<!DOCTYPE' in text:
         raise InvalidInputError(f'RayCalibData file {path} declares a DOCTYPE or entities; a '
                                 'RayCalibData file has none')

@@ -13,14 +13,17 @@ radians, as TF's base -> tool transform):
 """
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError, shorten
+from lf_mpc_calib.io.file_checks import check_input_file, read_bytes
 
 MAX_REACH_M = 1000.0
+MAX_POSES_BYTES = 64 * 1024 ** 2     # a pose table of a million captures is ~100 MB less
 """A robot pose's translation component, at most (metres)."""
 CSV_COLUMNS = ('frame', 'tx', 'ty', 'tz', 'rx', 'ry', 'rz')
 
@@ -125,8 +128,8 @@ def robot_poses_from_mapping(doc, where='robot poses'):
 
 
 def _read_csv(path):
-    with open(path, newline='') as f:
-        rows = list(csv.reader(f))
+    text = read_bytes(path, 'robot pose table (CSV)', MAX_POSES_BYTES).decode('utf-8', 'replace')
+    rows = list(csv.reader(io.StringIO(text, newline='')))
     if not rows:
         raise InvalidInputError(f'{path}: empty; expected the header {",".join(CSV_COLUMNS)}')
     header = [h.strip() for h in rows[0]]
@@ -153,8 +156,7 @@ def _read_csv(path):
 def read_robot_poses(path):
     """Read robot poses from a CSV or YAML file (module docstring); returns RobotPoses."""
     path = Path(path)
-    if not path.is_file():
-        raise InvalidInputError(f'robot poses file {path} does not exist')
+    check_input_file(path, 'robot poses file')      # missing, a folder, a device, a FIFO
     if path.suffix.lower() == '.csv':
         return _read_csv(path)
     from lf_mpc_calib.io.yaml_file import read_yaml

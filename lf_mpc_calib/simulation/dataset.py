@@ -43,6 +43,7 @@ from lf_mpc_calib.io.atomic import open_atomically, write_atomically
 from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError, shorten
+from lf_mpc_calib.io.images import check_image_file
 from lf_mpc_calib.io.raw_dataset import MANIFEST_FORMAT, MANIFEST_VERSION
 from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
@@ -496,6 +497,7 @@ def _imwrite(path, image):
 
 
 def _imread(path):
+    check_image_file(path)          # a regular file whose header claims a sane size
     image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
     if image is None:
         raise InvalidInputError(f'cannot read image {path}')
