@@ -34,11 +34,15 @@ SIGMA_LIMIT = 3.0
 """3-D figures pass within expectation +- this many predicted standard deviations."""
 SAMPLES = 48
 """Draws of noise and parameters for the predicted spreads."""
+NOISE_SAMPLES = 16
+"""Draws for the flatness prediction of the calibration's poses (:func:`noise_scale`)."""
 ROBOT_ACCURACY_MM = 0.1
 """Robot pose accuracy (mm, RMS) added in quadrature to the spread the noise predicts."""
 SPREAD_LIMIT = 1.6
 """The board's spread passes up to this x its prediction (~ the 99.9 % point of its chi
 distribution for 3 (k - 1) = 15 degrees of freedom, 6 captures)."""
+NOISE_POSES = 3
+"""Calibration poses measured for :func:`noise_scale`."""
 SAME_POSE_M = 1e-6
 """A fitted pose this close (m, rad) to one of the calibration's is that capture, reused."""
 
@@ -53,7 +57,8 @@ class PoseCheck:
     flatness_expected_mm, flatness_spread_mm: sampled mean and standard deviation of the
     flatness; fitted_square_error_mm, fitted_square_noise_mm: the square error of the board
     fitted with a free scale on the reprojection (:func:`fit_scaled_board`) and its standard
-    deviation from the noise; rotation_vector (3,), translation (3,): the fitted board pose (board -> camera).
+    deviation from the noise; rotation_vector (3,), translation (3,): the fitted board pose
+    (board -> camera).
     """
 
     pose: int
@@ -86,8 +91,8 @@ class PoseCheck:
 
 @dataclass(frozen=True, eq=False)
 class Figure:
-    """A judged figure: value, its limit, and whether it passes (``value <= limit`` or
-    ``|value - expected| <= limit``)."""
+    """A judged figure: value, its prediction and limit, and whether it passes
+    (``value <= limit``, or ``|value - expected| <= limit`` when two-sided)."""
 
     name: str
     value: float
@@ -118,7 +123,8 @@ class Verification:
     refused: (pose id, reason) of poses that could not be measured; figures: the judged
     Figures (overall RMS, square error, flatness, board spread in the base frame with arm
     poses); noise_px: the calibration's RMS; covariance_source: 'covariance' | 'stddev' |
-    'none' (what the parameter draws came from).
+    'none' (what the parameter draws came from); noise_scale: the sampled noise over the
+    poses' RMS (:func:`noise_scale`).
     """
 
     poses: tuple
@@ -127,6 +133,7 @@ class Verification:
     figures: tuple
     noise_px: float
     covariance_source: str
+    noise_scale: float = 1.0
 
     @property
     def passed(self):
@@ -145,6 +152,10 @@ class Verification:
     def summary(self):
         """Lines: per pose, the figures, the verdict."""
         lines = [p.line() for p in self.poses]
+        if self.noise_scale > 1.0:
+            lines.append(f'3-D predictions with {self.noise_scale:.2f} x the pixel noise: the '
+                         'calibration\'s own poses scatter that much more in 3-D than '
+                         'independent noise')
         if self.reused:
             lines.append(f'{len(self.reused)} pose(s) used in the calibration, not counted: '
                          + ', '.join(str(p) for p in self.reused))
@@ -157,6 +168,7 @@ class Verification:
         """Plain mapping (floats, lists, str) for a YAML file."""
         return {'passed': self.passed, 'failures': list(self.failures),
                 'noise_px': float(self.noise_px), 'covariance_source': self.covariance_source,
+                'noise_scale': float(self.noise_scale),
                 'reused_poses': [int(p) for p in self.reused],
                 'refused_poses': [{'pose': int(p), 'reason': str(r)} for p, r in self.refused],
                 'figures': [{'name': f.name, 'value': float(f.value),
@@ -256,17 +268,15 @@ def _scaled_residual(obs, model, x):
 
 def fit_scaled_board(obs, model, rv, tv):
     """
-    (x (7,) = rotation vector, translation, log scale; its covariance (7, 7); the pose's
-    (6, 6) at the board's true size) of the board of
-    ``obs`` (one pose) seen by ``model`` with its size free, fitted on the reprojection from
-    the pose (rv, tv): the maximum-likelihood scale of the board the camera sees.
+    (x (7,) = rotation vector, translation, log scale; (J^T J)^-1 (7, 7); the pose's (6, 6)
+    at the board's true size) of the board of ``obs`` (one pose) seen by ``model`` with its
+    size free, fitted on the reprojection from the pose (rv, tv): the maximum-likelihood
+    scale of the board the camera sees. Times the pixel noise variance: covariances.
     """
     fit = least_squares(lambda x: _scaled_residual(obs, model, x),
                         np.concatenate([rv, tv, [0.0]]), method='lm')
-    dof = max(fit.fun.size - 7, 1)
     jtj = fit.jac.T @ fit.jac
-    var = float(fit.fun @ fit.fun) / dof
-    return fit.x, np.linalg.pinv(jtj) * var, np.linalg.pinv(jtj[:6, :6]) * var
+    return fit.x, np.linalg.pinv(jtj), np.linalg.pinv(jtj[:6, :6])
 
 
 def parameter_gradients(obs, model, x, pose, names, steps):
@@ -292,19 +302,23 @@ def parameter_gradients(obs, model, x, pose, names, steps):
 
 
 # ---- one pose -------------------------------------------------------------------------------
-def check_pose(obs, model, draws, rng, *, square, names=(), steps=()):
+def check_pose(obs, model, draws, rng, *, square, noise_px, names=(), steps=(),
+               noise_scale=1.0):
     """
     (PoseCheck, sampled square errors mm (S,), sampled flatness mm (S,), d log scale /
-    d parameter (F,) for ``names``, (3, 3) covariance of the board centre m) of ``obs`` (one
-    pose) under ``model``; draws: sampled models (S,). Raises DegenerateConfigurationError
-    when the pose cannot be measured.
+    d parameter (F,) for ``names``, (the board centre's (3, 3) covariance m^2, its
+    d / d parameter (3, F))) of ``obs`` (one
+    pose) under ``model``; draws: sampled models (S,); the noise predicted is the
+    calibration's RMS ``noise_px`` times ``noise_scale`` (:func:`noise_scale`): a capture's
+    own RMS says little of its 3-D scatter, which the disparity part of its errors makes.
+    Raises DegenerateConfigurationError when the pose cannot be measured.
     """
     rv, tv, rms = fit_board_pose(obs, model)
     keep, board = _corners(obs)
     ijuv, point = obs.ijuv[keep], obs.point[keep]
     scale, flat, dist = _measure(model, ijuv, point, board)
     ideal = model.project(Rotation.from_rotvec(rv).apply(obs.board[keep]) + tv, ijuv[:, :2])
-    sigma = rms / np.sqrt(2.0)
+    sigma = noise_scale * noise_px / np.sqrt(2.0)
     sampled, cal = [], []
     for m in draws:
         noisy = np.column_stack([ijuv[:, :2], ideal + rng.normal(0.0, sigma, ideal.shape)])
@@ -318,10 +332,10 @@ def check_pose(obs, model, draws, rng, *, square, names=(), steps=()):
     check = PoseCheck(int(obs.pose[0]), len(obs), len(board), dist, rms, (scale - 1) * sq,
                       1e3 * flat, float(np.std(sampled[:, 0]) * sq), float(np.std(cal) * sq),
                       float(np.mean(sampled[:, 1]) * 1e3), float(np.std(sampled[:, 1]) * 1e3),
-                      float(np.expm1(x[6]) * sq), float(np.sqrt(cov[6, 6]) * sq),
+                      float(np.expm1(x[6]) * sq), float(sigma * np.sqrt(cov[6, 6]) * sq),
                       np.asarray(rv, float), np.asarray(tv, float))
     return (check, (sampled[:, 0] - 1) * sq, sampled[:, 1] * 1e3, grad,
-            _centre_covariance(obs.board, x_true[:6], pose_cov, pose_grad))
+            _centre_covariance(obs.board, x_true[:6], sigma ** 2 * pose_cov, pose_grad))
 
 
 def _centre_covariance(board, pose, cov, pose_grad):
@@ -333,6 +347,27 @@ def _centre_covariance(board, pose, cov, pose_grad):
         return Rotation.from_rotvec(x[:3]).apply(centre) + x[3:]
     jac = np.column_stack([(at(pose + 1e-7 * e) - at(pose)) / 1e-7 for e in np.eye(6)])
     return jac @ cov @ jac.T, jac @ pose_grad
+
+
+def noise_scale(calibration_obs, model, draws, rng, *, square, noise_px, poses=NOISE_POSES):
+    """
+    How much more the corners scatter in 3-D than independent pixel noise of their RMS
+    predicts, measured on (up to ``poses``) poses the calibration was made on: the RMS of
+    their flatness over its prediction, at least 1. Detections of one corner share errors
+    across views (blur, the micro-lens grid), which triangulation does not average out.
+    """
+    flat, expected = [], []
+    for p in calibration_obs.pose_ids[:poses]:
+        try:
+            c = check_pose(calibration_obs.select(calibration_obs.pose == p), model, draws,
+                           rng, square=square, noise_px=noise_px)[0]
+        except DegenerateConfigurationError:
+            continue
+        flat.append(c.flatness_mm)
+        expected.append(c.flatness_expected_mm)
+    if not flat:
+        return 1.0
+    return max(1.0, float(np.sqrt(np.sum(np.square(flat)) / np.sum(np.square(expected)))))
 
 
 # ---- reused captures --------------------------------------------------------------------------
@@ -387,13 +422,18 @@ def verify_observations(obs, model, *, noise_px, covariance=None, stddev=None,
     draws = parameter_draws(model, samples, rng, names, cov)
     reused = set(reused_poses(obs, calibration_obs))
     square = square_of(np.unique(obs.board, axis=0))
+    scale = 1.0 if calibration_obs is None else \
+        noise_scale(calibration_obs, model, draws[:NOISE_SAMPLES], rng, square=square,
+                    noise_px=noise_px)
     done, refused = [], []
     for p in obs.pose_ids:
         if int(p) in reused:
             continue
         try:
             done.append(check_pose(obs.select(obs.pose == p), model, draws, rng, square=square,
-                                   names=names, steps=np.sqrt(np.diag(cov))))
+                                   noise_px=noise_px, names=names,
+                                   steps=np.sqrt(np.diag(cov)),
+                                   noise_scale=scale))
         except DegenerateConfigurationError as exc:
             refused.append((int(p), str(exc)))
     fitted = {d[0].pose: (d[0].rotation_vector, d[0].translation) for d in done}
@@ -404,7 +444,7 @@ def verify_observations(obs, model, *, noise_px, covariance=None, stddev=None,
         figures += (base_spread(done, arm, np.unique(obs.board, axis=0).mean(axis=0), cov,
                                 robot_accuracy_mm),)
     return Verification(tuple(d[0] for d in done), tuple(sorted(reused | again)),
-                        tuple(refused), figures, float(noise_px), source)
+                        tuple(refused), figures, float(noise_px), source, scale)
 
 
 def _figures(done, cov, noise_px, square):

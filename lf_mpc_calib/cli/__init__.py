@@ -32,6 +32,7 @@ SUBCOMMANDS = (
     'plan',
     'import_calibration',
     'export_calibration',
+    'verify',
 )
 
 
