@@ -94,8 +94,11 @@ except ImportError:  # pragma: no cover - importable without ROS for docs
 class CalibrationNode(Node):
     """The calibration node (module docstring); kwargs go to ``rclpy.node.Node``."""
 
+    NODE_NAME = 'lf_calibration'
+
     def __init__(self, **kwargs):
-        super().__init__('lf_calibration', **kwargs)
+        self._stopping = False                  # stop_waiting() was called: no more waits
+        super().__init__(self.NODE_NAME, **kwargs)
         try:
             self._setup()
         except Exception:
@@ -134,19 +137,19 @@ class CalibrationNode(Node):
             ('optical_frame', '', 'optical frame id; empty: <camera_name>_optical_frame',
              None),
             ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
-             D.positive),
+             D.positive_at_most(D.MAX_WAIT_S)),
             ('base_frame', '', "robot base frame ('' with tool_frame '': no robot arm)", None),
             ('tool_frame', '', "robot tool (flange) frame ('': no robot arm)", None),
             ('hand_eye_setup', 'eye-in-hand', 'eye-in-hand (camera on the arm) or eye-to-hand '
              '(camera fixed, board in the gripper)', D.one_of('eye-in-hand', 'eye-to-hand')),
             ('tf_max_age', 0.1, 'seconds the base -> tool transform may be from the frame',
-             D.positive),
+             D.positive_at_most(D.MAX_WAIT_S)),
             ('tf_motion_window', 0.2, 'seconds around the frame the arm must be at rest',
-             D.at_least(0.0)),
+             D.between(0.0, D.MAX_WAIT_S)),
             ('tf_timeout', 0.5, 'seconds ~/capture waits for the transform at the frame',
-             D.at_least(0.0)),
+             D.between(0.0, D.MAX_WAIT_S)),
             ('detections_rate', 3.0, 'Hz of the live picture on ~/detections while subscribed',
-             D.positive),
+             D.positive_at_most(100.0)),
         ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS + SUGGESTION_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
@@ -334,12 +337,23 @@ class CalibrationNode(Node):
         ``timeout`` s, or None."""
         event, slot = threading.Event(), []
         with self._frame_lock:
+            if self._stopping:
+                return None
             self._waiters.append((event, slot))
         if not event.wait(timeout):
             with self._frame_lock:
                 if (event, slot) in self._waiters:
                     self._waiters.remove((event, slot))
         return slot[0] if slot else None
+
+    def stop_waiting(self):
+        """End every wait for a frame now and refuse new ones (the node is stopping: a
+        ~/capture waiting answers at once instead of after ``capture_timeout``)."""
+        with self._frame_lock:
+            self._stopping = True
+            waiters, self._waiters = self._waiters, []
+        for event, _ in waiters:
+            event.set()
 
     # ---- services -----------------------------------------------------------------------
     def _on_capture(self, request, response):
@@ -350,6 +364,9 @@ class CalibrationNode(Node):
             return response
         bad_before = self.bad_images
         frame = self.next_frame(self.params['capture_timeout'])
+        if frame is None and self._stopping:
+            response.message = 'the node is stopping: no frame captured'
+            return response
         if frame is None:
             bad = self.bad_images - bad_before
             response.message = (f'no valid image on {D.IMAGE_TOPIC} within '

@@ -222,6 +222,18 @@ def between(low, high):
         low, high)
 
 
+def positive_at_most(high):
+    """Check for :func:`declare_parameters`: a number in (0, ``high``] (a timeout, a rate:
+    1e308 s would overflow the waits that take it)."""
+    return _with_bounds(
+        lambda value: None if 0 < value <= high else f'expected 0 < value <= {high}',
+        0, high)
+
+
+MAX_WAIT_S = 3600.0
+"""Longest timeout a node parameter may set (seconds)."""
+
+
 def one_of(*choices):
     """Check for :func:`declare_parameters`: one of ``choices``."""
     return lambda value: None if value in choices else f'expected one of {choices}'
@@ -243,15 +255,15 @@ def run_node(node_factory, args=None):
 
     SIGINT and SIGTERM (``docker stop``, systemd) end the node the same way, in any state: while
     it is built (rendering, loading) the construction is interrupted; while it spins, the spin
-    loop ends within 0.1 s; callbacks still running get SHUTDOWN_GRACE_S, then the process
-    exits without waiting for them. Exit code 0, and no error from the ROS context going away
-    under a callback. A node whose construction raises (bad parameter ...) logs the error and
-    exits with 1. Returns the exit code (or leaves the process with it when threads remain).
+    loop ends within 0.1 s, the node's ``stop_waiting()`` (when it has one) ends the waits of
+    its callbacks (a ~/capture waiting for a frame answers at once), and callbacks still running
+    get SHUTDOWN_GRACE_S, then the process exits without waiting for them. Exit code 0, and no
+    error from the ROS context going away under a callback. A node whose construction raises
+    (bad parameter ...) logs the error at FATAL under the node's name and exits with 1. Returns
+    the exit code (or leaves the process with it when callbacks are still running).
     """
-    import os
     import signal
     import threading
-    import time
 
     import rclpy
     from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -286,31 +298,95 @@ def run_node(node_factory, args=None):
         pass
     except Exception as exc:  # noqa: B902 - startup errors end the process with a message
         if not stop.is_set():
-            rclpy.logging.get_logger('lf_mpc_calib').fatal(f'{type(exc).__name__}: {exc}')
+            _log_fatal(node_factory, exc)
             code = 1
     finally:
         building[0] = False
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         sys.unraisablehook = unraisable_before
-        if executor is not None:
-            executor.shutdown(timeout_sec=SHUTDOWN_GRACE_S)
-        if node is not None:
-            try:
-                node.destroy_node()
-            except Exception:  # noqa: B902 - the context may already be gone
-                pass
-        rclpy.try_shutdown()
-    deadline = time.monotonic() + SHUTDOWN_GRACE_S
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
-           if t is not threading.main_thread()):
+    return _stop_node(node, executor, code)
+
+
+def _log_fatal(node_factory, exc):
+    """Log a node's startup error at FATAL under the name the node would have had (its
+    ``NODE_NAME`` with the process's remappings, e.g. ``cam1.lf_calibration`` under launch)."""
+    import rclpy
+    text = f'{type(exc).__name__}: {exc}'
+    name = getattr(node_factory, 'NODE_NAME', None)
+    if name and rclpy.ok():
+        try:
+            stand_in = rclpy.create_node(name, enable_rosout=True)
+        except Exception:  # noqa: B902 - the node's own setup failed; say it anyway
+            stand_in = None
+        if stand_in is not None:
+            stand_in.get_logger().fatal(text)
+            stand_in.destroy_node()
+            return
+    rclpy.logging.get_logger(name or 'lf_mpc_calib').fatal(text)
+
+
+def _stop_node(node, executor, code):
+    """
+    End a node after its spin loop: its waits ended, the callbacks in flight given
+    SHUTDOWN_GRACE_S, then executor, node and context shut down, in that order.
+
+    The callbacks must be over before ``executor.shutdown`` (it destroys the executor's guard
+    condition a callback triggers when it ends) and before ``destroy_node`` (a callback answering
+    then raises "cannot use Destroyable because destruction was requested", which rclpy prints
+    as an exception never retrieved). When some are still running after the grace (a
+    calibration), the process exits at once with ``code`` instead.
+    """
+    import os
+
+    import rclpy
+    if node is not None and callable(getattr(node, 'stop_waiting', None)):
+        node.stop_waiting()
+    if executor is not None and not _callbacks_ended(executor, SHUTDOWN_GRACE_S):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)      # a callback still running (a calibration): do not wait for it
+    if executor is not None:
+        executor.shutdown(timeout_sec=0.0)
+    if node is not None:
+        try:
+            node.destroy_node()
+        except Exception:  # noqa: B902 - the context may already be gone
+            pass
+    rclpy.try_shutdown()
+    if not _threads_ended(SHUTDOWN_GRACE_S):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)      # a thread of the node's own still running: do not wait for it
     return code
+
+
+def _threads_ended(timeout_s):
+    """Join the process's other non-daemon threads for up to ``timeout_s``; whether they
+    ended."""
+    import threading
+    import time
+    deadline = time.monotonic() + timeout_s
+    others = [t for t in threading.enumerate()
+              if t is not threading.main_thread() and not t.daemon]
+    for thread in others:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(t.is_alive() for t in others)
+
+
+def _callbacks_ended(executor, timeout_s):
+    """Wait up to ``timeout_s`` for the callbacks ``executor`` (a MultiThreadedExecutor)
+    started to end; whether they did. Their exceptions are marked as seen (the guards already
+    logged what a callback raised)."""
+    import time
+    deadline = time.monotonic() + timeout_s
+    tasks = list(getattr(executor, '_futures', ()))    # the callbacks handed to its threads
+    while any(not t.done() for t in tasks) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for task in tasks:
+        if task.done():
+            task.exception()
+    return all(t.done() for t in tasks)
 
 
 def odd_views(value):

@@ -75,8 +75,10 @@ except ImportError:  # pragma: no cover - the module is importable without ROS f
 class SimCameraNode(Node):
     """The simulated camera node (module docstring); kwargs go to ``rclpy.node.Node``."""
 
+    NODE_NAME = 'lf_sim_camera'
+
     def __init__(self, **kwargs):
-        super().__init__('lf_sim_camera', **kwargs)
+        super().__init__(self.NODE_NAME, **kwargs)
         try:
             self._setup()
         except Exception:

@@ -50,12 +50,18 @@ def test_calibration_node_rejects_bad_parameters(ros_context):
                             parameter_overrides=[Parameter(name, value=value)])
 
 
-def test_calibration_node_main_exits_nonzero_on_bad_parameter():
+@pytest.mark.parametrize('value', ['square_size:=-1.0', 'capture_timeout:=1e308'])
+def test_calibration_node_main_exits_nonzero_on_bad_parameter_naming_the_node(value):
+    # FATAL under the node's name in its namespace, as any other line of the node
     proc = subprocess.run(
-        [sys.executable, '-m', 'lf_mpc_calib.ros.calibration_node', '--ros-args', '-p',
-         'square_size:=-1.0'], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1
-    assert "parameter 'square_size'" in proc.stdout + proc.stderr
+        [sys.executable, '-m', 'lf_mpc_calib.ros.calibration_node', '--ros-args', '-r',
+         '__ns:=/cam1', '-p', value], capture_output=True, text=True, timeout=60)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    name = value.split(':=')[0]
+    fatal = [line for line in out.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1 and '[cam1.lf_calibration]' in fatal[0], out
+    assert f"parameter '{name}'" in fatal[0], out
 
 
 def test_calibration_node_services_in_any_order_and_bad_images(ros_context, ros_executor,

@@ -25,7 +25,8 @@ rclpy = pytest.importorskip('rclpy')
 
 from std_srvs.srv import Trigger  # noqa: E402
 
-from ros.rclpy_helpers import call_service, spin_until, wait_for_publishers  # noqa: E402
+from ros.rclpy_helpers import (  # noqa: E402
+    call_service, spin_until, wait_for, wait_for_publishers)
 
 pytestmark = pytest.mark.cost(27)   # s on the CI machine: scheduled early (conftest)
 
@@ -72,7 +73,8 @@ def _stop(proc, sig, what):
     took = time.monotonic() - sent
     assert proc.returncode == 0, f'{what}: exit code {proc.returncode} on {sig.name}\n{out}'
     assert took < EXIT_WITHIN_S, f'{what}: exited {took:.2f} s after {sig.name}'
-    assert 'FATAL' not in out and 'Traceback' not in out, f'{what}: {out[-3000:]}'
+    for bad in ('FATAL', 'Traceback', 'never retrieved'):
+        assert bad not in out, f'{what}: {bad!r} in its output:\n{out[-3000:]}'
     return out
 
 
@@ -123,21 +125,43 @@ def _capture_poses(executor, c, count):
         assert answer.success, answer.message
 
 
-def test_calibration_node_exits_cleanly_while_capturing_calibrating_and_saving(
-        ros_node, ros_executor, tmp_path):
-    c = _clients(ros_node)
-    # capturing: no camera publishes, so ~/capture waits for a frame
-    calib = _start('calibration_node', *SMALL_BOARD, '-p', f'output_dir:={tmp_path}')
+@pytest.fixture(scope='module')
+def white_file(tmp_path_factory):
+    """A white image of a small simulated camera: with it ~/capture really waits for a frame
+    (without one it answers at once that there is no white)."""
+    import cv2
+    from lf_mpc_calib.simulation.optics import preset
+    from lf_mpc_calib.simulation.render import quantize, render_white
+    path = tmp_path_factory.mktemp('white') / 'white.png'
+    cv2.imwrite(str(path), quantize(render_white(preset('lytro', scale=0.2)), 8))
+    return path
+
+
+@pytest.mark.parametrize('sig', [signal.SIGTERM, signal.SIGINT], ids=['SIGTERM', 'SIGINT'])
+def test_calibration_node_exits_at_once_while_a_capture_waits_for_a_frame(
+        ros_node, ros_executor, tmp_path, white_file, sig):
+    capture = ros_node.create_client(Trigger, '/lf_calibration/capture')
+    # a white and no camera: ~/capture waits capture_timeout (10 s) for a frame
+    calib = _start('calibration_node', *SMALL_BOARD, '-p', f'output_dir:={tmp_path}',
+                   '-p', f'white_image_file:={white_file}', '-p', 'capture_timeout:=10.0')
     try:
-        assert c['capture'].wait_for_service(timeout_sec=60.0)
-        pending = c['capture'].call_async(Trigger.Request())
-        time.sleep(0.5)                 # the request reaches the node and its wait begins
-        assert not pending.done()
+        wait_for(ros_executor, capture.service_is_ready, 'the ~/capture service', 60.0)
+        pending = capture.call_async(Trigger.Request())
+        waited = not spin_until(ros_executor, pending.done, timeout_sec=1.0)
+        assert waited, f'~/capture answered at once: {pending.result()}'
     except BaseException:
         calib.kill()
         raise
-    _stop(calib, signal.SIGTERM, 'calibration node waiting in ~/capture')
+    _stop(calib, sig, 'calibration node waiting in ~/capture')
+    # the capture was waiting when the signal came: it answers that the node stops
+    wait_for(ros_executor, pending.done, 'the answer of the waiting ~/capture', 5.0)
+    answer = pending.result()
+    assert not answer.success and 'stopping' in answer.message, answer.message
 
+
+def test_calibration_node_exits_cleanly_while_calibrating_and_saving(
+        ros_node, ros_executor, tmp_path):
+    c = _clients(ros_node)
     for state in ('calibrate', 'save'):
         sim, calib = _session(tmp_path / state)
         try:
