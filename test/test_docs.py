@@ -16,7 +16,7 @@ import pytest
 from lf_mpc_calib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = sorted((REPO / 'docs').glob('*.md')) + [REPO / 'README.md']
+DOCS = sorted((REPO / 'docs').rglob('*.md')) + [REPO / 'README.md']
 OPTION = re.compile(r'(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)*)')
 # built from pieces so that this file holds no marker line itself
 MARKER = re.compile('^(?:' + '<' * 7 + '|' + '>' * 7 + '|' + r'\|' * 7 + ')(?: |$)|^'
@@ -262,3 +262,255 @@ def test_focused_capture_figures_are_simulate_defaults():
             (path.name, poses and poses.group(0)[-100:])
     help_text = SUBPARSERS['simulate'].format_help()
     assert f'focused presets {FOCUSED_SAMPLES}' in ' '.join(help_text.split())
+
+
+# ---- the reference pages (issue 39 #3): one per file format, every field named -------------
+
+REFERENCE = REPO / 'docs' / 'reference'
+REFERENCE_PAGES = ('calibration-file.md', 'observation-table.md', 'grid-file.md', 'manifest.md',
+                   'depth-outputs.md')
+LINK = re.compile(r'\]\(([^)\s]+)\)')
+
+
+def _links(path):
+    """The link targets of a markdown page (outside fenced blocks)."""
+    text = re.sub(r'^```.*?^```', '', path.read_text(), flags=re.S | re.M)
+    return LINK.findall(text)
+
+
+def _slug(heading):
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to '-'."""
+    text = re.sub(r'^#+\s*', '', heading).strip().lower()
+    return re.sub(r'[^\w\- ]', '', text).replace(' ', '-')
+
+
+def _anchors(path):
+    seen, found = {}, set()
+    for heading, _ in _sections(path.read_text()):
+        if heading:
+            s = _slug(heading)
+            found.add(s if s not in seen else f'{s}-{seen[s]}')
+            seen[s] = seen.get(s, 0) + 1
+    return found
+
+
+def test_reference_pages_exist_and_are_linked():
+    """Each format has its page, reached from the README and from docs/file-formats.md."""
+    readme = {(REPO / t).resolve() for t in _links(REPO / 'README.md')}
+    index_page = REPO / 'docs' / 'file-formats.md'
+    index = {(index_page.parent / t.partition('#')[0]).resolve() for t in _links(index_page)}
+    for name in REFERENCE_PAGES:
+        page = (REFERENCE / name).resolve()
+        assert page.is_file(), name
+        assert page in readme, f'README.md does not link docs/reference/{name}'
+        assert page in index, f'docs/file-formats.md does not link reference/{name}'
+    assert (REPO / 'docs' / 'results.md').resolve() in readme
+
+
+def test_relative_links_resolve():
+    """Every relative link of docs/ and the README names a file that exists, and its #anchor a
+    heading of that page."""
+    broken = []
+    for page in sorted((REPO / 'docs').rglob('*.md')) + [REPO / 'README.md']:
+        for target in _links(page):
+            if re.match(r'[a-z]+:', target):
+                continue                        # https:, mailto:
+            name, _, anchor = target.partition('#')
+            dest = (page.parent / name).resolve() if name else page
+            if not dest.exists():
+                broken.append(f'{page.relative_to(REPO)}: {target} (no such file)')
+            elif anchor and dest.suffix == '.md' and anchor not in _anchors(dest):
+                broken.append(f'{page.relative_to(REPO)}: {target} (no such heading)')
+    assert broken == []
+
+
+def _named(page):
+    """The words a page names in backticks outside its examples (fenced blocks):
+    `intrinsics.k_i` names intrinsics and k_i."""
+    text = re.sub(r'^```.*?^```', '', (REFERENCE / page).read_text(), flags=re.S | re.M)
+    spans = re.findall(r'`([^`]+)`', text)
+    return {w for s in spans for w in re.findall(r'[A-Za-z_][A-Za-z0-9_]*', s)}
+
+
+def _keys(doc, skip=()):
+    """Every mapping key in a parsed YAML document, not descending into keys in ``skip``."""
+    found = set()
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            found.add(str(k))
+            if k not in skip:
+                found |= _keys(v, skip)
+    elif isinstance(doc, list):
+        for v in doc:
+            found |= _keys(v, skip)
+    return found
+
+
+def _written_calibration(path):
+    """Write a calibration file with every optional key, by the project's own code: a small
+    simulated calibration (its held terms), a deformed lenslet grid, lens-type terms of every
+    kind, Lytro metadata and a hand-eye mount. Returns the parsed YAML."""
+    import numpy as np
+    import yaml
+
+    from lf_mpc_calib.calibration import calibrate
+    from lf_mpc_calib.calibration.hand_eye import hand_eye_dict
+    from lf_mpc_calib.calibration.type_terms import LensTypeTerms
+    from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
+    from lf_mpc_calib.io.lytro import LytroMetadata, WhiteChoice
+    from lf_mpc_calib.lenslet.grid import LatticeDeformation, LensletGrid
+    from lf_mpc_calib.simulation.observations import paper_scene
+    _, _, _, obs = paper_scene(n_poses=4, n_views=5, noise_px=0.1, rng=np.random.default_rng(0))
+    result = calibrate(obs)
+    assert result.held, 'the small calibration was meant to hold a term (key held)'
+    grid = LensletGrid('hex', 10.0, 8.66, 0.0, [5.0, 5.0], (100, 110), (1000, 960), 0,
+                       LatticeDeformation(1, [500.0, 480.0], [500.0, 480.0], np.zeros((3, 2))))
+    meta = LytroMetadata('F01', 'A1', 0.0, 0.0, 0.01, 100.0, 'bggr', 12, 'little', 3280, 3280,
+                         168.0, 4095.0, Path('frame.lfr'))
+    white = WhiteChoice(Path('white.raw'), meta, 0.0, 0.0)
+    two, lens_types = np.zeros(2), {}
+    for terms in ('affine-radial-view', 'affine-slope'):
+        lens_types.update(LensTypeTerms(
+            terms, two, np.zeros((2, 2)), np.full(2, 0.5), two, np.zeros((2, 2)),
+            radial=np.zeros((2, 2)), radial_std=np.zeros((2, 2)), view_scale=two,
+            view_scale_std=two, view_centre_px=two, slope=two, slope_std=two).to_dict())
+    mount = (np.zeros(3), np.array([0.0, 0.0, 0.1]))
+    cal = CalibrationFile.from_result(
+        result, camera_type='conventional', image_size=(100, 110), lenslet_grid=grid,
+        lens_types={**lens_types, 'classes': '(k mod 2) + 2 (l mod 2)',
+                    'type_of_class': [0, 1, 1, 0]},
+        camera_metadata={**meta.to_dict(), 'white_image': white.to_dict()},
+        hand_eye=hand_eye_dict('eye-in-hand', mount, parent_frame='tool0',
+                               child_frame='camera_optical_frame', stddev=mount, board=mount,
+                               board_parent_frame='base_link', board_stddev=mount))
+    save_calibration(path, cal)
+    return yaml.safe_load(Path(path).read_text())
+
+
+def test_calibration_file_keys_documented(tmp_path):
+    doc = _written_calibration(tmp_path / 'cal.yaml')
+    keys = _keys(doc, skip=('lenslet_grid',))
+    assert {'held', 'hand_eye', 'camera_metadata', 'lens_types'} <= keys
+    assert sorted(keys - _named('calibration-file.md')) == []
+    grid_keys = _keys(doc['lenslet_grid'])
+    assert 'deformation' in grid_keys
+    assert sorted(grid_keys - _named('grid-file.md')) == []
+
+
+def test_observation_table_columns_documented(tmp_path):
+    import numpy as np
+
+    from lf_mpc_calib.camera.observations import Observations
+    from lf_mpc_calib.io.observation_table import write_observations
+    path = tmp_path / 'obs.csv'
+    write_observations(path, Observations([0], [0], np.zeros((1, 3)), np.zeros((1, 4)), [1]))
+    columns = path.read_text().splitlines()[0].split(',')
+    assert 'lens_type' in columns
+    rows = re.findall(r'^\| `([^`]+)`', (REFERENCE / 'observation-table.md').read_text(), re.M)
+    named = {c.strip() for r in rows for c in r.split('`, `')} | _named('observation-table.md')
+    assert [c for c in columns if c not in named] == []
+
+
+def _mapping_keys(path, name):
+    """The string keys a module uses with the mapping called ``name``: name['k'],
+    name.get('k'), 'k' in name, name = {'k': ...} (a key given by a module constant is
+    resolved)."""
+    tree = ast.parse(path.read_text())
+    consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+              and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+              for t in n.targets if isinstance(t, ast.Name)}
+
+    def text(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return consts.get(node.id) if isinstance(node, ast.Name) else None
+
+    def is_name(node):
+        return isinstance(node, ast.Name) and node.id == name
+    found = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Subscript) and is_name(n.value):
+            found.add(text(n.slice))
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                n.func.attr == 'get' and is_name(n.func.value) and n.args:
+            found.add(text(n.args[0]))
+        elif isinstance(n, ast.Compare) and len(n.ops) == 1 and \
+                isinstance(n.ops[0], (ast.In, ast.NotIn)) and is_name(n.comparators[0]):
+            found.add(text(n.left))
+        elif isinstance(n, ast.Assign) and any(is_name(t) for t in n.targets) and \
+                isinstance(n.value, ast.Dict):
+            found |= {text(k) for k in n.value.keys if k is not None}
+    return found - {None}
+
+
+MANIFEST_CODE = ('lf_mpc_calib/io/raw_dataset.py', 'lf_mpc_calib/simulation/dataset.py',
+                 'lf_mpc_calib/simulation/scene_dataset.py', 'lf_mpc_calib/simulation/arm.py',
+                 'lf_mpc_calib/pipeline/session.py', 'lf_mpc_calib/cli/calibrate_raw.py')
+"""Where a manifest is read (raw_dataset, calibrate-raw) or written (simulate, plan, ~/save)."""
+
+
+def test_manifest_keys_documented():
+    keys = set().union(*(_mapping_keys(REPO / p, 'manifest') for p in MANIFEST_CODE))
+    assert {'board', 'white', 'dark', 'frames', 'format_version', 'robot_poses', 'sha256',
+            'acceptance'} <= keys
+    assert sorted(keys - _named('manifest.md')) == []
+
+
+def test_manifest_key_finder(tmp_path):
+    path = tmp_path / 'probe.py'
+    path.write_text("KEY = 'arm'\nmanifest = {'a': 1}\nmanifest[KEY] = 2\nx = manifest.get('b')\n"
+                    "if 'c' in manifest:\n    y = manifest['d']\nother['e'] = 3\n")
+    assert _mapping_keys(path, 'manifest') == {'a', 'arm', 'b', 'c', 'd'}
+
+
+def test_grid_file_keys_documented():
+    from dataclasses import fields
+
+    from lf_mpc_calib.lenslet.estimate import GridQuality
+    keys = {f.name for f in fields(GridQuality)}
+    tree = ast.parse((REPO / 'lf_mpc_calib' / 'cli' / 'grid.py').read_text())
+    keys |= {k.value for n in ast.walk(tree) if isinstance(n, ast.Dict) for k in n.keys
+             if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    assert {'fit', 'spot_scatter_px', 'lattice_error_px', 'defects'} <= keys
+    assert sorted(keys - _named('grid-file.md')) == []
+
+
+def test_ply_properties_documented():
+    tree = ast.parse((REPO / 'lf_mpc_calib' / 'cli' / 'depth.py').read_text())
+    props = {'x', 'y', 'z'} | {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call)
+                               and getattr(n.func, 'id', None) == 'write_ply'
+                               for k in n.keywords}
+    assert 'confidence' in props
+    assert sorted(props - _named('depth-outputs.md')) == []
+
+
+FIGURES = {
+    # what a program prints: (where in lf_mpc_calib, the docs page that defines it)
+    'usable)': ('lf_mpc_calib/cli/decode.py', 'docs/cli.md'),
+    'known, median': ('lf_mpc_calib/cli/depth.py', 'docs/reference/depth-outputs.md'),
+    'line residual': ('lf_mpc_calib/pipeline/offline.py', 'docs/calibration-guide.md'),
+    'median edge share': ('lf_mpc_calib/pipeline/focused_raw.py', 'docs/focused-detector.md'),
+    'the spots scatter': ('lf_mpc_calib/cli/grid.py', 'docs/reference/grid-file.md'),
+    'the lattice explains them': ('lf_mpc_calib/cli/grid.py', 'docs/cli.md'),
+    'valid samples': ('lf_mpc_calib/cli/decode.py', 'docs/cli.md'),
+    'vignetting corrected': ('lf_mpc_calib/cli/decode.py', 'docs/cli.md'),
+}
+"""Figures the programs print, and the page where each is defined."""
+DEFINED = {
+    'usable)': r'`\(37 usable\)`\s+counts',
+    'known, median': r'\*\*`60% known`\*\*: the share',
+    'line residual': r'\*\*line residual\*\* \(per frame\)',
+    'median edge share': r'The \*\*edge share\*\* of a frame is',
+    'the spots scatter': r'\*\*the spots scatter\*\*',
+    'the lattice explains them': r'\*the lattice explains them to\*',
+    'valid samples': r'`valid\s+samples:` the share',
+    'vignetting corrected': r'`vignetting corrected: gain A-B x`: the 5th-95th',
+}
+
+
+@pytest.mark.parametrize('figure', sorted(FIGURES))
+def test_printed_figures_defined(figure):
+    """Each figure is still printed by its module, and its page defines it."""
+    code, page = FIGURES[figure]
+    assert figure in ' '.join((REPO / code).read_text().split()), (figure, code)
+    assert re.search(DEFINED[figure], (REPO / page).read_text()), (figure, page)
