@@ -66,8 +66,12 @@ def test_depth_cli_bad_input_is_a_clear_error(planes, tmp_path, capsys):
     frame = str(planes / 'frame_000.png')
     assert main(['depth', frame, '--near', '0.5', '--far', '0.2'] + base) == 1
     assert 'empty' in capsys.readouterr().err
-    assert main(['depth', frame, '--near', '-1', '--far', '0.2'] + base) == 1
-    assert 'in front of the camera' in capsys.readouterr().err
+    with pytest.raises(SystemExit):         # refused where it enters
+        main(['depth', frame, '--near', '-1', '--far', '0.2'] + base)
+    assert '--near: expected a number above 0' in capsys.readouterr().err
+    for command in (['depth'], ['refocus', '--distance', '0.3']):     # a frame as the white
+        assert main(command + [frame, '--white', frame] + base) == 1
+        assert 'smooth brightness of a white image' in capsys.readouterr().err
     doc = yaml.safe_load((planes / 'ground_truth.yaml').read_text())
     doc['lenslet_grid'] = None
     nogrid = tmp_path / 'nogrid.yaml'

@@ -117,6 +117,28 @@ def read_raw_and_white(args):
     return raw, white
 
 
+def check_white_for(cal, white, path):
+    """
+    Refuse a white (H, W) or (H, W, 3) that is no white image of the calibration's camera (a
+    scene, a checkerboard, a dark or saturated frame): the grid's own checks, at its spacing.
+    """
+    import numpy as np
+    from lf_mpc_calib.errors import DetectionError, InvalidInputError
+    from lf_mpc_calib.lenslet.estimate import (check_micro_images_lit, check_white,
+                                               neighbour_distance)
+    mono = np.asarray(white if white.ndim == 2 else white.mean(axis=2), dtype=np.float32)
+    top = float(np.iinfo(white.dtype).max) if white.dtype.kind in 'ui' else None
+    grid = cal.lenslet_grid
+    try:
+        check_white(mono, neighbour_distance(grid) if grid else None, full_scale=top)
+        if grid is not None and mono.shape == tuple(grid.image_size)[::-1]:
+            xy, r = grid.centres(), 0.5 * neighbour_distance(grid)
+            whole = np.all((xy >= r) & (xy <= np.array(grid.image_size) - 1 - r), axis=1)
+            check_micro_images_lit(mono, xy[whole])
+    except DetectionError as exc:
+        raise InvalidInputError(f'{path}: {exc}') from None
+
+
 def decode_frame(args):
     """(LiveMeasurer, raw, Measurement without points or rays) for the decoding arguments."""
     from lf_mpc_calib.errors import InvalidInputError
@@ -127,6 +149,7 @@ def decode_frame(args):
         raise InvalidInputError(f'--views must look like 9x9, got {args.views!r}')
     cal = load_calibration(args.calibration)
     raw, white = read_raw_and_white(args)
+    check_white_for(cal, white, white_and_dark_paths(args)[0])
     from lf_mpc_calib.lenslet.frame_check import frame_warnings
     for warning in frame_warnings(raw, white):
         print(f'warning: {args.raw}: {warning}', file=sys.stderr)
@@ -201,6 +224,7 @@ def focused_depth(args):
     from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
     cal = load_calibration(args.calibration)
     raw, white = read_raw_and_white(args)
+    check_white_for(cal, white, white_and_dark_paths(args)[0])
     measurer = FocusedMeasurer.from_calibration(cal, white=white)
     if raw.ndim == 3:
         raw = raw.mean(axis=2).astype(raw.dtype)

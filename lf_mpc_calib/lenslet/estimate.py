@@ -742,6 +742,26 @@ def check_white(white, spacing=None, full_scale=None):
 _MAX_DIM = 0.1
 
 
+def check_micro_images_lit(img, centres):
+    """
+    Refuse a white (H, W) whose micro-images at ``centres`` (N, 2) px are not all lit.
+
+    Every micro-image of a white image is lit, following a smooth vignetting: over 10 % of
+    them under 0.7 x a smooth fit of the brightest pixel of their 3 x 3 core are a scene or a
+    checkerboard. Raises DetectionError naming the share and its limit.
+    """
+    h, w = img.shape
+    ij = np.rint(centres).astype(int)
+    peak = np.max([img[np.clip(ij[:, 1] + dy, 0, h - 1), np.clip(ij[:, 0] + dx, 0, w - 1)]
+                   for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
+    low = _dim_share(centres, peak, (w, h), lit_fraction=0.0)
+    if low > _MAX_DIM:
+        raise DetectionError(
+            f'white image check: {100 * low:.1f} % of the {len(centres)} micro-images are '
+            f'under 0.7 x the smooth brightness of a white image (limit {100 * _MAX_DIM:.0f} '
+            f'%): a scene or checkerboard frame?; {_ADVICE}')
+
+
 def _dim_share(xy, values, image_size, lit_fraction=0.2):
     """
     Share of the lit samples (values (N,) at xy (N, 2) px) under 0.7 x a smooth vignetting.
@@ -878,16 +898,7 @@ def measure_spots(img, spacing, lattice, *, dark_fraction=0.05, max_spots=15000,
         raise DetectionError(
             f'grid spots stage: no peaks: only {len(centres)} micro-image spots lie inside the '
             f'image, need at least {_MIN_SPOTS} (spacing {spacing:.2f} px); {_ADVICE}')
-    # every micro-image of a white image is lit: dark ones among bright ones are a scene
-    ij = np.rint(centres).astype(int)
-    peak = np.max([img[np.clip(ij[:, 1] + dy, 0, h - 1), np.clip(ij[:, 0] + dx, 0, w - 1)]
-                   for dy in (-1, 0, 1) for dx in (-1, 0, 1)], axis=0)
-    low = _dim_share(centres, peak, (w, h), lit_fraction=0.0)
-    if low > _MAX_DIM:
-        raise DetectionError(
-            f'white image check: {100 * low:.1f} % of the {len(centres)} micro-images are '
-            f'under 0.7 x the smooth brightness of a white image (limit {100 * _MAX_DIM:.0f} '
-            f'%): a scene or checkerboard frame?; {_ADVICE}')
+    check_micro_images_lit(img, centres)
     kind, rot, pitch, row_spacing = _rotation_and_type(centres, kind)
     nn = _neighbour_distance(kind, pitch, row_spacing)
     return _Spots(kind, rot, pitch, row_spacing, nn, spacing, centres, all_cand, smap)
