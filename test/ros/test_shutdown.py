@@ -159,6 +159,25 @@ def test_calibration_node_exits_at_once_while_a_capture_waits_for_a_frame(
     assert not answer.success and 'stopping' in answer.message, answer.message
 
 
+def test_calibration_node_exits_cleanly_amid_service_calls(ros_node, ros_executor, tmp_path):
+    # callbacks in flight at the stop once raised "cannot use Destroyable because destruction
+    # was requested", printed as an exception never retrieved (all of 8 stops under calls)
+    # (half of the stops here): three stops
+    reset = ros_node.create_client(Trigger, '/lf_calibration/reset')
+    for k in range(3):
+        calib = _start('calibration_node', *SMALL_BOARD, '-p', f'output_dir:={tmp_path}')
+        try:
+            wait_for(ros_executor, reset.service_is_ready, 'the ~/reset service', 60.0)
+            pending = [reset.call_async(Trigger.Request()) for _ in range(300)]
+            wait_for(ros_executor, lambda: any(f.done() for f in pending), 'an answer', 30.0)
+            assert not all(f.done() for f in pending), 'all answered before the stop'
+        except BaseException:
+            calib.kill()
+            raise
+        _stop(calib, signal.SIGTERM, f'calibration node amid ~/reset calls (try {k + 1})')
+        wait_for(ros_executor, lambda: not reset.service_is_ready(), 'the service gone', 10.0)
+
+
 def test_calibration_node_exits_cleanly_while_calibrating_and_saving(
         ros_node, ros_executor, tmp_path):
     c = _clients(ros_node)
