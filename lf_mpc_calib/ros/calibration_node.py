@@ -132,8 +132,9 @@ class CalibrationNode(Node):
              '$ROS_HOME/lf_mpc_calib (~/.ros/lf_mpc_calib)', None),
             ('session_dir', '', 'where each capture is written as it is taken, and resumed '
              "from at start; '': <output_dir>/<camera_name>_session", None),
-            ('camera_name', D.CAMERA_NAME, 'camera name: file name and frame ids',
-             lambda v: None if v and '/' not in v else 'expected a non-empty name without /'),
+            ('camera_name', '', "camera name: file name and frame ids; '': from the "
+             f'namespace (cam1 in /cam1), {D.CAMERA_NAME} at the root',
+             lambda v: None if '/' not in v else 'expected a name without /'),
             ('optical_frame', '', 'optical frame id; empty: <camera_name>_optical_frame',
              None),
             ('capture_timeout', 10.0, 'seconds ~/capture waits for the next frame',
@@ -153,7 +154,7 @@ class CalibrationNode(Node):
         ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS + SUGGESTION_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
-        self.camera_name = p['camera_name']
+        self.camera_name = D.camera_name_of(self, p['camera_name'])
         self.optical_frame = p['optical_frame'] or D.optical_frame(self.camera_name)
         board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
         grid = self._load_grid(p['grid_file']) if p['grid_file'] else None

@@ -166,7 +166,7 @@ class DecodeNode(Node):
         self.calibration = None                # CalibrationFile
         self.measurer = None                   # LiveMeasurer (replaced, never mutated)
         self._white = None
-        self.optical_frame = p['optical_frame'] or D.optical_frame()
+        self.optical_frame = p['optical_frame'] or D.optical_frame(D.camera_name_of(self, ''))
         self.frames_received = 0
         self.frames_processed = 0
         self.frames_dropped = 0

@@ -38,6 +38,20 @@ def optical_frame(camera_name=CAMERA_NAME):
     return f'{camera_name}_optical_frame'
 
 
+def camera_name_of(node, given):
+    """
+    The camera name of ``node``: ``given``, or for '' one from the node's namespace.
+
+    The namespace with '_' for '/' (``cam1`` for /cam1, ``robot_cam1`` for /robot/cam1), and
+    CAMERA_NAME at the root: two cameras in two namespaces left at the default get distinct
+    frame ids (/tf_static is global), calibration files and session folders.
+    """
+    if given:
+        return given
+    namespace = node.get_namespace().strip('/')
+    return namespace.replace('/', '_') if namespace else CAMERA_NAME
+
+
 def board_frame(camera_name, index):
     """The frame id of captured board pose ``index``: <camera>_board_<index>."""
     return f'{camera_name}_board_{int(index)}'

@@ -123,7 +123,8 @@ class SimCameraNode(Node):
              D.at_least(0)),
             ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
              None),
-            ('camera_name', D.CAMERA_NAME, 'camera name (frame ids)', None),
+            ('camera_name', '', "camera name (frame ids); '': from the namespace (cam1 in "
+             f'/cam1), {D.CAMERA_NAME} at the root', None),
             ('scene', 'board', "what the camera sees: 'board' or 'planes' (textured planes at "
              'several depths with the board; conventional presets)', D.one_of('board', 'planes')),
             ('arm', '', "'' (a hand-held board), eye-in-hand or eye-to-hand: a simulated "
@@ -144,6 +145,7 @@ class SimCameraNode(Node):
             ('suggestion_topic', 'lf_calibration/suggested_pose', 'follow_suggestions: the '
              'geometry_msgs/PoseStamped board poses (optical frame) to show', None),
         ])
+        p['camera_name'] = D.camera_name_of(self, p['camera_name'])
         self.camera = preset(p['preset'], scale=p['scale'])
         if p['samples'] == 0:
             p['samples'] = FOCUSED_SAMPLES if self.camera.camera_type == 'focused' else 4

@@ -64,6 +64,29 @@ def test_calibration_node_main_exits_nonzero_on_bad_parameter_naming_the_node(va
     assert f"parameter '{name}'" in fatal[0], out
 
 
+def test_two_calibration_nodes_in_two_namespaces_keep_their_frames_apart(ros_context, tmp_path):
+    # /tf_static is global: at the default camera_name the frames come from the namespace
+    from lf_mpc_calib.ros.defaults import board_frame
+    out = [Parameter('output_dir', value=str(tmp_path))]
+    nodes = [CalibrationNode(context=ros_context, namespace=ns, parameter_overrides=out)
+             for ns in ('/cam1', '/robot/cam2', '/')]
+    try:
+        names = [n.camera_name for n in nodes]
+        assert names == ['cam1', 'robot_cam2', 'lf_camera'], names
+        frames = [{n.optical_frame, board_frame(n.camera_name, 0)} for n in nodes]
+        assert frames[0] == {'cam1_optical_frame', 'cam1_board_0'}, frames
+        assert not frames[0] & frames[1] and not frames[1] & frames[2], frames
+        folders = {n.recorder.store.folder for n in nodes}   # nor share a session folder
+        assert len(folders) == 3, folders
+    finally:
+        for node in nodes:
+            node.destroy_node()
+    named = CalibrationNode(context=ros_context, namespace='/cam1', parameter_overrides=out + [
+        Parameter('camera_name', value='left')])
+    assert (named.camera_name, named.optical_frame) == ('left', 'left_optical_frame')
+    named.destroy_node()
+
+
 def test_calibration_node_services_in_any_order_and_bad_images(ros_context, ros_executor,
                                                                ros_node, tmp_path):
     node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
