@@ -75,8 +75,11 @@ def test_tracking_reports_a_lost_board_and_the_measurer_searches_again(moving):
     # the measurer then searches in full, and a uniform frame is refused with the reason
     lost = meas.measure(np.full_like(raws[0], float(np.median(raws[0]))))
     assert len(lost.points) == 0 and 'texture' in lost.reason
-    # the next good frame is measured again (a full detection, then tracked)
+    # the next good frame is tracked again from the last good one: no full search
     again = meas.measure(raws[2])
-    assert again.corner_search.startswith('full search: ')
-    assert len(again.points) >= 0.9 * len(first.points)
-    assert meas.measure(raws[2]).corner_search == 'tracked'
+    assert again.corner_search == 'tracked' and len(again.points) >= 0.9 * len(first.points)
+    # lost on a processed frame: no corners while it is re-acquired, no full search yet
+    m = meas.measure(noise)
+    assert m.corner_search.startswith('re-acquiring: tracking kept') and len(m.points) == 0
+    assert 'lost' in m.reason
+    assert meas.measure(raws[1]).corner_search.startswith(('tracked', 're-acquired'))

@@ -90,6 +90,29 @@ def _sb_grids(img, board, min_size):
                 yield uv.reshape(board.rows, board.cols, 2)
 
 
+def quick_find_board(image, board, *, square_px, max_grid_error=0.15):
+    """
+    The board's inner corners (rows, cols, 2) in a 2-D image, by one findChessboardCornersSB
+    call after OpenCV's fast check (checkChessboard, about 1 ms), or None: for a search that
+    must stay cheap where there is no board (:func:`find_board` tries six settings, about a
+    second each on a textured image without a board). The image is upsampled so that a square
+    of ``square_px`` px becomes at least 12 px (factor 1-4); labels unresolved, as find_board.
+    """
+    u8 = _as_uint8(np.asarray(image, dtype=np.float32))
+    factor = int(np.clip(np.ceil(12.0 / max(float(square_px), 1e-6)), 1, 4))
+    big = u8 if factor == 1 else cv2.resize(u8, None, fx=factor, fy=factor,
+                                            interpolation=cv2.INTER_CUBIC)
+    pattern = (board.cols, board.rows)
+    if not cv2.checkChessboard(big, pattern):
+        return None
+    found, corners = cv2.findChessboardCornersSB(big, pattern, flags=cv2.CALIB_CB_NORMALIZE_IMAGE)
+    if not found:
+        return None
+    grid = ((corners.reshape(-1, 2).astype(float) + 0.5) / factor - 0.5).reshape(
+        board.rows, board.cols, 2)
+    return grid if grid_error(grid, board) <= max_grid_error else None
+
+
 def grid_error(grid, board):
     """
     How far a (rows, cols, 2) corner grid is from a perspective image of the board.

@@ -695,34 +695,62 @@ def saddle_strength(img, q, contrast, radius=2.0):
     return (a2 - a1) / max(contrast, 1e-6)
 
 
+def fit_xw(corner, cen, q, use, n, threshold, min_views=2):
+    """
+    Robust fit of (1), q - c = w c - y with y = w x, of n corners at once from their rows.
+
+    corner (R,) int: the corner of each row; cen, q (R, 2): its micro-image centre and refined
+    position; use (R,) bool: the rows to fit; threshold: residual (px) beyond which a row is
+    dropped (up to 4 rounds, all corners together through the normal equations). Returns
+    (x (n, 2), w (n,), kept (R,) bool, residual (R,) px); x and w are NaN for a corner with
+    fewer than ``min_views`` agreeing rows (kept False for its rows).
+    """
+    keep = use & np.all(np.isfinite(q), axis=1)
+    w_all, y_all = np.full(n, np.nan), np.full((n, 2), np.nan)
+    res = np.full(len(corner), np.inf)
+
+    def total(v):
+        return np.bincount(corner, weights=v, minlength=n)
+
+    for _ in range(4):
+        d = np.where(keep[:, None], q - cen, 0.0)
+        cc = np.where(keep[:, None], cen, 0.0)
+        cnt = total(keep.astype(float))
+        a = np.zeros((n, 3, 3))
+        a[:, 0, 0] = total((cc ** 2).sum(1))
+        a[:, 0, 1] = a[:, 1, 0] = -total(cc[:, 0])
+        a[:, 0, 2] = a[:, 2, 0] = -total(cc[:, 1])
+        a[:, 1, 1] = a[:, 2, 2] = cnt
+        b = np.column_stack([total((cc * d).sum(1)), -total(d[:, 0]), -total(d[:, 1])])
+        solvable = (cnt >= 2) & (np.abs(np.linalg.det(a)) > 1e-9)
+        sol = np.full((n, 3), np.nan)
+        sol[solvable] = np.linalg.solve(a[solvable], b[solvable, :, None])[..., 0]
+        w_all, y_all = sol[:, 0], sol[:, 1:]
+        with np.errstate(invalid='ignore'):
+            res = np.hypot(*((q - cen) - (w_all[corner, None] * cen - y_all[corner])).T)
+            new = use & (res <= threshold)
+        if np.array_equal(new, keep):
+            break
+        keep = new
+    cnt = total(keep.astype(float))
+    fine = (cnt >= max(min_views, 2)) & np.isfinite(w_all) & (np.abs(w_all) > 1e-6)
+    w = np.where(fine, w_all, np.nan)
+    x = np.where(fine[:, None], y_all / np.where(fine, w_all, 1.0)[:, None], np.nan)
+    return x, w, keep & fine[corner], res
+
+
 def _fit_xw(c, q, threshold):
     """
-    Robust fit of (1) q - c = w c - y, y = w x to K micro-images.
+    Robust fit of (1) to K micro-images of one corner (:func:`fit_xw`).
 
     Returns (kept (K,) bool, x (2,), w, residuals (kept,) px) or None when fewer than 2
     micro-images agree.
     """
-    keep = np.ones(len(c), bool)
-    for _ in range(4):
-        if keep.sum() < 2:
-            return None
-        a = np.zeros((2 * keep.sum(), 3))
-        cc, qq = c[keep], q[keep]
-        a[0::2, 0], a[0::2, 1] = cc[:, 0], -1.0
-        a[1::2, 0], a[1::2, 2] = cc[:, 1], -1.0
-        rhs = (qq - cc).ravel()
-        sol, *_ = np.linalg.lstsq(a, rhs, rcond=None)
-        w, y = sol[0], sol[1:]
-        if abs(w) < 1e-6:
-            return None
-        res = np.hypot(*((q - c) - (w * c - y)).T)
-        new = res <= threshold
-        if np.array_equal(new, keep):
-            break
-        keep = new
-    if keep.sum() < 2:
+    x, w, keep, res = fit_xw(np.zeros(len(c), np.int64), c, q, np.ones(len(c), bool), 1,
+                             threshold)
+    if not np.isfinite(w[0]):
         return None
-    return keep, y / w, float(w), res[keep]
+    return keep, x[0], float(w[0]), res[keep]
 
 
 def _min_spacing(grid):

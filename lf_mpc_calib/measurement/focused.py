@@ -188,18 +188,21 @@ class FocusedMeasurer:
     (None: the rendered image only); white: the white image, needed to measure (set later with
     :meth:`set_white`); track_corners: follow the corners from frame to frame in the
     micro-images (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`;
-    a full detection on the first frame and whenever tracking loses the board, the reason in
-    ``corner_search``); ray_step, ray_lens_step: the decimation of the rays
-    (:class:`lf_mpc_calib.measurement.focused_rays.FocusedRays`: every ray_step-th pixel of
-    the micro-images whose lattice indices are multiples of ray_lens_step; built on the first
-    frame that asks for rays). :meth:`measure` returns a
+    re-acquired seeded by the board's last place when the prediction fails, a full detection
+    on the first frame and when re-acquisition failed on 2 frames in a row, the reason in
+    ``corner_search``: :mod:`lf_mpc_calib.measurement.focused_search`); background_search: run
+    that full detection in a thread of its own (frames go on being rendered meanwhile, without
+    corners; ``search.last_full_search_s`` its duration); ray_step, ray_lens_step: the
+    decimation of the rays (:class:`lf_mpc_calib.measurement.focused_rays.FocusedRays`: every
+    ray_step-th pixel of the micro-images whose lattice indices are multiples of
+    ray_lens_step; built on the first frame that asks for rays). :meth:`measure` returns a
     :class:`lf_mpc_calib.measurement.live.Measurement` whose ``center`` is the image rendered
     from the micro-images at the frame's inverse virtual depth, ``pinhole`` its
     :func:`rendered_pinhole` (None when the model has none) and ``lightfield`` None.
     """
 
     def __init__(self, model, grid, *, lens_types=None, board=None, white=None,
-                 track_corners=True, ray_step=8, ray_lens_step=4):
+                 track_corners=True, background_search=False, ray_step=8, ray_lens_step=4):
         from lf_mpc_calib.calibration.type_terms import LensTypeTerms
         if int(ray_step) < 1 or int(ray_lens_step) < 1:
             raise InvalidInputError(f'ray_step and ray_lens_step must be >= 1, got '
@@ -208,6 +211,7 @@ class FocusedMeasurer:
         self.ray_step, self.ray_lens_step = int(ray_step), int(ray_lens_step)
         self.rays = None        # FocusedRays, once per white
         self.track_corners = bool(track_corners)
+        self.background_search = bool(background_search)
         self.lens_types = lens_types
         self.terms = None if lens_types is None else LensTypeTerms.from_dict(lens_types)
         self.types = None if lens_types is None or 'type_of_class' not in lens_types \
@@ -240,10 +244,14 @@ class FocusedMeasurer:
         w = w.mean(axis=2) if w.ndim == 3 else w
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
         self.live = LiveCenterRenderer(self.detector)
-        self.tracker = None
-        if self.board is not None and self.track_corners:
+        self.tracker = self.search = None
+        if self.board is not None:
             from lf_mpc_calib.features.micro_image_tracking import MicroImageCornerTracker
-            self.tracker = MicroImageCornerTracker(self.detector, self.board)
+            from lf_mpc_calib.measurement.focused_search import CornerSearch
+            if self.track_corners:
+                self.tracker = MicroImageCornerTracker(self.detector, self.board)
+            self.search = CornerSearch(self.detector, self.board, self.tracker,
+                                       background=self.background_search)
         self.white = w
         self.rays = None
 
@@ -283,8 +291,8 @@ class FocusedMeasurer:
         t0 = time.perf_counter()
         try:
             norm = self.live.normalise(img)
-            center, w = self.live.render_normalised(norm)
-            center *= np.float32(top)
+            center_norm, w = self.live.render_normalised(norm)
+            center = center_norm * np.float32(top)
         except DetectionError as exc:
             return Measurement(None, None, *none, reason=str(exc), rays=ray_set, timings=timings)
         try:
@@ -305,19 +313,11 @@ class FocusedMeasurer:
             return Measurement(None, center, *none, reason='no board to measure',
                                rays=ray_set, timings=timings, pinhole=pinhole, depth=depth_map)
         t0 = time.perf_counter()
-        obs, why = (None, 'tracking off') if self.tracker is None else self.tracker.track(norm)
-        search = 'tracked'
+        obs, search, why = self.search.find(img, norm, center_norm, w)
+        self.last_observations = obs        # the rows measured (focused convention), or None
         if obs is None:
-            search = f'full search: {why}'
-            try:
-                found = det.detect(img, self.board)
-            except DetectionError as exc:
-                return Measurement(None, center, *none, reason=str(exc), rays=ray_set,
-                                   timings=timings, corner_search=search, pinhole=pinhole,
-                                   depth=depth_map)
-            obs = found.observations
-            if self.tracker is not None:
-                self.tracker.start(found)
+            return Measurement(None, center, *none, reason=why, rays=ray_set, timings=timings,
+                               corner_search=search, pinhole=pinhole, depth=depth_map)
         timings['detect'] = time.perf_counter() - t0
         t0 = time.perf_counter()
         pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
