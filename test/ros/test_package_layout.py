@@ -23,8 +23,7 @@ RUN_DEPENDS = ('rclpy', 'sensor_msgs', 'geometry_msgs', 'std_msgs', 'std_srvs', 
 
 
 def test_package_xml_declares_dependencies():
-    catkin_pkg = pytest.importorskip('catkin_pkg.package')
-    package = catkin_pkg.parse_package(str(ROOT / 'package.xml'))
+    package = _package()
     assert package.name == 'lf_mpc_calib'
     assert package.package_format == 3
     assert package.version == lf_mpc_calib.__version__
@@ -33,6 +32,55 @@ def test_package_xml_declares_dependencies():
     missing = sorted(set(RUN_DEPENDS) - exec_depends)
     assert not missing, f'package.xml lacks exec_depend {missing}'
     assert 'python3-pytest' in {d.name for d in package.test_depends}
+
+
+ROS_MODULES = {'rclpy', 'launch', 'launch_ros', 'launch_testing', 'launch_testing_ros',
+               'ament_index_python', 'tf2_ros', 'tf2_py', 'rosbag2_py', 'cv_bridge',
+               'message_filters', 'image_geometry', 'camera_info_manager', 'rosidl_runtime_py'}
+"""Python modules that come from ROS packages (besides the *_msgs, *_srvs, *_interfaces)."""
+PACKAGE_OF_MODULE = {'tf2_ros': 'tf2_ros_py', 'tf2_py': 'tf2_py'}
+"""rosdep keys whose Python module has another name: ``import tf2_ros`` is tf2_ros_py (the
+key tf2_ros is the C++ library and does not bring it)."""
+
+
+def _ros_imports(paths):
+    """{package key: first file importing it} of the ROS modules imported in ``paths``."""
+    import ast
+    found = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for top in {n.split('.')[0] for n in names}:
+                if top in ROS_MODULES or top.endswith(('_msgs', '_srvs', '_interfaces')):
+                    found.setdefault(PACKAGE_OF_MODULE.get(top, top), path.relative_to(ROOT))
+    return found
+
+
+def _package():
+    catkin_pkg = pytest.importorskip('catkin_pkg.package')
+    return catkin_pkg.parse_package(str(ROOT / 'package.xml'))
+
+
+def test_package_xml_declares_every_ros_import_and_nothing_else():
+    package = _package()
+    runtime = _ros_imports(sorted(ROOT.glob('lf_mpc_calib/**/*.py'))
+                           + sorted(ROOT.glob('launch/*.py')))
+    exec_depends = {d.name for d in package.exec_depends}
+    missing = {k: str(v) for k, v in runtime.items() if k not in exec_depends}
+    assert not missing, f'imported but not an exec_depend of package.xml: {missing}'
+    unused = sorted(d for d in exec_depends if not d.startswith('python3-') and d not in runtime)
+    assert not unused, f'exec_depend of package.xml that nothing imports: {unused}'
+    tests = _ros_imports(sorted(ROOT.glob('test/**/*.py')))
+    test_only = {d.name for d in package.test_depends} - {'python3-pytest'}
+    unused = sorted(d for d in test_only if d not in tests)
+    assert not unused, f'test_depend of package.xml that no test imports: {unused}'
+    missing = {k: str(v) for k, v in tests.items() if k not in exec_depends | test_only}
+    assert not missing, f'imported by tests but not declared in package.xml: {missing}'
 
 
 def _colcon():
