@@ -44,6 +44,20 @@ def test_calibration_file_round_trip_exact(tmp_path):
     assert back.format_version == FORMAT_VERSION
 
 
+def test_a_calibration_its_loader_refuses_is_not_written(tmp_path):
+    # board coordinates in nanometres give projection centres picometres apart
+    good = _example(np.random.default_rng(2))
+    model = MPCModel(*(good.model.to_vector()[:6] * [1e-9, 1e-9, 1, 1, 1, 1]))
+    cal = CalibrationFile(camera_type='conventional', model=model, stddev=good.stddev,
+                          errors=good.errors, rotation_vectors=good.rotation_vectors,
+                          translations=good.translations * 1e-9, views=good.views,
+                          image_size=good.image_size)
+    path = tmp_path / 'c.yaml'
+    with pytest.raises(CalibrationFileError, match=r'c.yaml \(not written\): implausible'):
+        save_calibration(path, cal)
+    assert not path.exists()
+
+
 def test_calibration_file_yaml_holds_plain_types():
     cal = _example(np.random.default_rng(2))
     d = yaml.safe_load(dumps(cal))

@@ -346,10 +346,16 @@ def loads(text, what='calibration file'):
 
 
 def save_calibration(path, cal):
-    """Write ``cal`` to ``path`` as YAML (through a temporary name: io.atomic)."""
+    """
+    Write ``cal`` to ``path`` as YAML (through a temporary name: io.atomic), once the text
+    passes the checks :func:`load_calibration` applies: a file its own loader would refuse is
+    refused (CalibrationFileError, nothing written).
+    """
     from lf_mpc_calib.io.atomic import open_atomically
+    text = dumps(cal)
+    loads(text, f'calibration for {path} (not written)')
     with open_atomically(path, 'w') as f:
-        f.write(dumps(cal))
+        f.write(text)
 
 
 def load_calibration(path):
