@@ -355,6 +355,15 @@ class CalibrationSession:
     def _detect(self, raw):
         return self._detect_frame(raw, len(self.frames))
 
+    def detect(self, raw, *, pose=0):
+        """(light field or None, Detection) of ``raw`` as :meth:`capture` finds it, nothing
+        kept (held-out captures, :mod:`lf_mpc_calib.pipeline.held_out`). Raises
+        InvalidInputError without a white image, DetectionError without the board."""
+        if not self.ready:
+            raise InvalidInputError('no white image yet: set one (white_image topic or file) '
+                                    'before capturing')
+        return self._detect_frame(raw, pose)
+
     def _detect_frame(self, raw, pose, previous=None):
         """(light field or None, Detection) of one frame; previous (focused): an earlier
         Detection of it whose board search is reused (MicroImageCornerDetector.detect)."""
@@ -498,7 +507,7 @@ class CalibrationSession:
             hand_eye=self.hand_eye_mapping(optical_frame or
                                            default_frames(camera_name)['optical']))
 
-    def save(self, output_dir, camera_name='camera'):
+    def save(self, output_dir, camera_name='camera', extra_files=None):
         """
         Write the session into a new folder ``output_dir/<camera_name>_<YYYYmmdd-HHMMSS>``;
         returns the written paths (the manifest last). ``output_dir/latest`` links to it.
@@ -510,10 +519,12 @@ class CalibrationSession:
         and the SHA-256 of every file), a data set for ``lf-mpc-calib calibrate-raw
         OUTPUT_DIR``. Atomic: the files go to a hidden temporary folder renamed into place
         once complete, so a save cut off leaves earlier saves as they were and no folder that
-        looks complete. Raises InvalidInputError when nothing was captured and nothing
-        calibrated.
+        looks complete. extra_files: {name: text} written beside them (e.g. the held-out
+        captures' verification.yaml). Raises InvalidInputError when nothing was captured and
+        nothing calibrated.
         """
         from lf_mpc_calib.io import raw_dataset as rd
+        from lf_mpc_calib.io.atomic import write_text_atomically
         from lf_mpc_calib.io.calibration_file import save_calibration
         from lf_mpc_calib.io.images import write_image
         if not self.frames and self.result is None:
@@ -521,6 +532,9 @@ class CalibrationSession:
         tmp, final = rd.new_session_folder(output_dir, camera_name)
         try:
             names = self._write_files(tmp, camera_name, save_calibration, write_image)
+            for name, text in (extra_files or {}).items():
+                write_text_atomically(tmp / name, text)
+                names.append(name)
             frames = [n for n in names if n.startswith('frame_')]
             calibration = f'{camera_name}.yaml' if self.result is not None else None
             manifest = {'format': MANIFEST_FORMAT, 'format_version': MANIFEST_VERSION,

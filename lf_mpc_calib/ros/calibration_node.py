@@ -24,6 +24,10 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   latest offline).
 - ``~/reset``: forgets the captures and the calibration, and moves the stored captures to
   ``<session folder>_before_reset_<date-time>`` (never deletes them).
+- ``~/verify``: after a calibration, holds the next captures out of it (they never join the
+  poses); called again, measures them with it (:mod:`lf_mpc_calib.pipeline.held_out`) and
+  answers the figures and the verdict (success: it passes), also under ``verification`` on
+  ``~/status``; ``~/save`` then writes ``verification.yaml`` in the saved folder.
 
 Each accepted capture is written to the session folder (``session_dir``, default
 ``output_dir/<camera_name>_session``) as it is taken (frame, rays, robot pose;
@@ -113,7 +117,9 @@ class CalibrationNode(Node):
         from tf2_msgs.msg import TFMessage
 
         from lf_mpc_calib.camera.board import Checkerboard
+        from lf_mpc_calib.pipeline.held_out import HeldOutCaptures
         from lf_mpc_calib.pipeline.session import CalibrationSession
+        self.held_out = HeldOutCaptures()       # ~/verify's captures, never the session's
         from lf_mpc_calib.ros.suggestions import PARAMETERS as SUGGESTION_PARAMETERS
         from lf_mpc_calib.ros.suggestions import SuggestionService
 
@@ -228,6 +234,9 @@ class CalibrationNode(Node):
                             callback_group=other)
         self.create_service(Trigger, '~/reset', guarded_service(self, 'reset', self._on_reset),
                             callback_group=other)
+        self.create_service(Trigger, '~/verify',
+                            guarded_service(self, 'verify', self._on_verify),
+                            callback_group=other)
         self.suggestions = SuggestionService(self, self._lock,
                                              callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(
@@ -299,6 +308,8 @@ class CalibrationNode(Node):
         if self.parameter_problems:
             status['parameter_problems'] = list(self.parameter_problems)
         status['session'] = self.recorder.status()
+        if self.held_out.holding:
+            status['verification'] = self.held_out.status()
         self._status = status
         self.status_pub.publish(self._String(data=json.dumps(status)))
 
@@ -388,6 +399,8 @@ class CalibrationNode(Node):
                 self.get_logger().warning(response.message)
                 return response
         with self._lock:
+            if self.held_out.holding:
+                return self._hold_out(frame, robot_pose, response)
             try:
                 report = self.session.capture(frame, robot_pose=robot_pose)
             except LFCalibError as exc:
@@ -403,6 +416,25 @@ class CalibrationNode(Node):
                 ' / '.join(' '.join(str(int(c)) for c in row) for row in per)
             response.message += '; pose set: ' + self._guide()
             self.detections_topic.captured(self.session, report.pose)
+        return response
+
+    def _hold_out(self, frame, robot_pose, response):
+        """~/capture while ~/verify holds captures out (under the lock): kept apart from the
+        session's poses (pipeline.held_out)."""
+        response.success, response.message = self.held_out.capture(self.session, frame,
+                                                                   robot_pose)
+        self.get_logger().info(response.message)
+        self._publish_status(self._status)
+        return response
+
+    def _on_verify(self, request, response):
+        with self._lock:
+            response.success, response.message = self.held_out.verify(self.session)
+        if response.success:        # one severity per call site (rclpy)
+            self.get_logger().info(response.message)
+        else:
+            self.get_logger().warning(response.message)
+        self._publish_status(self._status)
         return response
 
     def _hand_eye_status(self):
@@ -543,7 +575,8 @@ class CalibrationNode(Node):
         response.success = False
         with self._lock:
             try:
-                paths = self.session.save(self.params['output_dir'], self.camera_name)
+                paths = self.session.save(self.params['output_dir'], self.camera_name,
+                                          extra_files=self.held_out.files())
             except (LFCalibError, OSError) as exc:
                 response.message = f'nothing saved: {exc}'
                 return response
@@ -570,6 +603,7 @@ class CalibrationNode(Node):
                 response.success = False
                 response.message = f'nothing reset: the stored captures cannot be moved: {exc}'
                 return response
+            self.held_out.reset()
         self.tf_pub.publish(self._TFMessage(transforms=[]))
         self._publish_status({'summary': 'reset: no captures yet'})
         response.success = True
