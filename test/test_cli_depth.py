@@ -44,7 +44,12 @@ def test_depth_cli_matches_truth_and_writes_png_ply(planes, tmp_path, capsys):
     mm = cv2.imread(str(tmp_path / 'd.png'), cv2.IMREAD_UNCHANGED)
     assert mm.dtype == np.uint16
     np.testing.assert_allclose(mm[both], 1000 * depth[both], atol=0.51)
-    assert (tmp_path / 'd_preview.png').is_file()
+    preview = cv2.imread(str(tmp_path / 'd_preview.png'))[:, :, ::-1]        # RGB
+    assert preview.shape[1] > preview.shape[0] >= 480     # enlarged, the scale bar beside it
+    bar = preview[:, -112:-90].astype(int)                 # the colour bar: near (red) on top
+    coloured = np.flatnonzero(np.ptp(bar[:, 5], axis=1) > 60)
+    top, bottom = bar[coloured[0] + 2, 5], bar[coloured[-1] - 2, 5]
+    assert top[0] > top[2] + 60 and bottom[2] > bottom[0] + 30, (top, bottom)
     head = (tmp_path / 'd.ply').read_bytes()[:300]
     assert b'element vertex' in head and b'property float confidence' in head
 

@@ -257,7 +257,7 @@ def _write(args, out, depth, pts, uv, intensity, confidence, what, truth):
     """Write OUT.npy (last), --png, --ply; print the summary and the errors against truth."""
     import numpy as np
     from lf_mpc_calib.errors import InvalidInputError
-    from lf_mpc_calib.io.depth_files import depth_preview, write_depth_png, write_ply
+    from lf_mpc_calib.io.depth_files import depth_preview_with_scale, write_depth_png, write_ply
     if truth is not None and truth.shape != depth.shape:
         raise InvalidInputError(f'--truth has shape {truth.shape}, the depth {depth.shape}'
                                 + (' (focused: give --render-w, the render_w of the dataset\'s '
@@ -267,7 +267,7 @@ def _write(args, out, depth, pts, uv, intensity, confidence, what, truth):
         png = Path(args.png)
         write_depth_png(png, depth)
         from lf_mpc_calib.io.images import write_image
-        write_image(png.with_name(png.stem + '_preview.png'), depth_preview(depth))
+        write_image(png.with_name(png.stem + '_preview.png'), depth_preview_with_scale(depth))
     if args.ply:
         write_ply(args.ply, pts, intensity=intensity[uv[:, 1], uv[:, 0]],
                   confidence=confidence)

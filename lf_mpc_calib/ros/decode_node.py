@@ -256,7 +256,7 @@ class DecodeNode(Node):
             from lf_mpc_calib.measurement.focused import FocusedMeasurer
             measurer = FocusedMeasurer.from_calibration(
                 cal, board=board, ray_step=self.params['ray_step'],
-                ray_lens_step=self.params['ray_view_step'])
+                ray_lens_step=self.params['ray_view_step'], background_search=True)
         else:
             measurer = LiveMeasurer.from_calibration(
                 cal, board=board, views=tuple(int(v) for v in self.params['views']),
@@ -346,7 +346,8 @@ class DecodeNode(Node):
             fresh = FocusedMeasurer(measurer.model, measurer.grid,
                                     lens_types=measurer.lens_types, board=measurer.board,
                                     ray_step=measurer.ray_step,
-                                    ray_lens_step=measurer.ray_lens_step)
+                                    ray_lens_step=measurer.ray_lens_step,
+                                    background_search=measurer.background_search)
         else:
             fresh = LiveMeasurer(measurer.model, measurer.grid, board=measurer.board,
                                  views=measurer.views, ray_step=measurer.ray_step,
@@ -445,12 +446,14 @@ class DecodeNode(Node):
                                 all_views=want_views, **depth)
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
-        elif meas.corner_search == 'tracked':
+        elif meas.corner_search.startswith(('tracked', 're-acquired')):
             self.causes.clear('tracking')
-        elif meas.corner_search.startswith('full search: tracking kept'):
-            self.causes.error('tracking', 'corner tracking lost the board (the figures: '
-                              '"corners" on ~/stats): the whole frame is searched (seconds a '
-                              'frame) until the board is found again')
+        elif meas.corner_search.startswith(('full search: tracking kept',
+                                            'full search running: tracking kept')):
+            self.causes.error('tracking', 'corner tracking lost the board and could not '
+                              're-acquire it on 2 frames (the figures: "corners" on ~/stats): '
+                              'the whole frame is searched beside the stream (seconds, '
+                              '"full_search_ms" on ~/stats) until the board is found again')
         t2 = time.perf_counter()
 
         header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
@@ -510,6 +513,7 @@ class DecodeNode(Node):
                  'stages_ms': {k: round(v * 1e3, 2) for k, v in stages.items()},
                  'frames': counts, 'points': int(len(meas.point_ids)),
                  'reason': meas.reason, 'corners': meas.corner_search,
+                 'full_search_ms': _full_search_ms(measurer),
                  'problems': dict(self.causes.active)}
         stats['input'] = self.input.as_dict()
         if self.parameter_problems:
@@ -634,6 +638,12 @@ class DecodeNode(Node):
         if self._worker is not None and self._worker is not threading.current_thread():
             self._worker.join(timeout=10.0)
         return super().destroy_node()
+
+
+def _full_search_ms(measurer):
+    """How long the focused measurer's last full corner search took (ms), or None."""
+    seconds = getattr(getattr(measurer, 'search', None), 'last_full_search_s', None)
+    return None if seconds is None else round(seconds * 1e3, 1)
 
 
 def main(args=None):

@@ -70,9 +70,15 @@ def test_decode_node_measures_a_focused_camera(ros_context, ros_executor, ros_no
     pub = ros_node.create_publisher(Image, 'image_raw', 10)
     with spinning(ros_context, node):
         wait_for_subscribers(ros_executor, pub)
-        pub.publish(array_to_image(scene['raw'], 'mono8'))
+        # a stream: the full search runs beside it, its corners come with a later frame
+        found = _stream_until(ros_executor, node, pub, scene['raw'],
+                              lambda st: st['corners'].startswith('tracked'))
         for c in list(out.values()) + [tf]:
             c.wait(ros_executor, timeout_sec=30.0)
+        wait_for(ros_executor, lambda: len(cloud_columns(out['points'].last)['x']) > 0,
+                 'the corners on ~/points', timeout_sec=10.0)
+    assert found[0]['corners'].startswith('full search running: no full detection')
+    assert found[0]['points'] == 0 and found[-1]['full_search_ms'] > 0
     center = image_to_array(out['center'].last)
     assert center.dtype == np.uint8 and center.ndim == 2 and center.max() > 100
     cols = cloud_columns(out['points'].last)
@@ -176,25 +182,44 @@ def test_focused_corners_are_tracked_and_a_lost_board_is_named_once(
     rng = np.random.default_rng(1)
     white = cv2.imread(str(scene['folder'] / 'white.png'), cv2.IMREAD_GRAYSCALE)
     noise = (rng.uniform(0.2, 1.0, white.shape) * white).astype(np.uint8)
-    seen = []
     with spinning(ros_context, node):
         wait_for_subscribers(ros_executor, pub)
-        for frame in (scene['raw'], scene['raw'], noise, noise, scene['raw'], scene['raw']):
-            before = node.frames_processed
-            pub.publish(array_to_image(frame, 'mono8'))
-            wait_for(ros_executor, lambda: node.frames_processed > before, 'the frame',
-                     timeout_sec=60.0)
-            seen.append(dict(node.last_stats))
+        _stream_until(ros_executor, node, pub, scene['raw'],
+                      lambda st: st['corners'] == 'tracked')
+        seen = [_one_frame(ros_executor, node, pub, frame)
+                for frame in (noise, noise, noise, scene['raw'], scene['raw'])]
         # and the same goes out on ~/stats
         wait_for(ros_executor, lambda: any('tracking' in yaml.safe_load(m.data)['problems']
                                            for m in stats.messages), 'the problem on ~/stats')
     corners = [s['corners'] for s in seen]
-    assert corners[0].startswith('full search: ') and corners[1] == 'tracked'
-    assert corners[2].startswith('full search: tracking kept')
-    assert 'tracking' in seen[2]['problems'] and 'tracking' in seen[3]['problems']
-    assert corners[5] == 'tracked' and 'tracking' not in seen[5]['problems']
+    # lost: re-acquisition on the first frame, then the full search beside the stream
+    assert corners[0].startswith('re-acquiring: tracking kept')
+    assert 'tracking' not in seen[0]['problems']
+    assert corners[1].startswith('full search running: tracking kept')
+    assert 'tracking' in seen[1]['problems'] and 'tracking' in seen[2]['problems']
+    # the board back: re-acquired at once from its last place, the problem cleared
+    assert corners[3].startswith(('tracked', 're-acquired')) and corners[4] == 'tracked'
+    assert 'tracking' not in seen[4]['problems']
     logged = [c for ch, c in node.causes.history if ch == 'tracking']
     assert len(logged) == 2 and logged[1] == ''          # once, then cleared once
+
+
+def _one_frame(executor, node, pub, frame):
+    """Publish one frame and wait until it is processed: the node's stats of it."""
+    before = node.frames_processed
+    pub.publish(array_to_image(frame, 'mono8'))
+    wait_for(executor, lambda: node.frames_processed > before, 'the frame', timeout_sec=60.0)
+    return dict(node.last_stats)
+
+
+def _stream_until(executor, node, pub, frame, done, *, limit=200):
+    """Publish ``frame`` one at a time until ``done(stats)``; the stats of every frame."""
+    seen = []
+    while len(seen) < limit:
+        seen.append(_one_frame(executor, node, pub, frame))
+        if done(seen[-1]):
+            return seen
+    raise AssertionError(f'not done after {limit} frames: {seen[-1]}')
 
 
 def test_decode_node_rays_of_a_focused_camera_pass_the_corners(
