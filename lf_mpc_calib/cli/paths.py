@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 import re
 import shutil
-import tempfile
 
 from lf_mpc_calib.errors import UsageError
 from lf_mpc_calib.io.file_checks import output_problem
@@ -221,7 +220,8 @@ def dataset_output(folder, overwrite):
     old = check_dataset_output(folder, overwrite)
     made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix='.dataset.', suffix='.partial', dir=folder))
+    from lf_mpc_calib.io.atomic import make_partial_folder
+    tmp = make_partial_folder(folder, 'dataset')
     try:
         yield tmp
         new = sorted(os.listdir(tmp))

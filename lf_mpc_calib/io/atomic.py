@@ -8,6 +8,7 @@ written; moving the temporary file over ``/dev/null`` would replace the device).
     write_atomically(path, write) -> path: write(temporary_path), then move it onto path
     open_atomically(path, mode='w', **open_kwargs): the same as a ``with`` block
     write_text_atomically(path, text) -> path
+    make_partial_folder(parent, name) -> a new hidden folder to fill and rename into place
     remove_partials(folder, prefix='.') -> removed paths: the hidden temporaries a killed
         process left (files and folders whose name starts with ``prefix`` and holds
         ``.partial``)
@@ -25,6 +26,25 @@ def temporary_name(path):
     it), unique to this call: ``.<stem>.<random>.partial<suffix>``."""
     path = Path(path)
     return path.with_name(f'.{path.stem}.{os.urandom(4).hex()}.partial{path.suffix}')
+
+
+def make_partial_folder(parent, name):
+    """
+    Make and return a new hidden folder ``parent/.<name>.<random>.partial`` (for a folder
+    written whole and then renamed into place; :func:`remove_partials` finds what a killed
+    writer left).
+
+    Its mode follows the umask like every folder ``mkdir`` makes (``tempfile.mkdtemp`` makes
+    0700 whatever the umask, and a save renamed from it stayed unreadable to the group).
+    """
+    for _ in range(100):
+        path = Path(parent) / f'.{name}.{os.urandom(4).hex()}.partial'
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f'no free temporary folder name for {name!r} in {parent}')
 
 
 def write_atomically(path, write):
@@ -89,5 +109,5 @@ def remove_partials(folder, prefix='.'):
     return removed
 
 
-__all__ = ['open_atomically', 'remove_partials', 'temporary_name', 'write_atomically',
-           'write_text_atomically']
+__all__ = ['make_partial_folder', 'open_atomically', 'remove_partials', 'temporary_name',
+           'write_atomically', 'write_text_atomically']

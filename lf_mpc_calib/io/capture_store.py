@@ -25,12 +25,12 @@ import datetime
 import os
 from pathlib import Path
 import shutil
-import tempfile
 
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError, LFCalibError, shorten
-from lf_mpc_calib.io.atomic import write_atomically, write_text_atomically
+from lf_mpc_calib.io.atomic import (make_partial_folder, write_atomically,
+                                    write_text_atomically)
 from lf_mpc_calib.io.images import read_image, write_image
 from lf_mpc_calib.io.observation_table import write_observations
 from lf_mpc_calib.io.raw_dataset import sha256_of
@@ -126,7 +126,7 @@ class CaptureStore:
         folders = self.capture_folders()
         index = _capture_index(folders[-1].name) + 1 if folders else 0
         name = f'{CAPTURE_PREFIX}{index:03d}'
-        tmp = Path(tempfile.mkdtemp(prefix=f'.{name}.', suffix='.partial', dir=self.folder))
+        tmp = make_partial_folder(self.folder, name)
         try:
             frame = np.asarray(frame)
             files = [_write_array(tmp / 'frame', frame)]

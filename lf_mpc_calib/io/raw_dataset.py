@@ -18,12 +18,12 @@ import hashlib
 import os
 from pathlib import Path
 import shutil
-import tempfile
 
 import numpy as np
 
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.errors import InvalidInputError, LFCalibError, shorten
+from lf_mpc_calib.io.atomic import make_partial_folder
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.io.lytro import is_lytro_file, LYTRO_SUFFIXES, lytro_dataset
 from lf_mpc_calib.io.yaml_file import read_yaml
@@ -309,7 +309,7 @@ def new_session_folder(output_dir, name):
     while final.exists():
         n += 1
         final = out / f'{name}_{stamp}_{n}'
-    return Path(tempfile.mkdtemp(prefix=f'.{final.name}.', suffix='.partial', dir=out)), final
+    return make_partial_folder(out, final.name), final
 
 
 def write_manifest(folder, manifest, files):
