@@ -139,3 +139,35 @@ def test_cli_verify_raw_dataset(raw, tmp_path, capsys):
     rc = main(['verify', str(tmp_path / 'other.yaml'), str(raw / 'held'), '--quiet'])
     assert rc == 1
     assert "the calibration's are" in capsys.readouterr().err
+
+
+@pytest.fixture(scope='module')
+def arm_tables(tmp_path_factory):
+    """An eye-in-hand session as tables: cal.yaml calibrated with its hand-eye from captures
+    0-5 (`calibrate --robot-poses`), held.csv of captures 6-11, robot.csv of all."""
+    from lf_mpc_calib.io.robot_poses import write_robot_poses_csv
+    from lf_mpc_calib.simulation.arm import arm_scene
+    root = tmp_path_factory.mktemp('verify_arm')
+    sc = arm_scene('eye-in-hand', n_captures=12, noise_px=0.2, rng=np.random.default_rng(2),
+                   board=board_points(8, 8, 3.51e-3), views=view_grid(5))
+    write_robot_poses_csv(root / 'robot.csv', [str(k) for k in range(12)], sc.robot_rvecs,
+                          sc.robot_tvecs)
+    write_observations(root / 'cal_observations.csv', sc.obs.select(sc.obs.pose < 6))
+    write_observations(root / 'held.csv', sc.obs.select(sc.obs.pose >= 6))
+    assert main(['calibrate', str(root / 'cal_observations.csv'), '-o', str(root / 'cal.yaml'),
+                 '--no-distortion', '--robot-poses', str(root / 'robot.csv')]) == 0
+    return root
+
+
+def test_cli_verify_arm_base_spread(arm_tables, capsys):
+    root = arm_tables
+    args = [str(root / 'held.csv'), '--robot-poses', str(root / 'robot.csv'),
+            '--robot-accuracy', '0']          # the simulated arm is exact
+    capsys.readouterr()
+    assert main(['verify', str(root / 'cal.yaml')] + args) == 0
+    out = capsys.readouterr().out
+    assert re.search(r'  board position spread in the base frame [0-9.]+ mm', out), out
+    bad = _perturbed(root, 'u_0', lambda d: d.update(u_0=d['u_0'] - d['k_u']))   # 1 px
+    assert main(['verify', str(bad)] + args) == 1
+    out = capsys.readouterr().out
+    assert 'verdict: does not pass: board position spread in the base frame' in out

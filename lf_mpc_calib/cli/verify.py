@@ -53,8 +53,8 @@ def run(args):
     out = sys.stdout
     cal = load_calibration(args.calibration)
     calibration_obs = _calibration_table(args.calibration)
-    obs, frames, robot = _held_out(args, cal, out)
-    arm = arm_of(cal, robot, frames, list(range(len(frames))))
+    obs, frames, robot, indices = _held_out(args, cal, out)
+    arm = arm_of(cal, robot, frames, obs.pose_ids, indices)
     accuracy = ROBOT_ACCURACY_MM if args.robot_accuracy is None else args.robot_accuracy
     v = verify_calibration(cal, obs, calibration_obs=calibration_obs, arm=arm,
                            robot_accuracy_mm=accuracy)
@@ -85,14 +85,15 @@ def _calibration_table(path):
 
 
 def _held_out(args, cal, out):
-    """(Observations, frame names per pose id, RobotPoses or None) of the data set."""
+    """(Observations, frame names per pose id, RobotPoses or None, the frames' indices in the
+    data set or None) of the data set."""
     from lf_mpc_calib.io.robot_poses import read_robot_poses
     path = Path(args.dataset)
     if path.is_file():
         from lf_mpc_calib.io.observation_table import read_observations
         obs = read_observations(path)
         robot = read_robot_poses(args.robot_poses) if args.robot_poses else None
-        return obs, [str(int(p)) for p in obs.pose_ids], robot
+        return obs, [str(int(p)) for p in obs.pose_ids], robot, None
     from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
     from lf_mpc_calib.pipeline.offline import load_raw_dataset
     from lf_mpc_calib.pipeline.verification import raw_observations
@@ -103,4 +104,6 @@ def _held_out(args, cal, out):
             print(f'[{k + 1}/{total}] {frame.name}: {message}',
                   file=sys.stderr if message.startswith('skipped') else out, flush=True)
     obs, frames, _ = raw_observations(dataset, cal, progress)
-    return obs, frames, robot_poses_for_dataset(path, args.robot_poses)
+    order = {str(p): k for k, p in enumerate(dataset.frames)}
+    return (obs, frames, robot_poses_for_dataset(path, args.robot_poses),
+            [order[str(f)] for f in frames])

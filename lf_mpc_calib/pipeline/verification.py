@@ -121,16 +121,17 @@ def lens_corrected(obs, cal):
                         terms.corrected_ijuv(obs.ijuv, obs.lens_type))
 
 
-def arm_of(cal, robot, frames, indices=None):
+def arm_of(cal, robot, frames, pose_ids, indices=None):
     """
     (setup, mount (rv, tv), {pose id: (rv, tv) base -> tool}) for
     :func:`~lf_mpc_calib.calibration.verification.verify_observations`, or None without a
-    hand-eye mount in ``cal`` or robot poses. frames: a name per pose id (pose-id order).
+    hand-eye mount in ``cal`` or robot poses. frames: a name per pose id of ``pose_ids``;
+    indices: each frame's index in its data set, matched too (RobotPoses.match), or None.
     """
     if cal.hand_eye is None or robot is None:
         return None
     idx, rv, tv = robot.match([str(f) for f in frames], indices)
-    poses = {int(k): (rv[n], tv[n]) for n, k in enumerate(idx)}
+    poses = {int(pose_ids[k]): (rv[n], tv[n]) for n, k in enumerate(idx)}
     mount = (np.asarray(cal.hand_eye['rotation_vector'], float),
              np.asarray(cal.hand_eye['translation_m'], float))
     return str(cal.hand_eye['setup']), mount, poses
