@@ -58,11 +58,19 @@ class DriftScene:
         size = None if cam.camera_type == 'focused' else tuple(cam.lenslet_grid().shape)
         scene = cls(cam, cam.ground_truth_model(), default_board(cam), float(noise_px), None,
                     size)
-        obs = Observations.concatenate([scene.frame(rng, pose=p) for p in range(poses)])
+        obs = Observations.concatenate([scene._capture(rng, p) for p in range(poses)])
         result = calibrate(obs, camera_type=cam.camera_type, lens_type_terms='none')
         if cam.camera_type == 'focused':
             result = orient_focused(result)
         return cls(cam, scene.truth, scene.board, scene.noise_px, result, size)
+
+    def _capture(self, rng, pose, tries=20):
+        """A frame fit for calibration: >= 4 corners seen in >= 2 rays (else drawn again)."""
+        for _ in range(tries):
+            obs = self.frame(rng, pose=pose)
+            if np.count_nonzero(np.bincount(obs.point) >= 2) >= 4:
+                return obs
+        raise InvalidInputError(f'no pose of {tries} shows 4 corners in 2 rays')
 
     def _pose(self, rng):
         """A random board pose (rotation vector, translation) in the MPC frame."""
@@ -95,13 +103,13 @@ class DriftScene:
         return Observations(np.full(len(obs), pose), obs.point, obs.board, obs.ijuv)
 
 
-def perturbed(model, change):
-    """``model`` with ``change`` applied: 'k_i' (+1 %), 'principal point' (+1 px in u) or
-    'none'."""
+def perturbed(model, change, scale=1.0):
+    """``model`` with ``change`` applied: 'k_i' (+1 % x scale), 'principal point' (+1 px x
+    scale in u) or 'none'."""
     if change == 'k_i':
-        return model.replace(k_i=1.01 * model.k_i)
+        return model.replace(k_i=(1.0 + 0.01 * scale) * model.k_i)
     if change == 'principal point':
-        return model.replace(u_0=model.u_0 - model.k_u)
+        return model.replace(u_0=model.u_0 - scale * model.k_u)
     if change == 'none':
         return model
     raise InvalidInputError(f"change must be 'k_i', 'principal point' or 'none', got "
