@@ -21,6 +21,10 @@ FIRST_FRAME_S = 10.0
 """A topic without any frame this long after the start is reported."""
 
 
+_RELIABLE_ADVICE = ('set the parameter image_reliability to reliable (launch argument '
+                    'image_reliability:=reliable; the camera must publish reliably)')
+
+
 class InputMonitor:
     """
     Rate and age of the frames on ``topic`` of ``node``; problems go to ``causes`` (a
@@ -48,12 +52,10 @@ class InputMonitor:
                           and self._reliability != 'reliable')
             self._warned_large = self._warned_large or warn_large
         self._causes.clear('input')
-        if warn_large:
-            self._node.get_logger().warning(
-                f'{self.topic}: frames of {nbytes / 1e6:.1f} MB on a best-effort subscription: '
-                'between processes most of them are lost; if frames stall, set the parameter '
-                'image_reliability to reliable (launch argument image_reliability:=reliable; '
-                'the camera must publish reliably)')
+        if warn_large:      # nothing wrong yet: said once, and again if the frames stall
+            self._node.get_logger().info(
+                f'{self.topic}: frames of {nbytes / 1e6:.1f} MB on a best-effort subscription; '
+                f'if they stall, {_RELIABLE_ADVICE}')
 
     def rate_hz(self):
         """Frames per second over the last 10 s (0 with fewer than 2 frames)."""
@@ -112,7 +114,9 @@ class InputMonitor:
             if age < limit:
                 return None
             problem = (f'frames on {self._node.resolve_topic_name(self.topic)} stopped: none '
-                       f'for over {limit:.0f} s (was {rate:.2f} Hz)')
+                       f'for over {limit:.0f} s (was {rate:.2f} Hz)'
+                       + (f'; large frames on a best-effort subscription are often lost '
+                          f'between processes: {_RELIABLE_ADVICE}' if self._warned_large else ''))
         self._causes.error('input', problem)      # logged once until it changes
         return problem
 
