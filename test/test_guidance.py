@@ -63,7 +63,17 @@ def test_guidance_enough_poses_is_sufficient():
     g, _ = _guidance([0.7, 0.85, 1.0, 1.1, 1.3, 1.45] * 2, TILTS * 2)
     assert g.sufficient, g.advice
     assert max(g.sigma_pct.values()) < 0.5 and max(g.sigma_principal_point_px) < 0.5
-    assert 'pose set complete' in g.summary()
+    wide = g.wide_at_three_sigma()
+    assert ('pose set complete' in g.summary()) == (not wide), g.summary()
+
+
+def test_a_sufficient_set_whose_3_sigma_exceed_the_target_is_not_called_complete():
+    from lf_mpc_calib.calibration.guidance import CaptureGuidance
+    g = CaptureGuidance(12, {'k_i': 0.1, 'k_j': 0.1, 'k_u': 0.2, 'k_v': 0.2}, (0.1, 0.19))
+    assert g.sufficient and g.wide_at_three_sigma() == ['principal point v 0.57 px']
+    assert 'complete' not in g.summary()
+    assert '3 sigma of principal point v 0.57 px exceed' in g.summary()
+    assert 'pose set complete' in CaptureGuidance(12, g.sigma_pct, (0.1, 0.1)).summary()
 
 
 def test_guidance_near_focus_only_asks_for_nearer_and_farther_boards():

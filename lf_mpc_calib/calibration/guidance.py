@@ -108,8 +108,25 @@ class CaptureGuidance:
         if self.tilt_x_deg is not None and len(self.tilt_x_deg):
             parts.append(f'tilt spread x {np.ptp(self.tilt_x_deg):.0f} deg, '
                          f'y {np.ptp(self.tilt_y_deg):.0f} deg')
-        parts.append('pose set complete' if self.sufficient else f'next: {self.advice[0]}')
+        if not self.sufficient:
+            parts.append(f'next: {self.advice[0]}')
+        else:
+            wide = self.wide_at_three_sigma()
+            parts.append('pose set complete' if not wide else
+                         'pose set sufficient, though 3 sigma of ' + ', '.join(wide)
+                         + ' exceed the accuracy aimed at: more poses narrow it')
         return '; '.join(parts)
+
+    def wide_at_three_sigma(self):
+        """The figures whose 3 sigma exceed the accuracy aimed at (the calibration's warnings:
+        :mod:`~lf_mpc_calib.calibration.determination`), as 'name 3-sigma unit' strings."""
+        from lf_mpc_calib.calibration.determination import FLAG_SIGMAS, TARGET_K_PCT, TARGET_PP_PX
+        wide = [f'{n} {FLAG_SIGMAS * v:.2f} %' for n, v in self.sigma_pct.items()
+                if FLAG_SIGMAS * v > TARGET_K_PCT]
+        for axis, v in zip('uv', self.sigma_principal_point_px or ()):
+            if FLAG_SIGMAS * v > TARGET_PP_PX:
+                wide.append(f'principal point {axis} {FLAG_SIGMAS * v:.2f} px')
+        return wide
 
     def to_dict(self):
         """Plain types, for a status message or a YAML file."""
