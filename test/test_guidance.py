@@ -42,6 +42,21 @@ def _guidance(depth_fractions, tilts_deg, seed=0):
 TILTS = [(15, 0), (-15, 0), (0, 15), (0, -15), (10, 10), (-10, -10)]
 
 
+def test_focused_guidance_is_the_same_for_either_mirror_image_of_the_rays():
+    from dataclasses import replace
+    from lf_mpc_calib.camera.rotations import rotation_matrix
+    _, result = _guidance([0.7, 0.85, 1.0, 1.1, 1.3, 1.45], TILTS)
+    m = result.model        # the point reflection the focused rays cannot tell apart
+    mirrored = replace(result, model=m.replace(k_i=-m.k_i, k_j=-m.k_j, k_3=-m.k_3, k_4=-m.k_4),
+                       rotation_vectors=Rotation.from_matrix(
+                           -rotation_matrix(result.rotation_vectors) @ np.diag([1, 1, -1])
+                       ).as_rotvec(), translations=-np.asarray(result.translations))
+    a, b = (capture_guidance(r, board_points=BOARD.points(), camera_type='focused')
+            for r in (result, mirrored))
+    np.testing.assert_allclose(a.depth_m, b.depth_m, atol=1e-9)
+    assert a.depth_span() == pytest.approx(b.depth_span()) and a.summary() == b.summary()
+
+
 def test_guidance_before_calibration_asks_for_poses():
     g = capture_guidance(None, poses=1)
     assert not g.sufficient and g.poses == 1

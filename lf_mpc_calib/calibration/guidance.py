@@ -190,6 +190,9 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
         return CaptureGuidance(n, advice=(
             f'capture {more} more pose{"s" if more > 1 else ""} showing the whole board '
             f'(at least {min_poses} are needed to calibrate)',))
+    if camera_type == 'focused':        # either mirror image of the rays: one answer
+        from lf_mpc_calib.calibration.focused import orient_focused
+        result = orient_focused(result)
     n = int(poses if poses is not None else len(result.rotation_vectors))
     sigma = {}
     for name in SCALES:
