@@ -29,8 +29,9 @@ class _VenvSource:
         buffer, lock = self.listener.buffer, self.listener.lock
         with lock:
             lock.wait_for(lambda: buffer.newest_stamp_ns() >= stamp_ns, self.timeout_s)
-            return buffer.lookup(self.base, self.tool, stamp_ns, max_age_s=self.max_age_s,
+            pose = buffer.lookup(self.base, self.tool, stamp_ns, max_age_s=self.max_age_s,
                                  window_s=self.window_s)
+        return check_plausible(self.base, self.tool, pose)
 
 
 #: fractions of the motion window at which the tf2 path looks for the state before the frame
@@ -70,6 +71,7 @@ class _Tf2Source:
             raise InvalidInputError(
                 f'no transform {self.base} -> {self.tool} at the frame: {exc}; the robot state '
                 f'is missing or stale (limit {self.max_age_s:g} s)') from None
+        check_plausible(self.base, self.tool, pose)
         newest = self.buffer.lookup_transform(self.base, self.tool, Time())
         gap = abs(Time.from_msg(newest.header.stamp).nanoseconds - stamp_ns) * 1e-9
         if gap > self.max_age_s and Time.from_msg(newest.header.stamp).nanoseconds < stamp_ns:
@@ -87,6 +89,21 @@ class _Tf2Source:
             check_at_rest(self.base, self.tool, before, pose, self.window_s)
             break
         return pose
+
+
+def check_plausible(base, tool, pose):
+    """``pose`` (w (3,), t (3,)) T_base_tool, or InvalidInputError when it is not finite or
+    reaches beyond an arm's (MAX_REACH_M, the limit robot pose files have: metres, not mm)."""
+    from lf_mpc_calib.io.robot_poses import MAX_REACH_M
+    w, t = (np.asarray(p, dtype=float) for p in pose)
+    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(t))):
+        raise InvalidInputError(f'transform {base} -> {tool} is not finite ({w}, {t})')
+    reach = float(np.abs(t).max())
+    if reach > MAX_REACH_M:
+        raise InvalidInputError(
+            f'transform {base} -> {tool} puts the tool {reach:.3g} m from the base; expected '
+            f'within {MAX_REACH_M:g} m (metres, not millimetres): a wrong frame or unit')
+    return w, t
 
 
 def check_at_rest(base, tool, before, now, window_s, *, rot_tol_deg=0.05, trans_tol_m=2e-4):

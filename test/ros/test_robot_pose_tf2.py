@@ -191,3 +191,17 @@ def test_tf2_path_accepts_an_arm_at_rest_with_history_shorter_than_the_window(so
         _put(source, 'base_link', 'tool0', *TOOL, 0.05 * k)
     w, t = source.lookup(FRAME)
     np.testing.assert_allclose(t, TOOL[1], atol=1e-12)
+
+
+@pytest.mark.parametrize('far', [1e300, 2000.0])
+def test_a_transform_beyond_an_arm_s_reach_is_refused_with_its_figure(source, far):
+    for k in range(-2, 1):
+        _put(source, 'base_link', 'tool0', TOOL[0], [0.3, far, 0.1], 0.05 * k)
+    with pytest.raises(InvalidInputError, match=f'{far:.3g} m from the base; expected within'):
+        source.lookup(FRAME)
+
+
+def test_a_transform_that_is_not_finite_is_refused():
+    from lf_mpc_calib.ros.robot_pose import check_plausible
+    with pytest.raises(InvalidInputError, match='base -> tool is not finite'):
+        check_plausible('base', 'tool', (np.zeros(3), [0.0, np.inf, 0.0]))
