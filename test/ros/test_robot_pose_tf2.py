@@ -12,6 +12,7 @@ transforms at any time; ``Time()`` = the latest time common to the chain) and ra
 source's InvalidInputErrors.
 """
 
+import re
 import sys
 import types
 
@@ -197,7 +198,7 @@ def test_tf2_path_accepts_an_arm_at_rest_with_history_shorter_than_the_window(so
 def test_a_transform_beyond_an_arm_s_reach_is_refused_with_its_figure(source, far):
     for k in range(-2, 1):
         _put(source, 'base_link', 'tool0', TOOL[0], [0.3, far, 0.1], 0.05 * k)
-    with pytest.raises(InvalidInputError, match=f'{far:.3g} m from the base; expected within'):
+    with pytest.raises(InvalidInputError, match=re.escape(f'{far:.3g} m from the base')):
         source.lookup(FRAME)
 
 
