@@ -132,6 +132,10 @@ def test_cli_verify_raw_dataset(raw, tmp_path, capsys):
     assert rc == 0, out
     assert '[1/2] frame_000.png: ' in out and out.count('\npose ') == 2
     assert _digest(raw / 'held') == before
+    # the calibration's own frames, detected again: counted apart
+    assert main(['verify', str(raw / 'cal.yaml'), str(raw / 'cal'), '--quiet']) == 1
+    assert '4 pose(s) used in the calibration, not counted: 0, 1, 2, 3' in \
+        capsys.readouterr().out
     # the views of another camera: every frame refused with both sizes
     doc = yaml.safe_load((raw / 'cal.yaml').read_text())
     doc['image_size'] = [doc['image_size'][0] + 4, doc['image_size'][1]]

@@ -6,6 +6,7 @@ import pytest
 from lf_mpc_calib.calibration import calibrate
 from lf_mpc_calib.calibration.verification import board_figures, parameter_draws, \
     reused_poses, square_of, verify_observations
+from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.arm import arm_scene
 from lf_mpc_calib.simulation.observations import board_points, paper_camera, random_poses, \
@@ -99,6 +100,20 @@ def test_verify_counts_reused_poses_apart(scene):
 def test_reused_poses_ignores_other_captures(scene):
     obs, result = scene
     assert reused_poses(obs.select(obs.pose >= 6), obs.select(obs.pose < 6)) == ()
+
+
+def test_reused_poses_finds_a_frame_detected_again(scene):
+    # the same frame detected again: a few rows more or less, (u, v) within thousandths of a
+    # pixel; another capture of the pose differs by its noise
+    obs, _ = scene
+    pose = obs.select(obs.pose == 2)
+    rng = np.random.default_rng(6)
+    for shift, reused in ((0.003, (7,)), (0.1, ())):
+        keep = np.arange(len(pose))[5:]
+        ijuv = pose.ijuv[keep].copy()
+        ijuv[:, 2:] += rng.normal(0.0, shift, (len(keep), 2))
+        again = Observations(np.full(len(keep), 7), pose.point[keep], pose.board[keep], ijuv)
+        assert reused_poses(again, obs.select(obs.pose < 6)) == reused
 
 
 def test_board_figures_scale_and_flatness():

@@ -28,48 +28,72 @@ is refused as another board."""
 def raw_observations(dataset, cal, progress=None):
     """
     (Observations, frame Paths per pose id, skipped [(Path, reason)]) of a raw data set
-    (:func:`lf_mpc_calib.pipeline.offline.load_raw_dataset`) decoded with the lenslet grid
-    and views of ``cal`` (a conventional CalibrationFile); a white of another size than the
-    grid's is refused (InvalidInputError naming both). progress(k, total, path, message).
+    (:func:`lf_mpc_calib.pipeline.offline.load_raw_dataset`) detected with the lenslet grid of
+    ``cal`` (a CalibrationFile): a conventional camera's frames decoded into its views, a
+    focused camera's corners found in its micro-images (with its lens types). A white of
+    another size than the grid's is refused (InvalidInputError naming both).
+    progress(k, total, path, message).
     """
-    from lf_mpc_calib.features.corners import detect_corners
     from lf_mpc_calib.io.images import read_float_image
-    from lf_mpc_calib.lenslet.white_image import make_decoder
-    if cal.camera_type != 'conventional':
-        raise InvalidInputError('verify on a raw data set is for conventional calibrations; '
-                                'a focused one is verified on its observation table')
     if cal.lenslet_grid is None:
         raise InvalidInputError('the calibration file has no lenslet_grid to decode the raw '
                                 'frames with; give an observation table instead')
     white = read_float_image(dataset.white)
-    views = None if cal.views is None else tuple(
-        int(round(cal.views[k][1] - cal.views[k][0])) + 1 for k in ('i', 'j'))
     try:
-        _, decoder = make_decoder(white, views=views, demosaic=dataset.demosaic,
-                                  grid=cal.lenslet_grid)
+        detect = (_focused_detect if cal.camera_type == 'focused' else
+                  _conventional_detect)(dataset, cal, white)
     except LFCalibError as exc:
         raise InvalidInputError(f'white image {dataset.white} against the calibration\'s '
                                 f'lenslet grid: {exc}') from exc
     parts, frames, skipped = [], [], []
     for k, path in enumerate(dataset.frames):
         try:
-            lf = decoder.decode(read_float_image(path))
-            _check_view_size(lf, cal)
-            det = detect_corners(lf, dataset.board, pose=len(frames))
+            found = detect(read_float_image(path), len(frames))
         except LFCalibError as exc:
             skipped.append((Path(path), str(exc)))
             if progress:
                 progress(k, len(dataset.frames), Path(path), f'skipped: {exc}')
             continue
-        parts.append(det.observations)
+        parts.append(found)
         frames.append(Path(path))
         if progress:
-            progress(k, len(dataset.frames), Path(path),
-                     f'{len(det.observations)} observations')
+            progress(k, len(dataset.frames), Path(path), f'{len(found)} observations')
     if not parts:
         raise DetectionError(f'the board was found in none of the {len(dataset.frames)} frames'
                              f' ({"; ".join(f"{p.name}: {r}" for p, r in skipped[:3])})')
     return Observations.concatenate(parts), frames, skipped
+
+
+def _conventional_detect(dataset, cal, white):
+    """detect(raw, pose) -> Observations: decoded with the calibration's grid and views."""
+    from lf_mpc_calib.features.corners import detect_corners
+    from lf_mpc_calib.lenslet.white_image import make_decoder
+    views = None if cal.views is None else tuple(
+        int(round(cal.views[k][1] - cal.views[k][0])) + 1 for k in ('i', 'j'))
+    _, decoder = make_decoder(white, views=views, demosaic=dataset.demosaic,
+                              grid=cal.lenslet_grid)
+
+    def detect(raw, pose):
+        lf = decoder.decode(raw)
+        _check_view_size(lf, cal)
+        return detect_corners(lf, dataset.board, pose=pose).observations
+    return detect
+
+
+def _focused_detect(dataset, cal, white):
+    """detect(raw, pose) -> Observations: corners in the micro-images of the calibration's
+    grid (not moved), labelled with its lens types."""
+    from lf_mpc_calib.measurement.focused import micro_image_types
+    from lf_mpc_calib.pipeline.focused_raw import focused_detector
+    types = micro_image_types(cal.lenslet_grid, cal.lens_types) if cal.lens_types else None
+    det = focused_detector(dataset, cal.lenslet_grid, white, types, recentre=False)
+
+    def detect(raw, pose):
+        if raw.shape != white.shape:
+            raise InvalidInputError(f'the frame is {raw.shape[1]} x {raw.shape[0]} px, the '
+                                    f'white {white.shape[1]} x {white.shape[0]}')
+        return det.detect(raw, dataset.board, pose=pose).observations
+    return detect
 
 
 def _check_view_size(lf, cal):
