@@ -19,6 +19,12 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
   error and the coverage (the part of the planes' pixels with a depth) of both;
 - ~/rays: not offered before; now FocusedRays' gather of the decimated pixels' intensities
   per frame (its geometry once per calibration and white, timed apart);
+- tracking a real stream (issue 40): the sequences of simulation.live_sequences (every 2nd..
+  10th frame of the live loop, a jump back of its whole diameter, the board leaving the view
+  and coming back, sudden 5 mm / 3 degree moves) through FocusedMeasurer: the share of the
+  frames with the board in view found without a full search, the CPU ms a frame of the
+  tracker, of each re-acquisition seed and of the full search, and the median 3-D error of the
+  frames found against the full detection's on the same frames (``--sequences`` alone);
 --r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
 sensor of that size, so more micro-images, the same per micro-image).
 
@@ -103,6 +109,76 @@ def points_stage(cam, det, white, raws, board, truth, n_old):
     tracked = sum(s == 'tracked' for s in searches)
     return (c_old, w_old, float(np.median(e_old)), c_new, w_new, float(np.nanmedian(e_new)),
             tracked, first.corner_search)
+
+
+def sequences_stage(cam, samples, *, compare=4):
+    """
+    {sequence: (found, in view, {mode: [CPU s]}, [median 3-D error found], [... full])} of
+    FocusedMeasurer on the sequences of simulation.live_sequences; the full detection's
+    errors on the first ``compare`` frames of each sequence with the board in view.
+    """
+    from lf_mpc_calib.measurement.focused import FocusedMeasurer, triangulate_rows
+    from lf_mpc_calib.simulation.live_sequences import tracking_sequences
+    board = Checkerboard(12, 9, 0.7 * cam.field_of_view(cam.scene_distance)[1] / 10)
+    white = render_white(cam, samples=samples)
+    poses, sequences = tracking_sequences(cam, board, 1.25 * cam.scene_distance,
+                                          (10.0, -8.0, 3.0))
+    raws = {k: render_raw(cam, board, rv, tv, samples=samples, noise=0.0).astype(np.float32)
+            for k, (rv, tv, _) in poses.items()}
+    model = cam.ground_truth_model()
+    det = MicroImageCornerDetector(white)
+
+    def err(key, ids, pts):
+        rv, tv, _ = poses[key]
+        truth = board.points() @ Rotation.from_rotvec(rv).as_matrix().T + tv
+        return float(np.median(np.linalg.norm(pts - truth[ids], axis=1)))
+    out = {}
+    for name, seq in sequences.items():
+        meas = FocusedMeasurer(model, det.grid, board=board, white=white)
+        costs, found, in_view, mine, full = {}, 0, 0, [], []
+        for k, key in enumerate(seq):
+            c0 = time.process_time()
+            m = meas.measure(raws[key])
+            dt = time.process_time() - c0
+            mode = m.corner_search.split(':')[0]
+            costs.setdefault(mode, []).append(dt)
+            if k == 0 or not poses[key][2]:
+                continue
+            in_view += 1
+            if not m.corner_search.startswith(('tracked', 're-acquired')):
+                continue
+            found += 1
+            if len(mine) < compare:
+                obs = det.detect(raws[key], board).observations
+                pts, keys = triangulate_rows(model, obs)
+                mine.append(err(key, m.point_ids, m.points))
+                full.append(err(key, keys[:, 1], pts))
+        out[name] = (found, in_view, costs, mine, full)
+    return out
+
+
+def print_sequences(size, samples):
+    """The tracking-sequence lines of the benchmark (module docstring)."""
+    cam = preset('focused-keplerian') if size is None else \
+        preset('focused-keplerian', sensor__width=size[0], sensor__height=size[1])
+    res = sequences_stage(cam, samples)
+    wd, h = cam.sensor.width, cam.sensor.height
+    print(f'{wd}x{h}  tracking a real stream (frames with the board in view after the first; '
+          f'CPU ms a frame by how the corners were found)')
+    every, ratios = {}, []
+    for name, (found, in_view, costs, mine, full) in res.items():
+        for mode, v in costs.items():
+            every.setdefault(mode, []).extend(v)
+        ratio = np.median(mine) / np.median(full) if mine else np.nan
+        ratios.append(ratio)
+        print(f'   {name:12s} found {found}/{in_view} ({100 * found / max(in_view, 1):.0f} %)  '
+              + ', '.join(f'{mode} {1e3 * np.median(v):.1f} ms x{len(v)}'
+                          for mode, v in costs.items())
+              + f'  3-D error {1e3 * np.median(mine):.2f} mm vs full detection '
+              f'{1e3 * np.median(full):.2f} mm (ratio {ratio:.2f})')
+    print('   all sequences, median CPU ms: ' + ', '.join(
+        f'{mode} {1e3 * np.median(v):.1f} (x{len(v)})' for mode, v in every.items())
+        + f'; worst 3-D error ratio {np.nanmax(ratios):.2f}')
 
 
 def planes(cam, n, samples):
@@ -316,13 +392,19 @@ def main():
     ap.add_argument('--r12', action='store_true', help='also 4080 x 3068 frames')
     ap.add_argument('--frames', type=int, default=None)
     ap.add_argument('--samples', type=int, default=4, help='rays per pixel of the renders')
+    ap.add_argument('--sequences', action='store_true',
+                    help='only the tracking sequences (a real stream) at the preset size')
     args = ap.parse_args()
+    if args.sequences:
+        print_sequences(None, args.samples)
+        return
     n = args.frames or (12 if args.quick else 30)
     sizes = [None] + ([(4080, 3068)] if args.r12 and not args.quick else [])
     lines = []
     for size in sizes:
         POSES.clear()
         wd, h, fps_c, fps_p, fps_d = run(size, n, args.samples)
+        print_sequences(size, args.samples)
         lines.append(f'focused live {wd}x{h}: center {fps_c:.1f} fps, points {fps_p:.1f} fps, '
                      f'depth {fps_d:.1f} fps (one core, CPU time)')
     print('\n'.join(lines[1:] + lines[:1]))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+from lf_mpc_calib.errors import DetectionError
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.measurement.focused import FocusedMeasurer, triangulate_rows
 from lf_mpc_calib.simulation.focused_observations import focused_observations
@@ -114,7 +115,7 @@ class _Detector:
     def __init__(self, seconds=0.0, go=None):
         self.seconds, self.go, self.calls = seconds, go, 0
 
-    def detect(self, raw, board):
+    def detect(self, raw, board, stop=None):
         import time
         self.calls += 1
         if self.go is not None:
@@ -156,3 +157,14 @@ def test_background_full_search_does_not_hold_the_frames():
     obs, why, _ = search.find(frame, frame, frame, 0.3)   # its result taken, then tracked
     assert (obs, why, tracker.starts) == ('rows', 'tracked', 1)
     assert search.last_full_search_s >= 0.05
+    search.close()
+    assert search.find(frame, frame, frame, 0.3)[1] == 'tracked'
+
+
+def test_closing_stops_a_full_search_at_its_next_corner(stream):
+    import threading
+    s = stream
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(DetectionError, match='stopped'):
+        s['det'].detect(s['raws']['loop 0'], s['board'], stop=stop)

@@ -166,9 +166,13 @@ class MicroImageCornerDetector:
         self.lattice = MicroImageLattice(grid)
 
     # ---- public ------------------------------------------------------------------------------
-    def detect(self, raw, board, *, pose=0, previous=None):
+    def detect(self, raw, board, *, pose=0, previous=None, stop=None):
         """
         Return a :class:`Detection` for one raw frame; raises DetectionError with the reason.
+
+        ``stop``: a threading.Event (or None); once it is set the detection ends at its next
+        stage or corner with DetectionError (a detection in a thread of its own that its owner
+        no longer needs: :mod:`lf_mpc_calib.measurement.focused_search`).
 
         ``previous``: a Detection of the same frame and board by this detector (before its
         lens types were told, say): its inverse virtual depth, rendered image and board grid
@@ -188,6 +192,7 @@ class MicroImageCornerDetector:
             rendered = previous.reference_image
         else:
             w = self.estimate_w(norm)
+            _check_stop(stop)
             rendered, step = self.render(norm, w)
             try:
                 grid = find_board(rendered, board)
@@ -210,6 +215,7 @@ class MicroImageCornerDetector:
         r_lit = np.full(len(r_valid), opt.radius_fraction * self.radius - 1.0)
         rim_corners = 0
         for c_idx in range(len(x0)):
+            _check_stop(stop)
             res = self._corner(norm, grads, smooth, x0[c_idx], w, contrast, half, r_valid)
             disk = r_valid
             if (res is None or len(res[0]) < opt.min_views) and np.any(r_valid < r_lit):
@@ -532,6 +538,12 @@ class MicroImageCornerDetector:
         proj = cv2.perspectiveTransform(rc.reshape(-1, 1, 2), H).reshape(-1, 2)
         err = np.hypot(*(proj - np.where(found[:, None], x_fit, 0.0)).T)
         return found & (err <= tol)
+
+
+def _check_stop(stop):
+    """DetectionError when the Event ``stop`` (or None) is set."""
+    if stop is not None and stop.is_set():
+        raise DetectionError('the detection was stopped by its owner')
 
 
 def _board_grid(board):

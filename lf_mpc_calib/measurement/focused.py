@@ -219,7 +219,7 @@ class FocusedMeasurer:
         if self.terms is not None and self.types is None:
             raise InvalidInputError('the calibration has lens-type terms but no type_of_class '
                                     'rule: the lens type of each micro-image is unknown')
-        self.detector = self.live = self.tracker = self.depth = None
+        self.detector = self.live = self.tracker = self.depth = self.search = None
         self.white = None
         if white is not None:
             self.set_white(white)
@@ -244,6 +244,7 @@ class FocusedMeasurer:
         w = w.mean(axis=2) if w.ndim == 3 else w
         self.detector = MicroImageCornerDetector(w, self.grid, lens_types=self.types)
         self.live = LiveCenterRenderer(self.detector)
+        self.close(timeout=0.0)             # a full search of the old white is of no use
         self.tracker = self.search = None
         if self.board is not None:
             from lf_mpc_calib.features.micro_image_tracking import MicroImageCornerTracker
@@ -254,6 +255,11 @@ class FocusedMeasurer:
                                        background=self.background_search)
         self.white = w
         self.rays = None
+
+    def close(self, timeout=2.0):
+        """Stop a background full search (:meth:`CornerSearch.close`); nothing else to free."""
+        if getattr(self, 'search', None) is not None:
+            self.search.close(timeout)
 
     def measure(self, raw, *, points=True, rays=False, all_views=False, depth=False):
         """

@@ -15,6 +15,7 @@ seeded by the board's last place in the rendered image). Only when that has fail
   tracker's own state, from a newer frame, is kept).
 
 ``last_full_search_s`` holds how long the last full detection took (None before the first).
+:meth:`CornerSearch.close` stops a background search (its owner is shutting down).
 
     search = CornerSearch(detector, board, tracker, background=True)
     obs, corner_search, reason = search.find(raw (H, W), norm, rendered, w)
@@ -40,6 +41,7 @@ class CornerSearch:
         self.last_full_search_s = None
         self._thread = None
         self._result = None         # (Detection or None, error text, seconds) of the thread
+        self._stop = threading.Event()
 
     def find(self, raw, norm, rendered, w):
         """
@@ -73,8 +75,10 @@ class CornerSearch:
 
     def _start_background(self, raw, why):
         if self._thread is None:
+            # not a daemon (the default of a daemon's thread, as the node's worker): one that
+            # the interpreter ends inside OpenCV at exit aborts the process
             self._thread = threading.Thread(target=self._run, args=(raw.copy(),),
-                                            name='lf_full_corner_search', daemon=True)
+                                            name='lf_full_corner_search', daemon=False)
             self._thread.start()
         return (None, f'full search running: {why}',
                 'the board is searched for in the whole frame (the full search runs)')
@@ -82,10 +86,19 @@ class CornerSearch:
     def _run(self, raw):
         t0 = time.perf_counter()
         try:
-            found, error = self.det.detect(raw, self.board), ''
+            found, error = self.det.detect(raw, self.board, stop=self._stop), ''
         except DetectionError as exc:
             found, error = None, str(exc)
         self._result = (found, error, time.perf_counter() - t0)
+
+    def close(self, timeout=2.0):
+        """Stop a background full search (at its next corner or stage) and wait up to
+        ``timeout`` s for its thread; no search starts after this."""
+        self._stop.set()
+        self.background = False
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
 
     def _collect(self):
         """Take the background detection when it has ended (the tracker starts from it)."""

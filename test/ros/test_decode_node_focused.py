@@ -212,14 +212,17 @@ def _one_frame(executor, node, pub, frame):
     return dict(node.last_stats)
 
 
-def _stream_until(executor, node, pub, frame, done, *, limit=200):
-    """Publish ``frame`` one at a time until ``done(stats)``; the stats of every frame."""
-    seen = []
-    while len(seen) < limit:
+def _stream_until(executor, node, pub, frame, done, *, timeout_sec=60.0, period=0.02):
+    """Publish ``frame`` every ``period`` s or slower until ``done(stats)``; the stats of
+    every frame."""
+    import time
+    seen, end = [], time.monotonic() + timeout_sec
+    while time.monotonic() < end:
         seen.append(_one_frame(executor, node, pub, frame))
         if done(seen[-1]):
             return seen
-    raise AssertionError(f'not done after {limit} frames: {seen[-1]}')
+        time.sleep(period)
+    raise AssertionError(f'not done after {timeout_sec} s ({len(seen)} frames): {seen[-1]}')
 
 
 def test_decode_node_rays_of_a_focused_camera_pass_the_corners(
