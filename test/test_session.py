@@ -109,6 +109,11 @@ def test_session_rejected_frame_keeps_earlier_captures(scene):
     with pytest.raises(InvalidInputError, match='white image is'):
         session.capture(frames[0][:100, :100])
     assert session.num_poses == 1  # a malformed frame does not disturb the session
+    other = np.uint16 if frames[0].dtype == np.uint8 else np.uint8
+    with pytest.raises(InvalidInputError, match=r'frame is \d+-bit .* the white image and the '
+                       r'frames captured so far are \d+-bit'):
+        session.capture(frames[1].astype(other))
+    assert session.num_poses == 1 and session.rejected == 1
     session.reset()
     assert session.num_poses == 0 and session.result is None and session.ready
     with pytest.raises(InvalidInputError, match='not calibrated yet'):

@@ -372,6 +372,22 @@ class CalibrationSession:
         return _Detector(self.board, self.white, self.decoder, self.use,
                          self.corner_options).detect(raw, pose=pose)
 
+    def _check_bit_depth(self, raw):
+        """InvalidInputError when an integer frame's depth is not that of the white image and
+        of the frames captured so far (a dark 16-bit frame among 8-bit ones finds no board)."""
+        kind = np.asarray(raw).dtype
+        if kind not in (np.uint8, np.uint16):
+            return
+        known = [np.asarray(a).dtype for a in [self.white] + self.frames[:1]]
+        other = [d for d in known if d in (np.uint8, np.uint16) and d != kind]
+        if other:
+            bits = {np.dtype(np.uint8): 8, np.dtype(np.uint16): 16}
+            raise InvalidInputError(
+                f'frame is {bits[kind]}-bit ({kind}) but the white image'
+                + (' and the frames captured so far are' if self.frames else ' is')
+                + f' {bits[other[0]]}-bit ({other[0]}); expected frames of the camera\'s one '
+                'bit depth (a camera or driver setting changed?)')
+
     def capture(self, raw, robot_pose=None):
         """
         Decode ``raw`` (uint8/uint16/float, the white image's size) and detect the board;
@@ -385,6 +401,7 @@ class CalibrationSession:
         if not self.ready:
             raise InvalidInputError('no white image yet: set one (white_image topic or file) '
                                     'before capturing')
+        self._check_bit_depth(raw)
         try:
             lf, det = self._detect(raw)
             self._refuse_repeated_pose(det.observations)
