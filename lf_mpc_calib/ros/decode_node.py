@@ -63,7 +63,10 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
 - ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (convert,
   decode, rectify: the central view, detect: the corners, triangulate, rays, depth, cloud,
   refocus, views: the mosaic, publish: the rest; a stage not run is absent), frame
-  counters, how the corners were found (``corners``: tracked or full search and why), ``problems``.
+  counters, how the corners were found (``corners``: tracked or full search and why), ``problems``,
+  and ``calibration_drift``: the board's residual over the last frames against the limit the
+  calibration's RMS gives (:mod:`lf_mpc_calib.measurement.drift`; a drift is named under
+  ``problems``, docs/ros-session.md).
 
 A calibration with a robot mount (its ``hand_eye`` key: tool -> optical on an arm, base ->
 optical for a fixed camera) is published on ``/tf_static`` (latched, the mount's parent frame to
@@ -192,6 +195,7 @@ class DecodeNode(Node):
         self.refocus_pub = self.create_publisher(Image, '~/refocus', out)
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
         self._depth = (None, None)             # (measurer, DepthEstimator | error text)
+        self._drift = (None, None)             # (measurer, DriftWatch | error text)
         self.causes = CauseLog(self.get_logger())  # bad input, logged once per cause
         from lf_mpc_calib.ros.input_monitor import InputMonitor
         self.input = InputMonitor(self, D.IMAGE_TOPIC, self.causes, p['image_reliability'])
@@ -496,6 +500,7 @@ class DecodeNode(Node):
                 frame_id=self.optical_frame, stamp=msg.header.stamp))
         t3 = time.perf_counter()
         self.causes.clear('frames')
+        drift = self._watch_drift(measurer, meas)
 
         now = time.monotonic()
         with self._lock:
@@ -516,6 +521,8 @@ class DecodeNode(Node):
                  'full_search_ms': _full_search_ms(measurer),
                  'problems': dict(self.causes.active)}
         stats['input'] = self.input.as_dict()
+        if drift is not None:
+            stats['calibration_drift'] = drift
         if self.parameter_problems:
             stats['parameter_problems'] = list(self.parameter_problems)
         self.last_stats = stats
@@ -544,6 +551,39 @@ class DecodeNode(Node):
         if self._frame_warning is None or self._frame_warning[0] != kind:
             self._frame_warning = (kind, f'{text} (the frame is processed anyway)')
         self.causes.error('frame check', self._frame_warning[1])
+
+    def _watch_drift(self, measurer, meas):
+        """Feed the board's residuals to the calibration-drift watch
+        (:mod:`lf_mpc_calib.measurement.drift`); its figures for ~/stats, or None."""
+        from lf_mpc_calib.measurement.drift import DriftWatch, frame_residuals
+        owner, watch = self._drift
+        if owner is not measurer:
+            with self._lock:
+                cal = self.calibration if self.measurer is measurer else None
+            if cal is None:
+                return None
+            try:
+                watch = DriftWatch(cal.errors['rms_reprojection_px'],
+                                   calibration_poses=max(cal.num_poses, 1))
+            except LFCalibError as exc:
+                watch = f'off: {exc}'
+            self._drift = (measurer, watch)
+            self.causes.clear('calibration drift')
+        if isinstance(watch, str):
+            return watch
+        if meas.observations is None:
+            return None if watch.summary is None else watch.summary.as_dict()
+        t0 = time.perf_counter()
+        try:
+            s = watch.add(frame_residuals(meas.observations, measurer.model,
+                                          terms=getattr(measurer, 'terms', None)))
+        except LFCalibError:    # too few corners for a pose: not counted
+            return None if watch.summary is None else watch.summary.as_dict()
+        if s.news:
+            self.causes.error('calibration drift', s.message())
+        elif not s.beyond:
+            self.causes.clear('calibration drift')
+        return dict(s.as_dict(), ms=round((time.perf_counter() - t0) * 1e3, 2))
 
     # ---- depth, cloud and refocus ---------------------------------------------------------
     def _estimator(self, measurer, dtype):
