@@ -70,8 +70,9 @@ class PoseCheck:
     """
     One held-out pose measured. rays, corners: observations and corners triangulated;
     distance_m: of the corners' centroid; rms_px: reprojection RMS with the board pose fitted;
-    square_error_mm, flatness_mm: measured; square_spread_mm: sampled standard deviation of the
-    square error (noise and covariance), square_cal_spread_mm: the covariance's part alone;
+    square_error_mm, flatness_mm: measured; square_expected_mm, square_spread_mm: sampled mean
+    (triangulation's bias) and standard deviation of the square error (noise and covariance),
+    square_cal_spread_mm: the covariance's part alone;
     flatness_expected_mm, flatness_spread_mm: sampled mean and standard deviation of the
     flatness; fitted_square_error_mm, fitted_square_noise_mm: the square error of the board
     fitted with a free scale on the reprojection (:func:`fit_scaled_board`) and its standard
@@ -86,6 +87,7 @@ class PoseCheck:
     rms_px: float
     square_error_mm: float
     flatness_mm: float
+    square_expected_mm: float
     square_spread_mm: float
     square_cal_spread_mm: float
     flatness_expected_mm: float
@@ -100,8 +102,9 @@ class PoseCheck:
         d = self.distance_m * 1e3
         return (f'pose {self.pose}: {self.rays} rays, {self.corners} corners at {d:.0f} mm: '
                 f'RMS {self.rms_px:.3f} px; square {self.square_error_mm:+.4f} mm '
-                f'({_pct(self.square_error_mm, d)} of distance, predicted +- '
-                f'{self.square_spread_mm:.4f}); flatness {self.flatness_mm:.4f} mm '
+                f'({_pct(self.square_error_mm, d)} of distance, predicted '
+                f'{self.square_expected_mm:+.4f} +- {self.square_spread_mm:.4f}); flatness '
+                f'{self.flatness_mm:.4f} mm '
                 f'({_pct(self.flatness_mm, d)}, predicted {self.flatness_expected_mm:.4f} +- '
                 f'{self.flatness_spread_mm:.4f}); fitted on the pixels: square '
                 f'{self.fitted_square_error_mm:+.4f} +- {self.fitted_square_noise_mm:.4f} mm')
@@ -348,7 +351,8 @@ def check_pose(obs, model, draws, rng, *, square, noise_px, names=(), steps=(),
     grad, pose_grad = parameter_gradients(obs, model, x, x_true[:6], names, steps)
     sq = 1e3 * square
     check = PoseCheck(int(obs.pose[0]), len(obs), len(board), dist, rms, (scale - 1) * sq,
-                      1e3 * flat, float(np.std(sampled[:, 0]) * sq), float(np.std(cal) * sq),
+                      1e3 * flat, float((np.mean(sampled[:, 0]) - 1) * sq),
+                      float(np.std(sampled[:, 0]) * sq), float(np.std(cal) * sq),
                       float(np.mean(sampled[:, 1]) * 1e3), float(np.std(sampled[:, 1]) * 1e3),
                       float(np.expm1(x[6]) * sq), float(sigma * np.sqrt(cov[6, 6]) * sq),
                       np.asarray(rv, float), np.asarray(tv, float))

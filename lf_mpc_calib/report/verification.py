@@ -23,13 +23,16 @@ def plot_pose_figures(v, path, *, title=''):
     ax[0].axhline(v.noise_px, color='k', lw=1, label='calibration RMS')
     ax[0].axhline(v.figures[0].limit, color='tab:red', ls='--', lw=1, label='limit')
     ax[0].set(title='RMS reprojection (pose fitted)', ylabel='px')
-    ax[1].errorbar(x - 0.1, [c.square_error_mm for c in v.poses],
-                   [3 * c.square_spread_mm for c in v.poses], fmt='o', label='triangulated')
+    ax[1].errorbar(x - 0.1, [c.square_expected_mm for c in v.poses],
+                   [3 * c.square_spread_mm for c in v.poses], fmt='_', color='tab:blue',
+                   label='triangulated: predicted')
+    ax[1].plot(x - 0.1, [c.square_error_mm for c in v.poses], 'o', color='tab:blue',
+               label='triangulated')
     ax[1].errorbar(x + 0.1, [c.fitted_square_error_mm for c in v.poses],
-                   [3 * c.fitted_square_noise_mm for c in v.poses], fmt='s',
-                   label='fitted on the pixels')
+                   [3 * c.fitted_square_noise_mm for c in v.poses], fmt='s', color='tab:orange',
+                   label='fitted on the pixels (+- 3 sigma of its noise)')
     ax[1].axhline(0.0, color='k', lw=1)
-    ax[1].set(title='square size error (+- 3 sigma predicted)', ylabel='mm')
+    ax[1].set(title='square size error (3 sigma bars)', ylabel='mm')
     ax[2].errorbar(x, [c.flatness_expected_mm for c in v.poses],
                    [3 * c.flatness_spread_mm for c in v.poses], fmt='_', color='k',
                    label='predicted')
