@@ -21,7 +21,7 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from lf_mpc_calib.ros.launch_arguments import node_parameters
+from lf_mpc_calib.ros.launch_arguments import choices_of, node_parameters
 
 
 def _nodes(context):
@@ -63,6 +63,7 @@ def generate_launch_description():
                                           "every frame; '': the parameters files' (empty "
                                           'there: none)'),
         DeclareLaunchArgument('image_reliability', default_value='',
+                              choices=choices_of('image_reliability'),
                               description='QoS of image_raw: best_effort (any camera) or '
                                           'reliable (large frames from a reliable publisher);'
                                           " '': the parameters files'"),
@@ -76,6 +77,7 @@ def generate_launch_description():
                               description='parameters for any of the nodes (sections '
                                           '/**/<node>), applied after their own files'),
         DeclareLaunchArgument('sim', default_value='false',
+                              choices=choices_of('sim'),
                               description='also start the simulated camera'),
         OpaqueFunction(function=_nodes),
     ])

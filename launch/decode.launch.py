@@ -20,7 +20,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from lf_mpc_calib.ros.launch_arguments import node_parameters
+from lf_mpc_calib.ros.launch_arguments import choices_of, node_parameters
 
 
 def _nodes(context):
@@ -55,6 +55,7 @@ def generate_launch_description():
                                           "every frame; '': the parameters files' (empty "
                                           'there: none)'),
         DeclareLaunchArgument('image_reliability', default_value='',
+                              choices=choices_of('image_reliability'),
                               description='QoS of image_raw: best_effort (any camera) or '
                                           'reliable (large frames from a reliable publisher);'
                                           " '': the parameters files'"),

@@ -28,7 +28,7 @@ from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from lf_mpc_calib.ros.launch_arguments import node_parameters
+from lf_mpc_calib.ros.launch_arguments import choices_of, node_parameters
 
 
 def _nodes(context):
@@ -61,6 +61,7 @@ def generate_launch_description():
         DeclareLaunchArgument('white_topic', default_value='white_image',
                               description='white image topic (unless white_image_file)'),
         DeclareLaunchArgument('image_reliability', default_value='reliable',
+                              choices=choices_of('image_reliability'),
                               description='QoS of image_raw: best_effort (any camera) or '
                                           'reliable (large frames from a reliable publisher);'
                                           " '': the parameters files'"),

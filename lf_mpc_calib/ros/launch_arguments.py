@@ -12,6 +12,20 @@ value: an argument left at '' never overrides what the files say.
 PARAMS_FILE = 'params_file'
 """The launch argument of the parameters file applied to every node after its own."""
 
+CHOICES = {
+    'sim': ('true', 'false'),
+    'image_reliability': ('', 'best_effort', 'reliable'),
+}
+"""The launch arguments with a fixed set of values, and the values. Each launch file declares
+them with ``choices=choices_of(name)``, so that launch refuses any other value (``sim:=yes``)
+before a node starts; a condition that cannot read its value fails only where it is reached,
+after the nodes before it have started (and they were left running)."""
+
+
+def choices_of(name):
+    """The ``choices`` of launch argument ``name`` (:data:`CHOICES`)."""
+    return list(CHOICES[name])
+
 
 def given_parameters(context, names):
     """{name: value} of the launch arguments ``names`` whose value is not '' (``context``: the
