@@ -132,6 +132,9 @@ def test_cli_verify_raw_dataset(raw, tmp_path, capsys):
     assert rc == 0, out
     assert '[1/2] frame_000.png: ' in out and out.count('\npose ') == 2
     assert _digest(raw / 'held') == before
+    assert main(['verify', str(raw / 'cal.yaml'), str(raw / 'held'), '--report',
+                 str(raw / 'held' / 'rep')]) == 2
+    assert 'is inside the data set' in capsys.readouterr().err
     # the calibration's own frames, detected again: counted apart
     assert main(['verify', str(raw / 'cal.yaml'), str(raw / 'cal'), '--quiet']) == 1
     assert '4 pose(s) used in the calibration, not counted: 0, 1, 2, 3' in \

@@ -51,6 +51,7 @@ def run(args):
     from lf_mpc_calib.io.calibration_file import load_calibration
     from lf_mpc_calib.pipeline.verification import arm_of, verify_calibration
     out = sys.stdout
+    _check_report(args)
     cal = load_calibration(args.calibration)
     calibration_obs = _calibration_table(args.calibration)
     obs, frames, robot, indices = _held_out(args, cal, out)
@@ -75,6 +76,18 @@ def run(args):
                                             header=header)
         print(f'wrote report into {args.report} ({len(written)} files)', file=out)
     return 0 if v.passed else 1
+
+
+def _check_report(args):
+    """UsageError for a --report inside the data set folder: verify never writes into it."""
+    import os
+    from lf_mpc_calib.errors import UsageError
+    folder = Path(args.dataset)
+    if args.report and folder.is_dir():
+        report, data = os.path.realpath(args.report), os.path.realpath(folder)
+        if report == data or report.startswith(data.rstrip(os.sep) + os.sep):
+            raise UsageError(f'--report {args.report} is inside the data set {args.dataset}; '
+                             'write the report elsewhere (verify never writes into a data set)')
 
 
 def _calibration_table(path):
