@@ -221,22 +221,23 @@ class CalibrationNode(Node):
                                  guarded_callback(self, D.IMAGE_TOPIC, self._on_image),
                                  D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
+        queued = D.service_qos()
         self.create_service(Trigger, '~/capture',
                             guarded_service(self, 'capture',
                                             self.detections_topic.while_capturing(
                                                 self._on_capture)),
-                            callback_group=MutuallyExclusiveCallbackGroup())
+                            qos_profile=queued, callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/calibrate',
                             guarded_service(self, 'calibration', self._on_calibrate),
-                            callback_group=MutuallyExclusiveCallbackGroup())
+                            qos_profile=queued, callback_group=MutuallyExclusiveCallbackGroup())
         other = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, '~/save', guarded_service(self, 'save', self._on_save),
-                            callback_group=other)
+                            qos_profile=queued, callback_group=other)
         self.create_service(Trigger, '~/reset', guarded_service(self, 'reset', self._on_reset),
-                            callback_group=other)
+                            qos_profile=queued, callback_group=other)
         self.create_service(Trigger, '~/verify',
                             guarded_service(self, 'verify', self._on_verify),
-                            callback_group=other)
+                            qos_profile=queued, callback_group=other)
         self.suggestions = SuggestionService(self, self._lock,
                                              callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(

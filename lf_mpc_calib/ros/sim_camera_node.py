@@ -213,7 +213,7 @@ class SimCameraNode(Node):
         self.create_timer(1.0 / p['rate'], self._publish_frame,
                           callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/next_pose', self._on_next_pose,
-                            callback_group=self._render_group)
+                            qos_profile=D.service_qos(), callback_group=self._render_group)
         self.followed = 0                       # suggestions shown (follow_suggestions)
         if p['follow_suggestions']:
             self._follow(p)

@@ -116,7 +116,7 @@ class SuggestionService:
         self.pub = node.create_publisher(PoseStamped, '~/suggested_pose', D.latched_qos())
         node.create_service(Trigger, '~/suggest',
                             guarded_service(node, 'suggestion', self._on_suggest),
-                            callback_group=callback_group)
+                            qos_profile=D.service_qos(), callback_group=callback_group)
 
     @staticmethod
     def _load_nominal(path):

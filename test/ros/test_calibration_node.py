@@ -395,3 +395,19 @@ def test_calibration_node_says_when_the_acceptance_rule_refuses(session_run, tmp
     named = {re.match(r'sigma of (.+) [0-9.]+ (?:%|px) \(limit', r).group(1) for r in refusals}
     assert all(f'sigma of {n}' in err for n in named), (named, err)
     assert not (tmp_path / 'cal.yaml').exists()
+
+
+def test_a_thousand_capture_calls_at_once_are_all_answered(ros_context, ros_executor, ros_node,
+                                                           tmp_path):
+    # the service keeps D.SERVICE_QUEUE requests (ROS's default 10 answered 10 of 1000); the
+    # caller's client needs as deep a queue for the answers (with 10 it lost 2 of 1000)
+    from lf_mpc_calib.ros.defaults import SERVICE_QUEUE, service_qos
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(tmp_path))])
+    with spinning(ros_context, node):
+        client = ros_node.create_client(Trigger, '/lf_calibration/capture',
+                                        qos_profile=service_qos())
+        assert client.wait_for_service(timeout_sec=10)
+        futures = [client.call_async(Trigger.Request()) for _ in range(SERVICE_QUEUE)]
+        wait_for(ros_executor, lambda: all(f.done() for f in futures), 'every answer', 60)
+        assert all('no white image yet' in f.result().message for f in futures)
