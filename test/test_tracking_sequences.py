@@ -76,7 +76,7 @@ def test_tracking_survives_the_stream(stream, name):
         err = _errors(s, key, m.point_ids, m.points)
         # never a wrong corner: every row lies where the optics image its corner (a corner one
         # square off is a square in the micro-image off, 7 px here)
-        off, unmatched = _row_errors(s, key, meas.last_observations)
+        off, unmatched = _row_errors(s, key, m.observations)
         assert unmatched == 0 and np.max(np.abs(off)) < 1.0, (key, m.corner_search)
         assert len(m.points) >= 0.7 * len(first.points)
         if len(mine) < 4:           # the full detection on the first 4 frames (seconds each)

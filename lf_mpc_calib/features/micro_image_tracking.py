@@ -21,24 +21,28 @@ q = c + w (c - x)) every row (a corner in a micro-image whose usable disk holds 
    homography. Corners not found keep the place the board's homography gives them, so they
    are looked for again when they come back into the micro-images.
 
-When the prediction fails (a jump, a board gone and back) and the frame's rendered image is
-given, the board is re-acquired at about the tracker's cost, seeded by its last place and size:
+When the frame's rendered image is given, the board is re-acquired at about the tracker's
+cost, seeded by its last place and size, when the prediction fails (a board gone and back) or
+when seed A's move disagrees with the prediction by more than ``JUMP_PX`` (a jump: then the
+prediction is not tried):
 
-A. ``shift``: the rendered image around the board in the last tracked frame is matched
-   (normalised cross-correlation) in a window three times its size around it; the corners'
-   last (x, w) moved by that shift predict the rows;
+A. ``shift``: the rendered image around the board in the last tracked frame (its outer
+   squares, margin and edge) is matched (normalised cross-correlation, first blurred to the
+   board's outline: a checkerboard matches itself two squares off) in a window three times its
+   size around it; the corners' last (x, w) moved by that shift predict the rows;
 B. ``board search``: OpenCV's board search (:func:`~lf_mpc_calib.features.corners.
    quick_find_board`: its fast check, then one search) in a crop of the rendered image around
    the board's last place (its size again on every side; the whole rendered image when that
    fails).
 
-Each seed is refined twice (the second pass from the first pass's fit, corners it missed
-placed by its homography). With the rendered image, a board (tracked or re-acquired) is
-reported only when the square colours and the light margin of the rendered image label it as
-the full search would (:func:`~lf_mpc_calib.features.corners.resolve_orientation` returns the
-grid unchanged: a prediction off by about a square refines every row onto the neighbouring
-corner, consistently, which no check in the micro-images sees) and its rows fit (x, w) as well
-as the full detection's did (RMS within ``max_residual`` times).
+Each seed is refined, and a second time from the first pass's fit (corners it missed placed
+by its homography) when the first found fewer than ``SECOND_PASS`` of the corners. With the
+rendered image, a board (tracked or re-acquired) is reported only when the square colours and
+the light margin of the rendered image label it as the full search would
+(:func:`~lf_mpc_calib.features.corners.resolve_orientation` returns the grid unchanged: a
+prediction off by about a square refines every row onto the neighbouring corner, consistently,
+which no check in the micro-images sees) and its rows fit (x, w) as well as the full
+detection's did (RMS within ``max_residual`` times).
 
 The aperture's move of each row (what the full detection subtracts, 0.03 px RMS) is held from
 the last full detection while the row stays within ``move_drift`` px of where it was measured
@@ -76,6 +80,20 @@ CROP_MARGIN = 12
 
 MIN_MATCH = 0.5
 """Least normalised cross-correlation of the board's last rendered image with this frame's."""
+
+JUMP_PX = 1.0
+"""Rendered px (about the px a corner moves in a micro-image) that the board's rendered image
+may move from the prediction before the frame is seeded by that move instead (seed A)."""
+
+SECOND_PASS = 0.9
+"""A re-acquisition seed is refined a second time (from its first fit) only when the first
+found fewer than this share of the full detection's corners (a turn: the seed's outer corners
+off)."""
+
+TEMPLATE_PAD = 2.5
+"""Squares of the rendered image kept around the outer corners in the template of seed A: the
+outer squares, the board's margin and its edge against the background (what a shifted
+checkerboard does not match)."""
 
 
 class MicroImageCornerTracker:
@@ -125,6 +143,9 @@ class MicroImageCornerTracker:
         self.x_prev, self.w_prev = self.x.copy(), self.w.copy()
         self.use_velocity = False
         self.template = None
+        if detection.reference_image is not None:
+            self.template = self._template(np.asarray(detection.reference_image, np.float32),
+                                           float(d['inverse_virtual_depth']), self.x[self.seen])
         self.started = True
         self.tracked_frames = self.lost_frames = 0
         self.last_mode = 'full search'
@@ -139,13 +160,19 @@ class MicroImageCornerTracker:
         if not self.started:
             return None, 'no full detection to track from yet'
         x_p, w_p = self._prediction()
-        found, why = self._follow(norm, x_p, w_p, passes=1)
-        if found is not None and rendered is not None:
-            why = self._refusal(found, rendered, float(w_render))
-            found = None if why else found
-        mode = 'tracked'
-        if found is None and rendered is not None:
-            found, mode, why = self._reacquire(norm, rendered, float(w_render), why)
+        shifted = None if rendered is None else self._shift_seed(rendered, float(w_render))
+        if shifted is not None and _median_distance(shifted[0], x_p) * abs(w_render) > JUMP_PX:
+            found, mode, why = self._reacquire(norm, rendered, float(w_render), shifted, (
+                f'the board\'s rendered image moved {_median_distance(shifted[0], x_p):.1f} raw '
+                f'px from the prediction'))
+        else:
+            found, why = self._follow(norm, x_p, w_p, passes=1)
+            if found is not None and rendered is not None:
+                why = self._refusal(found, rendered, float(w_render))
+                found = None if why else found
+            mode = 'tracked'
+            if found is None and rendered is not None:
+                found, mode, why = self._reacquire(norm, rendered, float(w_render), shifted, why)
         if found is None:
             self.lost_frames += 1
             return None, why
@@ -178,8 +205,8 @@ class MicroImageCornerTracker:
             keep &= views[c] >= opt.min_views
             used = views >= opt.min_views
             n_used = int(np.sum(used))
-            if n_pass + 1 == passes or n_used < 4:
-                break
+            if n_pass + 1 == passes or n_used < 4 or n_used >= SECOND_PASS * self.n_start:
+                break           # (a second pass from a seed that found most corners: no gain)
             x_p, w_p = self._completed(x, w, used)
         if n_used < max(opt.min_corners, self.min_fraction * self.n_start):
             return None, (f'tracking kept {n_used} of the {self.n_start} corners of the last '
@@ -233,11 +260,13 @@ class MicroImageCornerTracker:
         return (np.where(ok[:, None], x, x_all), np.where(ok, w, a @ coef))
 
     # ---- re-acquisition ------------------------------------------------------------------
-    def _reacquire(self, norm, rendered, w_render, why):
-        """(found, mode, reason) of the first seed (module docstring: A, B) that holds."""
+    def _reacquire(self, norm, rendered, w_render, shifted, why):
+        """(found, mode, reason) of the first seed (module docstring: A, then B) that holds;
+        shifted: seed A, made already (or None)."""
         reasons = [why]
-        for mode, seed in (('shift', self._shift_seed), ('board search', self._board_seed)):
-            pred = seed(rendered, w_render)
+        for mode, seed in (('shift', lambda: shifted),
+                           ('board search', lambda: self._board_seed(rendered, w_render))):
+            pred = seed()
             if pred is None:
                 reasons.append(f'{mode}: no seed')
                 continue
@@ -276,19 +305,11 @@ class MicroImageCornerTracker:
         if abs(scale - 1.0) > 1e-3:
             tmpl = cv2.resize(tmpl, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
             origin = origin * scale
-        th, tw = tmpl.shape
-        h, wd = rendered.shape
-        lo = np.maximum(np.floor(origin).astype(int) - [tw, th], 0)
-        hi = np.minimum(np.floor(origin).astype(int) + [2 * tw, 2 * th], [wd, h])
-        win = rendered[lo[1]:hi[1], lo[0]:hi[0]]
-        if win.shape[0] <= th or win.shape[1] <= tw:
+        square = self.spacing * abs(w_render)
+        shift = _match_shift(rendered, tmpl, origin, square)
+        if shift is None:
             return None
-        score = cv2.matchTemplate(win, tmpl, cv2.TM_CCOEFF_NORMED)
-        _, peak, _, at = cv2.minMaxLoc(score)
-        if not peak >= MIN_MATCH:
-            return None
-        shift = (lo + _subpixel_peak(score, at) - origin) / abs(w_render)   # raw px
-        return self.x * scale + shift, self.w * (w_render / w_t)
+        return self.x + shift / abs(w_render), self.w * (w_render / w_t)
 
     def _board_seed(self, rendered, w_render):
         """Seed B: the board found in a crop of the rendered image around its last place."""
@@ -339,7 +360,7 @@ class MicroImageCornerTracker:
     def _template(self, rendered, w_render, x):
         """(crop of the rendered image around the board, its origin (2,) px, w_render)."""
         r = x * abs(w_render)
-        pad = self.spacing * abs(w_render)
+        pad = TEMPLATE_PAD * self.spacing * abs(w_render)
         h, wd = rendered.shape
         lo = np.maximum(np.floor(r.min(0) - pad), 0).astype(int)
         hi = np.minimum(np.ceil(r.max(0) + pad), [wd, h]).astype(int)
@@ -360,6 +381,52 @@ class MicroImageCornerTracker:
         types = None if self.det.lens_types is None else self.det.lens_types[m]
         return Observations(np.zeros(len(c), np.int64), c, self.board.points()[c],
                             np.column_stack([cen, q - cen]), types)
+
+
+def _median_distance(a, b):
+    """Median distance (px) of the rows of a and b (N, 2) where both are finite."""
+    d = np.hypot(*(a - b).T)
+    d = d[np.isfinite(d)]
+    return float(np.median(d)) if d.size else np.inf
+
+
+def _match_shift(image, tmpl, origin, square):
+    """
+    (2,) px that moves ``tmpl`` (cut from the last frame at ``origin`` (2,)) onto ``image``,
+    searched within a template size on every side, or None. A checkerboard matches itself two
+    squares off almost as well: the match is made first on both blurred to the board's outline
+    (downsampled to about 2 px a square, ``square`` px), then sharp within that resolution.
+    """
+    th, tw = tmpl.shape
+    h, wd = image.shape
+    o = np.floor(origin).astype(int)
+    lo = np.maximum(o - [tw, th], 0)
+    hi = np.minimum(o + [2 * tw, 2 * th], [wd, h])
+    win = image[lo[1]:hi[1], lo[0]:hi[0]]
+    if win.shape[0] <= th or win.shape[1] <= tw:
+        return None
+    f = max(1, int(square // 2))
+    small = [cv2.GaussianBlur(cv2.resize(a, (max(a.shape[1] // f, 1), max(a.shape[0] // f, 1)),
+                                         interpolation=cv2.INTER_AREA), (0, 0), 1.0)
+             for a in (win, tmpl)]
+    if small[0].shape[0] < small[1].shape[0] or small[0].shape[1] < small[1].shape[1]:
+        return None
+    score = cv2.matchTemplate(small[0], small[1], cv2.TM_CCOEFF_NORMED)
+    _, peak, _, at = cv2.minMaxLoc(score)
+    if not peak >= MIN_MATCH:
+        return None
+    # sharp, within the coarse match's resolution
+    guess = lo + np.array(at) * f
+    a = np.maximum(guess - 2 * f, 0)
+    b = np.minimum(guess + 2 * f + np.array([tw, th]), [wd, h])
+    fine = image[a[1]:b[1], a[0]:b[0]]
+    if fine.shape[0] <= th or fine.shape[1] <= tw:
+        return None
+    score = cv2.matchTemplate(fine, tmpl, cv2.TM_CCOEFF_NORMED)
+    _, peak, _, at = cv2.minMaxLoc(score)
+    if not peak >= MIN_MATCH:
+        return None
+    return a + _subpixel_peak(score, at) - origin
 
 
 def _subpixel_peak(score, at):

@@ -320,7 +320,6 @@ class FocusedMeasurer:
                                rays=ray_set, timings=timings, pinhole=pinhole, depth=depth_map)
         t0 = time.perf_counter()
         obs, search, why = self.search.find(img, norm, center_norm, w)
-        self.last_observations = obs        # the rows measured (focused convention), or None
         if obs is None:
             return Measurement(None, center, *none, reason=why, rays=ray_set, timings=timings,
                                corner_search=search, pinhole=pinhole, depth=depth_map)
