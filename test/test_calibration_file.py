@@ -151,3 +151,23 @@ def test_calibration_file_deformed_grid_is_format_2(tmp_path):
     np.testing.assert_array_equal(back.lenslet_grid.centres(), grid.centres())
     regular = _example(np.random.default_rng(2), grid.regular())
     assert yaml.safe_load(dumps(regular))['format_version'] == FORMAT_VERSION == 1
+
+
+def test_covariance_round_trips_and_a_bad_one_is_refused(tmp_path):
+    good = _example(np.random.default_rng(3))
+    names = ['k_i', 'u_0']
+    cov = {'parameters': names, 'matrix': [[4e-12, -1e-9], [-1e-9, 1e-5]]}
+    cal = CalibrationFile(**{**good.__dict__, 'covariance': cov})
+    path = tmp_path / 'c.yaml'
+    save_calibration(path, cal)
+    back_names, back = load_calibration(path).covariance_matrix()
+    assert back_names == tuple(names)
+    np.testing.assert_array_equal(back, cov['matrix'])
+    assert good.covariance_matrix() is None
+    for bad, why in (({'parameters': ['k_i', 'k_i'], 'matrix': [[1, 0], [0, 1]]}, 'distinct'),
+                     ({'parameters': names, 'matrix': [[1, 0.5], [0, 1]]}, 'symmetric'),
+                     ({'parameters': names, 'matrix': [[1, 0], [0, float('nan')]]}, 'finite'),
+                     ({'parameters': names, 'matrix': [[-1, 0], [0, 1]]}, 'variances >= 0'),
+                     ({'parameters': ['k_x'], 'matrix': [[1]]}, 'distinct names from')):
+        with pytest.raises(CalibrationFileError, match=why):
+            CalibrationFile(**{**good.__dict__, 'covariance': bad})

@@ -26,6 +26,9 @@ Layout (format_version 1; 2 when the lenslet grid carries a deformation)::
                                              # model, serial, zoom_step, focus_step,
                                              # exposure_s, bayer, ..., white_image: {file,
                                              # serial, zoom_step, focus_step, ...})
+    covariance: {parameters: [k_i, ...],     # optional: the covariance (F x F) of the free
+                 matrix: [[..], ..]}         # parameters (the stddev's source; absent: only
+                                             # the stddevs are known, as independent)
     held: {k_1: reason, ...}                 # optional (absent: none): distortion terms held
                                              # at 0 because the data did not determine them
     hand_eye: {...}                          # optional (absent: no robot): the mount of the
@@ -108,6 +111,7 @@ class CalibrationFile:
     camera_metadata: dict = None
     hand_eye: dict = None
     held: dict = None
+    covariance: dict = None
 
     def __post_init__(self):
         if self.camera_type not in CAMERA_TYPES:
@@ -145,6 +149,14 @@ class CalibrationFile:
                 f'camera_metadata must be a mapping, got {type(self.camera_metadata).__name__}')
         if self.hand_eye is not None:
             _check_hand_eye(self.hand_eye)
+        if self.covariance is not None:
+            object.__setattr__(self, 'covariance', _checked_covariance(self.covariance))
+
+    def covariance_matrix(self):
+        """(names (F,), (F, F) ndarray) of the free parameters, or None when not stored."""
+        if self.covariance is None:
+            return None
+        return tuple(self.covariance['parameters']), np.array(self.covariance['matrix'])
 
     @property
     def num_poses(self):
@@ -170,7 +182,8 @@ class CalibrationFile:
                    views=views, image_size=image_size, lenslet_grid=lenslet_grid,
                    frames=default_frames(camera), lens_types=lens_types,
                    camera_metadata=camera_metadata, hand_eye=hand_eye,
-                   held=dict(getattr(result, 'held', {}) or {}) or None)
+                   held=dict(getattr(result, 'held', {}) or {}) or None,
+                   covariance=_covariance_of(result))
 
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
@@ -199,6 +212,8 @@ class CalibrationFile:
             d['held'] = {str(k): str(v) for k, v in self.held.items()}
         if self.hand_eye is not None:
             d['hand_eye'] = self.hand_eye
+        if self.covariance is not None:
+            d['covariance'] = self.covariance
         return d
 
     @classmethod
@@ -237,7 +252,8 @@ class CalibrationFile:
                       frames=dict(d['frames']), software=dict(d['software']),
                       format_version=d['format_version'], lens_types=d.get('lens_types'),
                       camera_metadata=d.get('camera_metadata'),
-                      hand_eye=d.get('hand_eye'), held=d.get('held'))
+                      hand_eye=d.get('hand_eye'), held=d.get('held'),
+                      covariance=d.get('covariance'))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:
@@ -248,6 +264,43 @@ class CalibrationFile:
         except LFCalibError as exc:
             raise CalibrationFileError(f'implausible calibration: {exc}') from None
         return cal
+
+
+def _covariance_of(result):
+    """The result's covariance as the file's mapping, or None (none, or not its free names)."""
+    cov = getattr(result, 'covariance', None)
+    names = result.free_names() if hasattr(result, 'free_names') else ()
+    if cov is None or not len(names) or np.shape(cov) != (len(names), len(names)):
+        return None
+    return {'parameters': list(names),
+            'matrix': [[float(x) for x in row] for row in np.asarray(cov, dtype=float)]}
+
+
+def _checked_covariance(value):
+    """``value`` {parameters: [F names], matrix: F x F} as plain types, or
+    CalibrationFileError: unknown or repeated names, a matrix not F x F, not finite, not
+    symmetric or with a negative variance."""
+    if not isinstance(value, dict) or set(value) != {'parameters', 'matrix'}:
+        raise CalibrationFileError(f'covariance must be a mapping of parameters and matrix, got '
+                                   f'{shorten(repr(value))}')
+    names = value['parameters']
+    if (not isinstance(names, list) or len(set(map(str, names))) != len(names)
+            or any(n not in PARAMETER_NAMES for n in names)):
+        raise CalibrationFileError(f'covariance parameters must be distinct names from '
+                                   f'{PARAMETER_NAMES}, got {shorten(repr(names))}')
+    try:
+        m = np.array(value['matrix'], dtype=float)
+    except (TypeError, ValueError):
+        m = np.full((0,), np.nan)
+    f = len(names)
+    if m.shape != (f, f) or not np.all(np.isfinite(m)):
+        raise CalibrationFileError(f'covariance matrix must be {f} x {f} finite numbers for '
+                                   f'{names}, got shape {m.shape}')
+    scale = float(np.max(np.abs(np.diag(m)), initial=0.0))
+    if np.any(np.diag(m) < 0) or np.max(np.abs(m - m.T), initial=0.0) > 1e-9 * max(scale, 1e-300):
+        raise CalibrationFileError('covariance matrix must be symmetric with variances >= 0')
+    return {'parameters': [str(n) for n in names],
+            'matrix': [[float(x) for x in row] for row in m]}
 
 
 def _image_size(value):
