@@ -10,16 +10,13 @@ bad value and no process of theirs may exist.
 """
 
 import ast
-import os
 from pathlib import Path
-import subprocess
-import sys
-import uuid
 
 import pytest
 
 from lf_mpc_calib.ros.defaults import RAW_INPUT_PARAMETERS
 from lf_mpc_calib.ros.launch_arguments import CHOICES
+from ros.launch_runner import finish, start_launch
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
@@ -68,65 +65,13 @@ def test_the_choices_are_the_values_the_nodes_take():
     assert CHOICES['sim'] == ('true', 'false')                  # what IfCondition reads
 
 
-def _share():
-    """The installed share directory of lf_mpc_calib, or skip."""
-    pytest.importorskip('launch', reason='launch is not installed (not on PyPI)')
-    pytest.importorskip('launch_ros', reason='launch_ros is not installed (not on PyPI)')
-    from ament_index_python.packages import get_package_share_directory
-    try:
-        return Path(get_package_share_directory('lf_mpc_calib'))
-    except LookupError as exc:
-        pytest.skip(f'lf_mpc_calib is not in the ament index ({exc})')
-
-
-RUN = '''
-import sys
-import launch
-from launch.actions import IncludeLaunchDescription, SetEnvironmentVariable
-from launch.launch_description_sources import AnyLaunchDescriptionSource
-path, token, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-service = launch.LaunchService(argv=args)
-service.include_launch_description(launch.LaunchDescription([
-    SetEnvironmentVariable('LF_LAUNCH_TEST_TOKEN', token),
-    IncludeLaunchDescription(AnyLaunchDescriptionSource(path),
-                             launch_arguments=[tuple(a.split(':=', 1)) for a in args])]))
-sys.exit(service.run())
-'''
-
-
-def _processes_with(token):
-    """Pids of the processes whose environment holds LF_LAUNCH_TEST_TOKEN=token."""
-    found, marker = [], f'LF_LAUNCH_TEST_TOKEN={token}'.encode()
-    for entry in Path('/proc').iterdir():
-        try:
-            if entry.name.isdigit() and marker in (entry / 'environ').read_bytes().split(b'\0'):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 @pytest.mark.parametrize('launch_file, argument', [
     ('calibrate.launch.py', 'sim'), ('calibrate.launch.py', 'image_reliability'),
     ('demo.launch.py', 'image_reliability')])
 def test_a_bad_value_starts_no_node(tmp_path, launch_file, argument):
-    share = _share()
-    token = uuid.uuid4().hex
-    script = tmp_path / 'run_launch.py'
-    script.write_text(RUN)
     bad = f'{argument}:={BAD_VALUES[argument]}'
-    proc = subprocess.Popen([sys.executable, str(script), str(share / 'launch' / launch_file),
-                             token, bad], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=dict(os.environ, ROS_LOG_DIR=str(tmp_path / 'log')))
-    try:
-        out, _ = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:   # the nodes run: the value was taken
-        proc.kill()
-        out, _ = proc.communicate()
-    finally:
-        left = _processes_with(token)
-        for pid in left:                # nodes started before the refusal, or running
-            os.kill(pid, 9)
+    proc = start_launch(launch_file, [bad], tmp_path / 'log')
+    out, left = finish(proc, timeout_s=30)     # still running at 30 s: the value was taken
     assert proc.returncode == 1, f'{launch_file} {bad} was not refused:\n{out[-2000:]}'
     assert not left, f'{launch_file} {bad}: {len(left)} processes started:\n{out[-2000:]}'
     assert f'provided value "{BAD_VALUES[argument]}" is not valid' in out, out[-2000:]
