@@ -37,6 +37,20 @@ def test_gaussian_window_matches_its_noise():
     assert abs(ok.residual_px - ok.expected_px) < 0.01 * ok.expected_px
 
 
+def test_a_glitch_names_no_drift():
+    rng = np.random.default_rng(4)
+    clipped = DriftWatch(0.1 * np.sqrt(2), calibration_dof=1e5)
+    for n in range(30):
+        r = rng.normal(0.0, 0.1, (2000, 2))
+        if n == 15:
+            r[:37] += 8.0      # one frame: a mislabelled corner in 37 views
+            glitch = r
+        summary = clipped.add(r)
+        assert not summary.beyond
+        assert (summary.clipped >= 37) == (n >= 15) and summary.clipped < 40
+    assert np.sum(glitch[:37] ** 2) / np.sum(glitch ** 2) > 0.5   # unclipped: most of it
+
+
 def test_news_only_at_onset_and_doublings():
     watch = DriftWatch(0.1, window=5, min_frames=2)
     rng = np.random.default_rng(0)

@@ -19,6 +19,11 @@ it) and the calibration *drifts* when a window of at least ``min_frames`` frames
 The same limit as an RMS comparable with the calibration's:
 limit_px = rms_cal sqrt(F_crit d_win / (2 N_win)), N_win the window's rays.
 
+A ray counts with |r| at most CLIP_SIGMA sigma (``clipped`` counts those cut), so that a
+mislabelled corner or a tracking glitch cannot name a drift alone: with the right calibration
+that cut changes the expected sum by a fraction exp(-CLIP_SIGMA^2 / 2) = 4e-6, while a ray of a
+drifted calibration is rarely that far out, and when all are the window is far beyond anyway.
+
     watch = DriftWatch(rms_cal, calibration_poses=P)
     summary = watch.add(frame_residuals(obs, model))     # DriftSummary, frozen
     summary.drifting, summary.message()
@@ -38,6 +43,8 @@ MIN_FRAMES = 10
 """Frames the window needs before it can name a drift."""
 FALSE_ALARM = 1e-4
 """Probability that a window of the right calibration is beyond the limit."""
+CLIP_SIGMA = 5.0
+"""A ray's |r| counts at most this many sigma (per coordinate) in the window's sum."""
 POSE_DOF = 6
 """Parameters fitted per frame (the board pose)."""
 MODEL_DOF = 10
@@ -68,7 +75,8 @@ class DriftSummary:
     The window's figures after a frame (module docstring).
 
     frames: frames in the window; rays: N_win; residual_px: sqrt(sum |r|^2 / N_win), the
-    window's RMS; frame_px: the last frame's RMS; calibration_px: rms_cal; expected_px: the
+    window's RMS (|r| clipped at CLIP_SIGMA sigma); clipped: rays of the window so clipped;
+    frame_px: the last frame's RMS (not clipped); calibration_px: rms_cal; expected_px: the
     window RMS the right calibration gives on average, rms_cal sqrt(d_win / (2 N_win));
     limit_px; p_value: probability of a ratio this high with the right calibration;
     beyond: the window is beyond the limit; drifting: and has at least min_frames frames;
@@ -80,6 +88,7 @@ class DriftSummary:
     frames: int
     rays: int
     residual_px: float
+    clipped: int
     frame_px: float
     calibration_px: float
     expected_px: float
@@ -131,7 +140,7 @@ class DriftWatch:
         self.false_alarm = float(false_alarm)
         self.calibration_dof = None if calibration_dof is None else float(calibration_dof)
         self.calibration_poses = int(calibration_poses)
-        self._frames = deque(maxlen=self.window)   # (sum |r|^2, rays)
+        self._frames = deque(maxlen=self.window)   # (sum of clipped |r|^2, rays, clipped)
         self._beyond = self._told = 0
         self.summary = None
 
@@ -155,7 +164,10 @@ class DriftWatch:
                                     f'{r.shape}')
         if not np.all(np.isfinite(r)):
             raise InvalidInputError('residuals contain NaN or inf')
-        self._frames.append((float(np.sum(r * r)), r.shape[0]))
+        r2 = np.sum(r * r, axis=1)
+        cap = CLIP_SIGMA ** 2 * self.rms ** 2 / 2.0
+        self._frames.append((float(np.sum(np.minimum(r2, cap))), r.shape[0],
+                             int(np.count_nonzero(r2 > cap))))
         sq = sum(f[0] for f in self._frames)
         rays = sum(f[1] for f in self._frames)
         frames = len(self._frames)
@@ -170,7 +182,7 @@ class DriftWatch:
         self._told = self._beyond if news else (self._told if drifting else 0)
         self.summary = DriftSummary(
             frames=frames, rays=int(rays), residual_px=float(np.sqrt(sq / rays)),
-            frame_px=float(np.sqrt(np.mean(np.sum(r * r, axis=1)))),
+            clipped=sum(f[2] for f in self._frames), frame_px=float(np.sqrt(np.mean(r2))),
             calibration_px=self.rms, expected_px=self.rms * float(np.sqrt(d_win / (2 * rays))),
             limit_px=self.rms * float(np.sqrt(f_crit * d_win / (2 * rays))),
             p_value=float(stats.f.sf(ratio, d_win, d_cal)), beyond=bool(beyond),
@@ -178,5 +190,5 @@ class DriftWatch:
         return self.summary
 
 
-__all__ = ['DriftSummary', 'DriftWatch', 'FALSE_ALARM', 'MIN_FRAMES', 'WINDOW',
+__all__ = ['CLIP_SIGMA', 'DriftSummary', 'DriftWatch', 'FALSE_ALARM', 'MIN_FRAMES', 'WINDOW',
            'frame_residuals']
