@@ -3,10 +3,12 @@ Stopping a launch (docs/ros-session.md, "Stopping a launch"): SIGINT ends it and
 cleanly, exit code 0 within 2 s, even while ``~/capture`` waits for a frame.
 
 SIGINT to the launch process when launch runs without a terminal (``ros2 launch -n``, the
-default when stdin is not a terminal: docker, systemd), and SIGINT to the process group (a
-terminal's ctrl-c, systemd's control group). Before the capture's wait ended with the stop,
-launch waited 5 s and escalated to SIGTERM. Needs the launch packages and lf_mpc_calib in the
-ament index (:mod:`ros.launch_runner`); skipped otherwise.
+default when stdin is not a terminal: ``docker stop`` with ``STOPSIGNAL SIGINT``), SIGINT to
+the process group of an interactive launch (a terminal's ctrl-c), and to the process group of
+a launch -n (systemd's ``KillSignal=SIGINT``: every process of the unit at once). Before the
+capture's wait ended with the stop, launch waited 5 s and escalated to SIGTERM. Needs the
+launch packages and lf_mpc_calib in the ament index (:mod:`ros.launch_runner`); skipped
+otherwise.
 """
 
 import os
@@ -43,14 +45,17 @@ def _params(tmp_path):
     return path
 
 
-@pytest.mark.parametrize('how', ['SIGINT to launch -n', 'SIGINT to the process group'])
+@pytest.mark.parametrize('noninteractive, group', [(True, False), (False, True), (True, True)],
+                         ids=['launch -n (docker)', 'process group (a terminal)',
+                              'launch -n, process group (systemd)'])
 def test_sigint_ends_a_launch_while_a_capture_waits(ros_node, ros_executor, tmp_path,
-                                                    white_file, how):
+                                                    white_file, noninteractive, group):
     installed_share()
-    group = how.endswith('group')
+    how = f'SIGINT to {"the process group of " if group else ""}' + (
+        'launch -n' if noninteractive else 'an interactive launch')
     proc = start_launch('calibrate.launch.py', [f'white_image_file:={white_file}',
                                                 f'params_file:={_params(tmp_path)}'],
-                        tmp_path / 'log', noninteractive=not group, new_session=group)
+                        tmp_path / 'log', noninteractive=noninteractive, new_session=group)
     capture = ros_node.create_client(Trigger, '/lf_calibration/capture')
     try:
         wait_for(ros_executor, capture.service_is_ready, 'the ~/capture service', 60.0)
