@@ -1,5 +1,5 @@
 """
-Checkerboard calibration targets.
+Checkerboard and ChArUco calibration targets.
 
 Board frame (DESIGN.md, OpenCV's convention): origin at the first inner corner, x along the
 columns, y along the rows, z into the board. Inner corner (row, col) has the point index
@@ -75,6 +75,11 @@ class Checkerboard:
         return cls(int(m.group(1)), int(m.group(2)), square, first_square)
 
     @property
+    def board_type(self):
+        """'checkerboard' (:class:`CharucoBoard`: 'charuco')."""
+        return 'checkerboard'
+
+    @property
     def pattern_size(self):
         """(cols, rows): OpenCV's patternSize."""
         return (self.cols, self.rows)
@@ -119,6 +124,8 @@ class Checkerboard:
         if not isinstance(d, dict):
             raise InvalidInputError(f'board must be a mapping with cols, rows, square, got '
                                     f'{type(d).__name__}')
+        if cls is Checkerboard and board_type_of(d) == 'charuco':
+            return CharucoBoard.from_dict(d)
         for key in ('cols', 'rows'):
             if key not in d:
                 raise InvalidInputError(f'board lacks key {key!r}; expected cols, rows, square')
@@ -126,3 +133,111 @@ class Checkerboard:
         if square is None:
             raise InvalidInputError('board lacks key \'square\' (metres)')
         return cls(d['cols'], d['rows'], square, d.get('first_square', 'black'))
+
+
+BOARD_TYPES = ('checkerboard', 'charuco')
+CHARUCO_LAYOUTS = ('opencv', 'legacy')
+"""ChArUco square layouts: 'opencv' (OpenCV >= 4.7: square (0, 0) black, markers in the white
+squares) and 'legacy' (before 4.6: square (0, 0) white when the board has an even number of
+square rows, as ``CharucoBoard.setLegacyPattern(True)``)."""
+DEFAULT_DICTIONARY = 'DICT_4X4_250'
+MARKER_FRACTION = 0.75
+"""Default marker side as a fraction of the square."""
+
+
+def _dictionary(name):
+    """cv2.aruco Dictionary of a predefined name ('DICT_4X4_250', ...), or InvalidInputError."""
+    import cv2
+    code = getattr(cv2.aruco, str(name), None) if str(name).startswith('DICT_') else None
+    if not isinstance(code, int):
+        raise InvalidInputError(f'dictionary must be a predefined ArUco dictionary name such as '
+                                f'{DEFAULT_DICTIONARY!r}, got {name!r}')
+    return cv2.aruco.getPredefinedDictionary(code)
+
+
+@dataclass(frozen=True, eq=False)
+class CharucoBoard(Checkerboard):
+    """
+    A ChArUco board: a checkerboard of ``cols`` x ``rows`` inner corners with ArUco markers
+    of ``dictionary`` (side ``marker`` metres, None: 0.75 square) in its white squares.
+
+    Its corner ids are OpenCV's (``cv2.aruco.CharucoBoard((cols + 1, rows + 1), ...)``): id
+    ``row * cols + col``, the point index of the checkerboard, so a corner is named by the
+    markers around it and the numbering is never ambiguous (no 180-degree flip). ``layout``:
+    'opencv' | 'legacy' (:data:`CHARUCO_LAYOUTS`); ``first_square`` follows from it (a value
+    given is replaced).
+    """
+
+    dictionary: str = DEFAULT_DICTIONARY
+    marker: float = None
+    layout: str = 'opencv'
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.layout not in CHARUCO_LAYOUTS:
+            raise InvalidInputError(f'layout must be one of {CHARUCO_LAYOUTS}, got '
+                                    f'{self.layout!r}')
+        first = 'white' if self.layout == 'legacy' and (self.rows + 1) % 2 == 0 else 'black'
+        object.__setattr__(self, 'first_square', first)
+        marker = MARKER_FRACTION * self.square if self.marker is None else self.marker
+        try:
+            marker = float(marker)
+        except (TypeError, ValueError):
+            raise InvalidInputError(f'marker must be a length in metres, got '
+                                    f'{self.marker!r}') from None
+        if not (np.isfinite(marker) and 0 < marker < self.square):
+            raise InvalidInputError(f'marker must be a positive length in metres under the square '
+                                    f'{self.square:g}, got {marker}')
+        object.__setattr__(self, 'marker', marker)
+        size = len(_dictionary(self.dictionary).bytesList)
+        if self.n_markers > size:
+            raise InvalidInputError(
+                f'a {self.cols}x{self.rows} ChArUco board needs {self.n_markers} markers; '
+                f'{self.dictionary} has {size}')
+
+    @property
+    def board_type(self):
+        """'charuco'."""
+        return 'charuco'
+
+    @property
+    def n_markers(self):
+        """Markers on the board: one per white square, (cols + 1)(rows + 1) // 2."""
+        return (self.cols + 1) * (self.rows + 1) // 2
+
+    def cv_board(self):
+        """The ``cv2.aruco.CharucoBoard`` of this board (metres, OpenCV's ids and layout)."""
+        import cv2
+        board = cv2.aruco.CharucoBoard((self.cols + 1, self.rows + 1), self.square,
+                                       self.marker, _dictionary(self.dictionary))
+        board.setLegacyPattern(self.layout == 'legacy')
+        return board
+
+    def to_dict(self):
+        """Plain mapping: the checkerboard's keys and board_type, dictionary, marker, layout."""
+        return {**super().to_dict(), **self._charuco_keys()}
+
+    def _charuco_keys(self):
+        return {'board_type': 'charuco', 'dictionary': self.dictionary, 'marker': self.marker,
+                'layout': self.layout}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict` (``marker_m`` accepted for ``marker``)."""
+        base = Checkerboard.from_dict({**d, 'board_type': 'checkerboard'})
+        return cls(base.cols, base.rows, base.square, base.first_square,
+                   **charuco_keys(d))
+
+
+def charuco_keys(d):
+    """{dictionary, marker, layout} of a board mapping (defaults where absent)."""
+    return {'dictionary': d.get('dictionary', DEFAULT_DICTIONARY),
+            'marker': d.get('marker', d.get('marker_m')), 'layout': d.get('layout', 'opencv')}
+
+
+def board_type_of(d):
+    """The ``board_type`` of a board mapping ('checkerboard' when absent), checked."""
+    kind = d.get('board_type', 'checkerboard') if isinstance(d, dict) else 'checkerboard'
+    if kind not in BOARD_TYPES:
+        raise InvalidInputError(f'board_type must be one of {BOARD_TYPES}, got {kind!r}')
+    return kind

@@ -75,6 +75,11 @@ def register(subparsers):
                    help='inner corners (default: sized to the field of view)')
     p.add_argument('--square', type=real(0, 10, low_open=True), default=None, metavar='METRES',
                    help='square size (default: sized to the field of view)')
+    add_board_type_arguments(p)
+    p.add_argument('--partial', action='store_true',
+                   help='a partial-view pose set: every board pushed 30-60 %% out of view into '
+                        'an image corner or side, corners in turn (for --board-type charuco; '
+                        'the same number of poses, depths and tilts as the default set)')
     p.add_argument('--random-poses', action='store_true',
                    help='draw the poses at random (default for conventional presets: boards '
                         'at 0.6-1.5 x the focus distance tilted about both axes in turn)')
@@ -128,6 +133,38 @@ def _board(args, camera):
         cols, rows = int(m.group(1)), int(m.group(2))
     square = board.square if args.square is None else args.square
     return Checkerboard(cols, rows, square)
+
+
+def _board_of_type(args, camera):
+    """The simulated board of --board/--square, a ChArUco one with --board-type charuco."""
+    board = _board(args, camera)
+    if args.board_type != 'charuco':
+        return board
+    from lf_mpc_calib.simulation.optics import CharucoBoard
+    return CharucoBoard(board.cols, board.rows, board.square, **charuco_options(args))
+
+
+def add_board_type_arguments(p):
+    """--board-type, --dictionary, --marker, --charuco-layout (simulate, calibrate-raw)."""
+    from lf_mpc_calib.camera.board import BOARD_TYPES, CHARUCO_LAYOUTS, DEFAULT_DICTIONARY
+    p.add_argument('--board-type', choices=BOARD_TYPES, default=None,
+                   help='checkerboard, or charuco: ArUco markers in the white squares name '
+                        'every corner, so a board partly out of view counts (default: '
+                        'checkerboard, or the data set manifest\'s)')
+    p.add_argument('--dictionary', default=None, metavar='DICT_NAME',
+                   help=f'ChArUco markers\' ArUco dictionary (default: {DEFAULT_DICTIONARY})')
+    p.add_argument('--marker', type=real(0, 10, low_open=True), default=None,
+                   metavar='METRES', help='ChArUco marker side (default: 0.75 square)')
+    p.add_argument('--charuco-layout', choices=CHARUCO_LAYOUTS, default=None,
+                   help='opencv: the squares of OpenCV >= 4.7; legacy: those of boards made '
+                        'before 4.6 (CharucoBoard.setLegacyPattern) (default: opencv)')
+
+
+def charuco_options(args):
+    """{dictionary, marker, layout} keyword arguments of a CharucoBoard from the options."""
+    from lf_mpc_calib.camera.board import DEFAULT_DICTIONARY
+    return {'dictionary': args.dictionary or DEFAULT_DICTIONARY, 'marker': args.marker,
+            'layout': args.charuco_layout or 'opencv'}
 
 
 MAX_POSES = 1000
@@ -192,7 +229,7 @@ def run(args):
     board_capture = focused and args.scene != 'planes'   # planes: 6 frames, 16 rays
     if args.samples is None:
         args.samples = FOCUSED_SAMPLES if board_capture else 16 if focused else 4
-    board = _board(args, camera)
+    board = _board_of_type(args, camera)
     if args.poses is None:
         args.poses = FOCUSED_CAPTURE_POSES if board_capture else 6
     if args.scene == 'planes':
@@ -210,6 +247,9 @@ def run(args):
         if args.random_poses:
             rvecs, tvecs = random_poses(camera, board, args.poses, rng=rng,
                                         max_tilt_deg=args.max_tilt)
+        elif args.partial:
+            from lf_mpc_calib.simulation.partial_poses import partial_poses
+            rvecs, tvecs = partial_poses(camera, board, args.poses, rng=rng)
         else:
             rvecs, tvecs = capture_poses(camera, board, args.poses, rng=rng)
     w, h = camera.sensor.size

@@ -42,7 +42,8 @@ class CornerOptions:
     corner needs to be kept; min_contrast: least contrast (fraction of the central view's)
     for a view to be used; colour_check: match square colours with ``board.first_square``;
     subpix_upsample: views are upsampled by this factor for cornerSubPix (2 halves its
-    pixel-phase bias on small blurred views).
+    pixel-phase bias on small blurred views); min_corners: fewest corners a ChArUco pose
+    counts with (a checkerboard is always found whole).
     """
 
     min_view_size: int = 480
@@ -56,6 +57,7 @@ class CornerOptions:
     smooth_sigma: float = 1.0
     max_grid_error: float = 0.15
     margin_check: bool = True
+    min_corners: int = 6
 
 
 def _as_uint8(img):
@@ -372,6 +374,9 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     views (:func:`robust_lines`), observation rows (:func:`observation_rows`).
     """
     opt = options or CornerOptions()
+    if getattr(board, 'board_type', 'checkerboard') == 'charuco':
+        from lf_mpc_calib.features.charuco_views import detect_charuco_views
+        return detect_charuco_views(lightfield, board, pose=pose, options=opt)
     views, i_values, j_values, valid = checked_views(lightfield)
     n_j, n_i = views.shape[:2]
     jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
@@ -443,8 +448,18 @@ def _find_in_central_view(views, valid, ii, jj, board, opt):
         except DetectionError as exc:
             error = exc
     if grid is None:
-        raise error or _not_found(central, board)
+        raise _with_markers(error or _not_found(central, board), central)
     return (jc, ic), central, grid
+
+
+def _with_markers(error, image):
+    """``error`` with, when ArUco markers are seen in ``image``, why: a ChArUco board."""
+    from lf_mpc_calib.features.charuco import markers_seen
+    seen = markers_seen(image)
+    if seen is None:
+        return error
+    return DetectionError(f'{error}; the view shows ArUco markers ({seen}): a ChArUco board '
+                          'given to a checkerboard configuration (board_type: charuco)')
 
 
 def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
