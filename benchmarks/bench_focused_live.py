@@ -22,9 +22,10 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
 - tracking a real stream (issue 40): the sequences of simulation.live_sequences (every 2nd..
   10th frame of the live loop, a jump back of its whole diameter, the board leaving the view
   and coming back, sudden 5 mm / 3 degree moves) through FocusedMeasurer: the share of the
-  frames with the board in view found without a full search, the CPU ms a frame of the
-  tracker, of each re-acquisition seed and of the full search, and the median 3-D error of the
-  frames found against the full detection's on the same frames (``--sequences`` alone);
+  frames with the board in view found without a full search, the ms a frame (detect stage,
+  OMP_NUM_THREADS=1) of the tracker, of each re-acquisition seed and of the full search, and
+  the median 3-D error of the frames found against the full detection's on the same frames
+  (``--sequences`` alone);
 --r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
 sensor of that size, so more micro-images, the same per micro-image).
 
@@ -137,10 +138,9 @@ def sequences_stage(cam, samples, *, compare=4):
         meas = FocusedMeasurer(model, det.grid, board=board, white=white)
         costs, found, in_view, mine, full = {}, 0, 0, [], []
         for k, key in enumerate(seq):
-            c0 = time.process_time()
             m = meas.measure(raws[key])
-            dt = time.process_time() - c0
-            mode = m.corner_search.split(':')[0]
+            dt = m.timings.get('detect', np.nan)        # finding the corners (wall, 1 core)
+            mode = m.corner_search.split(':')[0] or 'no image (no texture)'
             costs.setdefault(mode, []).append(dt)
             if k == 0 or not poses[key][2]:
                 continue
@@ -164,7 +164,7 @@ def print_sequences(size, samples):
     res = sequences_stage(cam, samples)
     wd, h = cam.sensor.width, cam.sensor.height
     print(f'{wd}x{h}  tracking a real stream (frames with the board in view after the first; '
-          f'CPU ms a frame by how the corners were found)')
+          f'ms a frame finding the corners (the detect stage), by how they were found)')
     every, ratios = {}, []
     for name, (found, in_view, costs, mine, full) in res.items():
         for mode, v in costs.items():

@@ -77,7 +77,8 @@ def test_tracking_reports_a_lost_board_and_the_measurer_searches_again(moving):
     assert len(lost.points) == 0 and 'texture' in lost.reason
     # the next good frame is tracked again from the last good one: no full search
     again = meas.measure(raws[2])
-    assert again.corner_search == 'tracked' and len(again.points) >= 0.9 * len(first.points)
+    assert again.corner_search.startswith('tracked')
+    assert len(again.points) >= 0.9 * len(first.points)
     # lost on a processed frame: no corners while it is re-acquired, no full search yet
     m = meas.measure(noise)
     assert m.corner_search.startswith('re-acquiring: tracking kept') and len(m.points) == 0

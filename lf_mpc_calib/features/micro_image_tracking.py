@@ -59,7 +59,10 @@ lost since) until :meth:`start` takes a new full detection.
     tracker.start(detection)                       # a Detection of detector.detect
     obs, reason = tracker.track(norm, rendered, w) # norm: detector.normalise(raw); rendered:
                                                    # the image rendered from it at w (or None)
-    tracker.last_mode                              # 'tracked', 're-acquired (shift)', ...
+    tracker.last_mode                              # 'tracked', 'tracked (shifted)': seeded
+                                                   # by the rendered image's move (A),
+                                                   # 're-acquired (shift)' or '(board search)':
+                                                   # after the first try failed
 """
 
 import cv2
@@ -165,6 +168,7 @@ class MicroImageCornerTracker:
             found, mode, why = self._reacquire(norm, rendered, float(w_render), shifted, (
                 f'the board\'s rendered image moved {_median_distance(shifted[0], x_p):.1f} raw '
                 f'px from the prediction'))
+            mode = 'tracked (shifted)' if mode == 're-acquired (shift)' else mode
         else:
             found, why = self._follow(norm, x_p, w_p, passes=1)
             if found is not None and rendered is not None:
@@ -340,7 +344,7 @@ class MicroImageCornerTracker:
         """Take the frame's corners as the state the next frame is predicted from."""
         used = found['used']
         x, w = self._completed(found['x'], found['w'], used)
-        if mode == 'tracked':
+        if mode.startswith('tracked'):
             both = used & self.seen
             if both.sum() >= 3:
                 still = np.median(np.hypot(*(x[both] - self.x[both]).T))

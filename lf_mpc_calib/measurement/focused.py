@@ -320,10 +320,10 @@ class FocusedMeasurer:
                                rays=ray_set, timings=timings, pinhole=pinhole, depth=depth_map)
         t0 = time.perf_counter()
         obs, search, why = self.search.find(img, norm, center_norm, w)
+        timings['detect'] = time.perf_counter() - t0
         if obs is None:
             return Measurement(None, center, *none, reason=why, rays=ray_set, timings=timings,
                                corner_search=search, pinhole=pinhole, depth=depth_map)
-        timings['detect'] = time.perf_counter() - t0
         t0 = time.perf_counter()
         pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
         ijuv = obs.ijuv if self.terms is None else \

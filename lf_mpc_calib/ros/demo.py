@@ -593,7 +593,7 @@ def _live(say, caller, sim, decoder, clouds, model, seconds, acc):
         f'measuring for {seconds:g} s')
     # the first drifting frame needs a full search (seconds); the window starts once tracked
     before = decoder.last_stats.get('frames', {}).get('processed', 0)
-    caller.wait(lambda: decoder.last_stats.get('corners') == 'tracked'
+    caller.wait(lambda: _tracked(decoder.last_stats.get('corners', ''))
                 and decoder.last_stats.get('frames', {}).get('processed', 0) > before + 1,
                 'the decode node tracking the drifting board')
     first = decoder.last_stats.get('frames', {}).get('processed', 0)
@@ -626,7 +626,7 @@ def _live(say, caller, sim, decoder, clouds, model, seconds, acc):
         f'{counts.get("dropped", 0) - dropped} dropped (newest first), latency '
         f'{stats.get("latency_ms", float("nan")):.0f} ms ('
         + ', '.join(f'{k} {v:.0f}' for k, v in stats.get('stages_ms', {}).items()) + ' ms)')
-    tracked = sum(s == 'tracked' for s in searches)
+    tracked = sum(_tracked(s) for s in searches)
     say(f'corners: tracked in {tracked} of {len(searches)} looks at ~/stats; last: '
         f'{stats.get("corners", "")!r}')
     if errors:
@@ -636,6 +636,12 @@ def _live(say, caller, sim, decoder, clouds, model, seconds, acc):
             f'{np.max(errors):.2f} mm); the still frame\'s floor {floor:.2f} mm')
     else:
         say('no live frame with corners was matched to its true pose')
+
+
+def _tracked(corners):
+    """Whether ~/stats' ``corners`` says the board was followed (tracked or re-acquired from
+    its last place: docs/focused-live.md), not searched for in full."""
+    return corners.startswith(('tracked', 're-acquired'))
 
 
 def _true_corners_of(sim, model, rvec, tvec):
