@@ -97,8 +97,9 @@ def _colcon():
 def colcon_install(tmp_path_factory):
     base = tmp_path_factory.mktemp('colcon')
     env = dict(os.environ, COLCON_HOME=str(base / 'colcon_home'), PYTHONDONTWRITEBYTECODE='1')
-    cmd = [_colcon(), '--log-base', str(base / 'log'), 'build',
-           '--base-paths', str(ROOT), '--packages-select', 'lf_mpc_calib',
+    # docs/ros-session.md's recipe for the venv's colcon (colcon-core and colcon-ros, no
+    # --packages-select: after --base-paths that option is ignored without a word)
+    cmd = [_colcon(), '--log-base', str(base / 'log'), 'build', '--base-paths', str(ROOT),
            '--build-base', str(base / 'build'), '--install-base', str(base / 'install'),
            '--event-handlers', 'console_direct-']
     proc = subprocess.run(cmd, cwd=base, env=env, capture_output=True, text=True, timeout=300)
