@@ -189,7 +189,9 @@ def test_calibration_node_exits_cleanly_while_calibrating_and_saving(
             if state == 'save':
                 assert call_service(ros_executor, c['calibrate'], timeout_sec=60.0).success
             pending = c[state].call_async(Trigger.Request())
-            time.sleep(0.2)                 # the node is in the service callback
+            # spun, not slept: the request reaches the node, which works on it (one that
+            # is already answered leaves the node stopped idle, a case of its own)
+            spin_until(ros_executor, pending.done, timeout_sec=0.2)
         except BaseException:
             sim.kill()
             calib.kill()
