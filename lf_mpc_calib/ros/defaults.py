@@ -355,8 +355,10 @@ def _log_fatal(node_factory, exc):
 
 def _stop_node(node, executor, code):
     """
-    End a node after its spin loop: its waits ended, the callbacks in flight given
-    SHUTDOWN_GRACE_S, then executor, node and context shut down, in that order.
+    End a node after its spin loop; returns ``code`` (or exits with it).
+
+    Its waits ended, the callbacks in flight given SHUTDOWN_GRACE_S, then executor, node and
+    context shut down, in that order.
 
     The callbacks must be over before ``executor.shutdown`` (it destroys the executor's guard
     condition a callback triggers when it ends) and before ``destroy_node`` (a callback answering
