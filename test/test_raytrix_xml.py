@@ -2,8 +2,10 @@
 `grid --import` / `grid --check`, and bad files refused by field and value."""
 
 from pathlib import Path
+import re
 
 import cv2
+
 import numpy as np
 import pytest
 from scipy.ndimage import map_coordinates
@@ -128,14 +130,38 @@ def test_shipped_xml_lattice_matches_the_images_micro_image_boundaries():
 
 
 @real
-@pytest.mark.xfail(strict=True, reason='the shipped crop\'s micro-images sit (3.03, 2.45) px '
-                   'from where its XML offset puts them (every public reader reads it so); '
-                   'lattice pitch and rotation agree to 0.02 px')
-def test_shipped_xml_centres_sit_on_the_images_micro_images_within_0_3_px():
-    rt = read_raytrix_xml(XML)
+def test_shipped_xml_aligned_to_its_image_sits_on_its_micro_images_within_0_3_px(tmp_path,
+                                                                                 capsys):
+    # the crop's micro-images sit ~(3, 2.5) px from where the XML's offset puts them (see the
+    # test above); grid --import --align measures that on the image and moves the lattice
+    out = tmp_path / 'g.yaml'
+    assert main(['grid', '--import', str(XML), '--align', '-o', str(out)]) == 0
+    text = capsys.readouterr().out
+    measured = [float(v) for v in re.search(r"sit \(([-+.\d]+), ([-+.\d]+)\) px", text).groups()]
+    assert measured == pytest.approx([3.03, 2.45], abs=0.3) and 'moved onto them' in text
+    grid = load_grid(out)
     gray = cv2.imread(str(IMAGE), cv2.IMREAD_GRAYSCALE).astype(float)
-    shift, _ = _boundary_shift(gray, rt.grid.centres(), rt.grid.pitch)
-    assert np.hypot(*shift) < 0.3
+    shift, _ = _boundary_shift(gray, grid.centres(), grid.pitch)       # the test's own measure
+    assert np.hypot(*shift) < 0.3, shift
+    doc = yaml.safe_load(out.read_text())
+    assert doc['imported']['aligned']
+    assert np.allclose(doc['imported']['measured_shift_px'], measured, atol=0.006)
+
+
+def test_lattice_shift_finds_a_known_shift_in_a_synthetic_image():
+    from lf_mpc_calib.lenslet.lattice_shift import lattice_shift
+    grid = LensletGrid('hex', 20.0, 20.0 * np.sqrt(3) / 2, 0.01, [12.0, 11.0], (30, 26),
+                       (600, 460), 1)
+    true = grid.centres() + [2.6, -1.7]
+    rng = np.random.default_rng(5)
+    y, x = np.mgrid[0:460, 0:600].astype(float)
+    from scipy.spatial import cKDTree
+    dist, k = cKDTree(true).query(np.column_stack([x.ravel(), y.ravel()]))
+    tex = cv2.GaussianBlur(rng.random((460, 600)), (0, 0), 1.5).ravel()
+    disk = np.clip((9.0 - dist) / 1.5, 0, 1)             # lit disks with soft rims, dark gaps
+    img = (disk * (60 + 120 * tex + 60 * rng.random(len(true))[k])).reshape(460, 600)
+    found = lattice_shift(img + rng.normal(0, 2, img.shape), grid)
+    assert found.shift == pytest.approx([2.6, -1.7], abs=0.1) and found.symmetry > 0.8
 
 
 def test_boundary_measure_finds_a_known_shift_in_a_synthetic_image():

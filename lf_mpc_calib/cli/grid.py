@@ -27,6 +27,10 @@ def register(subparsers):
     p.add_argument('--image', dest='raw', metavar='RAW',
                    help='with --import: a raw image of the camera, for the image size the XML '
                         'does not hold (default: the image beside the XML with its stem)')
+    p.add_argument('--align', action='store_true',
+                   help='with --import: move the lattice onto the micro-images of the raw '
+                        'image (--image or the one beside the XML): a crop or region of '
+                        'interest of the sensor shifts them from the file\'s offset')
     p.add_argument('--check', metavar='FILE.xml',
                    help='with WHITE: report how far the RayCalibData file\'s centres are from '
                         'the white\'s grid (px)')
@@ -52,6 +56,9 @@ def _usage(args):
     if args.raw and not args.grid:
         raise UsageError('--image gives the image size for --import; without --import the '
                          'size is the white\'s')
+    if args.align and not args.grid:
+        raise UsageError('--align moves an imported lattice (--import FILE.xml) onto a raw '
+                         'image; a WHITE\'s grid is measured on it already')
     if not args.output and not args.check:
         raise UsageError('-o/--output is required (except with --check)')
     if args.check and args.output and os.path.exists(args.output) and \
@@ -76,23 +83,21 @@ def run_import(args):
     size = _image_size(args.raw) if args.raw else None
     rt = read_raytrix_xml(args.grid, size)
     grid = rt.grid
-    doc = {'lenslet_grid': grid.to_dict(), 'lens_types': rt.lens_types,
-           'imported': {'format': 'Raytrix RayCalibData', 'file': os.path.basename(args.grid),
-                        'central_lens_px': [float(x) for x in rt.centre],
-                        'lens_border_px': rt.lens_border, 'tcp_virtual_depth': rt.tcp}}
+    imported = {'format': 'Raytrix RayCalibData', 'file': os.path.basename(args.grid),
+                'central_lens_px': [float(x) for x in rt.centre],
+                'lens_border_px': rt.lens_border, 'tcp_virtual_depth': rt.tcp}
+    image = _raw_image(args)
+    if args.align and image is None:
+        from lf_mpc_calib.errors import UsageError
+        raise UsageError('--align needs a raw image: give --image RAW (none lies beside '
+                         f'{args.grid})')
+    if image is not None:
+        grid = _aligned(grid, image, args.align, imported)
+    doc = {'lenslet_grid': grid.to_dict(), 'lens_types': rt.lens_types, 'imported': imported}
     if args.plot:
-        from lf_mpc_calib.io.images import read_image
         from lf_mpc_calib.report.grid import plot_grid
-        image = read_image(args.raw) if args.raw else None
-        if image is None:
-            from lf_mpc_calib.io.raytrix_xml import IMAGE_SUFFIXES
-            from pathlib import Path
-            near = [Path(args.grid).with_suffix(s) for s in IMAGE_SUFFIXES]
-            near = [p for p in near if p.is_file()]
-            image = read_image(near[0]) if near else np.zeros(grid.image_size[::-1])
-        if image.ndim == 3:
-            image = image.mean(axis=2)
-        plot_grid(image, grid, args.plot)
+        shown = np.zeros(grid.image_size[::-1]) if image is None else image
+        plot_grid(shown.mean(axis=2) if shown.ndim == 3 else shown, grid, args.plot)
     if args.centres:
         with open_atomically(args.centres, 'w') as f:
             np.savetxt(f, grid.centres(), delimiter=',', header='x,y', comments='', fmt='%.4f')
@@ -107,6 +112,42 @@ def run_import(args):
         f'{t}: {int(n)} lenses, virtual depth {a:g}..{b:g}'
         for t, (n, (a, b)) in enumerate(zip(counts, rt.depth_ranges))), file=sys.stdout)
     return 0
+
+
+def _raw_image(args):
+    """The raw image of ``--image``, else the one beside the XML with its stem, or None."""
+    from pathlib import Path
+    from lf_mpc_calib.io.images import read_image
+    from lf_mpc_calib.io.raytrix_xml import IMAGE_SUFFIXES
+    if args.raw:
+        return read_image(args.raw)
+    near = [Path(args.grid).with_suffix(s) for s in IMAGE_SUFFIXES]
+    near = [p for p in near if p.is_file()]
+    return read_image(near[0]) if near else None
+
+
+def _aligned(grid, image, align, imported):
+    """``grid``, moved onto ``image``'s micro-images when ``align``; the measured shift goes
+    into ``imported`` and is printed (with advice when over ALIGNED_PX and not aligned)."""
+    import numpy as np
+    from lf_mpc_calib.lenslet.lattice_shift import lattice_shift, shifted
+    found = lattice_shift(image, grid)
+    dx, dy = (float(v) for v in found.shift)
+    imported['measured_shift_px'] = [dx, dy]
+    text = (f'the file\'s centres sit ({dx:+.2f}, {dy:+.2f}) px from the image\'s micro-images '
+            f'(their mean edge is point-symmetric to {found.symmetry:.2f}, {found.lenses} '
+            'micro-images)')
+    if align:
+        imported['aligned'] = True
+        print(f'{text}: moved onto them', file=sys.stdout)
+        return shifted(grid, found.shift)
+    advice = ('; --align moves them onto them' if np.hypot(dx, dy) > ALIGNED_PX else '')
+    print(f'{text}{advice}', file=sys.stdout)
+    return grid
+
+
+ALIGNED_PX = 0.3
+"""A file's centres this far from the image's micro-images are reported with advice."""
 
 
 def check_against(grid, path):
