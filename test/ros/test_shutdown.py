@@ -28,7 +28,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from ros.rclpy_helpers import (  # noqa: E402
     call_service, spin_until, wait_for, wait_for_publishers)
 
-pytestmark = pytest.mark.cost(27)   # s on the CI machine: scheduled early (conftest)
+pytestmark = pytest.mark.cost(40)   # s on the CI machine: scheduled early (conftest)
 
 EXIT_WITHIN_S = 2.0
 REPEATS = int(os.environ.get('LF_SHUTDOWN_REPEATS', '2'))
