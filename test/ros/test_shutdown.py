@@ -4,9 +4,10 @@ SIGTERM (``docker stop``, systemd) and SIGINT end every node cleanly in every st
 the test talks to it over DDS.
 
 States: right after start (the simulated camera is still rendering its white image and first
-frame), idle, and for the calibration node capturing (a ~/capture waiting for a frame),
-calibrating and saving. A save cut short leaves no folder under a final name: only complete
-saves (with their manifest) are visible.
+frame), idle, and for the calibration node capturing (a ~/capture waiting for a frame: the
+node has a white, and the waiting capture answers that the node stops), amid a stream of
+service calls (no exception left unretrieved), calibrating and saving. A save cut short
+leaves no folder under a final name: only complete saves (with their manifest) are visible.
 
 LF_SHUTDOWN_REPEATS (default 2) repeats the start and idle cases; the closing note of the change
 that added this test gives a run with 10. The session states run once each: each needs a
