@@ -142,3 +142,42 @@ def test_rendered_board_shades_its_texture():
     assert b.shade(np.array([-0.03]), np.array([0.0]))[0] == b.light     # the margin
     assert b.shade(np.array([1.0]), np.array([1.0]))[0] == b.background
     assert Checkerboard.from_dict(b.to_dict()).marker == b.marker
+
+
+def test_focused_partial_board_corners_carry_their_ids():
+    from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
+    from lf_mpc_calib.lenslet.estimate import estimate_grid
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    from lf_mpc_calib.simulation.focused_raw import board_pose, match_truth
+    from lf_mpc_calib.simulation.optics import CharucoBoard as Rendered, preset
+    from lf_mpc_calib.simulation.render import render_raw, render_white
+    cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
+    det = MicroImageCornerDetector(render_white(cam, samples=16),
+                                   estimate_grid(render_white(cam, samples=4)))
+    h = cam.field_of_view(cam.scene_distance)[1]
+    board = Rendered(8, 5, 0.55 * h / 7, dictionary='DICT_4X4_50')
+    # the board's centre off by half the view's height: a third of it out of view, turned
+    # by 180 degrees (numbered from the markers, not from where the grid starts)
+    rv, tv = board_pose(cam, board, cam.scene_distance, (10.0, -8.0, 183.0),
+                        (-0.5 * h, 0.35 * h))
+    raw = render_raw(cam, board, rv, tv, samples=8, noise=0.0)
+    truth = focused_observations(cam, board, rv[None], tv[None], radius_fraction=1.0)
+    found = det.detect(raw, board)
+    err, unmatched = match_truth(found.observations, truth)
+    seen = np.unique(found.observations.point)
+    assert unmatched == 0 and 6 <= len(seen) < board.n_points
+    assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.4
+
+
+def test_calibrate_raw_options_describe_a_charuco_board():
+    from lf_mpc_calib.cli import build_parser
+    from lf_mpc_calib.cli.calibrate_raw import board_from_args
+    args = build_parser().parse_args(
+        ['calibrate-raw', 'DIR', '--board', '6x5', '--square', '0.02', '--board-type',
+         'charuco', '--dictionary', 'DICT_5X5_100', '--charuco-layout', 'legacy'])
+    board = board_from_args(args)
+    assert board.board_type == 'charuco' and board.dictionary == 'DICT_5X5_100'
+    assert board.layout == 'legacy' and board.first_square == 'white'    # 6 square rows
+    plain = build_parser().parse_args(['calibrate-raw', 'DIR', '--board', '6x4', '--square',
+                                       '0.02'])
+    assert board_from_args(plain).board_type == 'checkerboard'

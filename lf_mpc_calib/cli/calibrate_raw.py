@@ -59,6 +59,11 @@ def register(subparsers):
     p.add_argument('--first-square', choices=('black', 'white'), default='black',
                    help='colour of the outer square before the first inner corner '
                         '(default: %(default)s)')
+    from lf_mpc_calib.cli.simulate import add_board_type_arguments
+    add_board_type_arguments(p)
+    p.add_argument('--min-corners', type=integer(4, 100000), default=6, metavar='N',
+                   help='fewest ChArUco corners a pose counts with (on two rows and two '
+                        'columns; default: %(default)s)')
     p.add_argument('--white', default=None, metavar='FILE',
                    help='white image; for Lytro frames also a folder of Lytro white images; '
                         'for a rosbag2 a file or a topic of the bag (default: its white_image '
@@ -246,13 +251,19 @@ def parse_views(text):
 
 
 def board_from_args(args):
-    """The Checkerboard from --board/--square, or None when neither is given."""
+    """The Checkerboard (a CharucoBoard with --board-type charuco) from --board/--square, or
+    None when neither is given."""
     if args.board is None and args.square is None:
         return None
     if args.board is None or args.square is None:
         raise InvalidInputError('--board COLSxROWS and --square M must be given together, '
                                 f'got --board {args.board} --square {args.square}')
-    return Checkerboard.from_spec(args.board, args.square, first_square=args.first_square)
+    board = Checkerboard.from_spec(args.board, args.square, first_square=args.first_square)
+    if getattr(args, 'board_type', None) != 'charuco':
+        return board
+    from lf_mpc_calib.camera.board import CharucoBoard
+    from lf_mpc_calib.cli.simulate import charuco_options
+    return CharucoBoard(board.cols, board.rows, board.square, **charuco_options(args))
 
 
 def run(args):
@@ -387,9 +398,11 @@ def calibrate_dataset(args, dataset, *, accept, progress, out):
             lens_types=SIMULATED if simulated else None,
             n_types=1 if simulated else args.lens_types)
     else:
+        from lf_mpc_calib.features.corners import CornerOptions
         result_run = calibrate_raw(dataset, views=views, grid=type_grid or dataset.grid,
                                    calibrate_options=options, min_poses=args.min_poses,
-                                   progress=progress, accept_uncertain=accept)
+                                   progress=progress, accept_uncertain=accept,
+                                   corner_options=CornerOptions(min_corners=args.min_corners))
     return result_run, camera_type
 
 

@@ -249,7 +249,9 @@ def run(args):
                                         max_tilt_deg=args.max_tilt)
         elif args.partial:
             from lf_mpc_calib.simulation.partial_poses import partial_poses
-            rvecs, tvecs = partial_poses(camera, board, args.poses, rng=rng)
+            from lf_mpc_calib.simulation.dataset import capture_board
+            rvecs, tvecs = partial_poses(camera, board, args.poses, rng=rng,
+                                         base_board=capture_board(camera))
         else:
             rvecs, tvecs = capture_poses(camera, board, args.poses, rng=rng)
     w, h = camera.sensor.size

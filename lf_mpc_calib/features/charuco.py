@@ -202,3 +202,20 @@ def mask_markers(image, board, ids, uv):
         cv2.fillConvexPoly(img, np.rint(px[:4] * 16).astype(np.int32), level,
                            lineType=cv2.LINE_AA, shift=4)
     return img
+
+
+def charuco_grid(image, board, *, min_corners=6):
+    """
+    The board's inner corners (rows, cols, 2) px in a 2-D image (a focused camera's rendered
+    image), named by the markers: those found where found, every other predicted by the
+    homography of the board through the found ones (the micro-images then tell which are seen).
+
+    Raises BoardMismatchError / DetectionError as :func:`find_charuco`.
+    """
+    ids, uv = find_charuco(image, board, min_corners=max(4, min_corners))
+    h_mat, _ = cv2.findHomography(board.points()[ids, :2], uv, 0)
+    if h_mat is None:
+        raise DetectionError(f'the {len(ids)} ChArUco corners found do not fit one plane')
+    grid = cv2.perspectiveTransform(board.points()[:, None, :2], h_mat).reshape(-1, 2)
+    grid[ids] = uv
+    return grid.reshape(board.rows, board.cols, 2)

@@ -195,8 +195,12 @@ class MicroImageCornerDetector:
             _check_stop(stop)
             rendered, step = self.render(norm, w)
             try:
-                grid = find_board(rendered, board)
-                grid = resolve_orientation(rendered, grid, board)
+                if getattr(board, 'board_type', 'checkerboard') == 'charuco':
+                    from lf_mpc_calib.features.charuco import charuco_grid
+                    grid = charuco_grid(rendered, board)   # named by the markers, any part
+                else:
+                    grid = find_board(rendered, board)
+                    grid = resolve_orientation(rendered, grid, board)
             except (DetectionError, cv2.error) as exc:
                 raise DetectionError(
                     f'board not found in the image rendered from the micro-images at inverse '
@@ -775,6 +779,10 @@ def _min_spacing(grid):
 def _board_contrast(img, grid):
     """Light - dark level of the board's squares in the rendered image."""
     centres = 0.25 * (grid[:-1, :-1] + grid[:-1, 1:] + grid[1:, :-1] + grid[1:, 1:])
-    v = bilinear_samples(np.asarray(img, np.float32), centres.reshape(-1, 2).astype(np.float64))
+    centres = centres.reshape(-1, 2).astype(np.float64)
+    inside = np.all((centres >= 0) & (centres <= np.array(img.shape[::-1]) - 1), axis=1)
+    if inside.sum() >= 4:           # a board partly out of view (ChArUco): the squares seen
+        centres = centres[inside]
+    v = bilinear_samples(np.asarray(img, np.float32), centres)
     lo, hi = np.percentile(v, (25, 75))
     return float(max(hi - lo, 1e-6))

@@ -20,10 +20,12 @@ _SAMPLES = 24
 """Board points per side sampled for the share in view."""
 
 
-def partial_poses(camera, board, n, *, rng, out_range=OUT_RANGE):
+def partial_poses(camera, board, n, *, rng, out_range=OUT_RANGE, base_board=None):
     """
     n board poses (MPC frame) with 30-60 % of the board out of view into the image corners.
 
+    base_board: the board whose default poses are taken (None: ``board``), its centre then
+    put in place of ``board``'s (a board larger than the view cannot be placed in view).
     Returns rvecs (n, 3), tvecs (n, 3); raises InvalidInputError when a pose cannot reach its
     share (a board too small to leave the view that far within two fields of view).
     """
@@ -32,17 +34,25 @@ def partial_poses(camera, board, n, *, rng, out_range=OUT_RANGE):
     if not 0 < lo <= hi < 1:
         raise InvalidInputError(f'out_range must be shares 0 < low <= high < 1, got '
                                 f'{out_range!r}')
-    rvecs, tvecs = capture_poses(camera, board, n, rng=rng)
+    base = board if base_board is None else base_board
+    rvecs, tvecs = capture_poses(camera, base, n, rng=rng)
+    shift = _centre(base) - _centre(board)
     out_r, out_t = [], []
     for k, (rvec, tvec) in enumerate(zip(rvecs, tvecs)):
         target = rng.uniform(lo, hi)
         direction = np.asarray(_DIRECTIONS[k % len(_DIRECTIONS)], float)
         rmat, t = camera.pose_to_physical(rvec, tvec)
-        t = _slide(camera, board, rmat, t, direction, target)
+        t = _slide(camera, board, rmat, t + rmat @ shift, direction, target)
         r2, t2 = camera.pose_from_physical(rmat, t)
         out_r.append(r2)
         out_t.append(t2)
     return np.array(out_r), np.array(out_t)
+
+
+def _centre(board):
+    """(3,) board-frame centre of the inner corners."""
+    return np.array([(board.cols - 1) * board.square / 2, (board.rows - 1) * board.square / 2,
+                     0.0])
 
 
 def out_of_view_share(camera, board, rmat, t):
