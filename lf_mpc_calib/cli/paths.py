@@ -1,7 +1,9 @@
 """
 Checks of a command's output paths, made before any work: no output may overwrite an input
-(the same file through links or ``..`` included, or a file of an input data set folder), and
-every output location must be writable. A failed check raises UsageError (exit 2) naming the
+(the same file through links or ``..`` included, or a file of an input data set folder), no
+folder output may hold an input file (what is written into it could replace it), an output
+whose format follows its suffix must have one its writer knows, and every output location must
+be writable. A failed check raises UsageError (exit 2) naming the
 paths.
 
     check_outputs(command, args): the parsed arguments of ``lf-mpc-calib COMMAND``
@@ -20,10 +22,19 @@ from lf_mpc_calib.errors import UsageError
 from lf_mpc_calib.io.file_checks import output_problem
 
 INPUT_DESTS = ('observations', 'dataset', 'white', 'raw', 'grid', 'calibration', 'truth',
-               'robot_poses', 'poses_file')
-"""argparse destinations that name the files and folders a subcommand reads."""
+               'robot_poses', 'poses_file', 'dark', 'check')
+"""argparse destinations that name the files and folders a subcommand reads (a new input
+option is protected once its destination is here; test_hostile_round4 finds one that is not)."""
 OUTPUT_DESTS = ('output', 'report', 'plot', 'centres', 'png', 'ply', 'save_observations')
 """argparse destinations that name what a subcommand writes."""
+
+IMAGE_SUFFIXES = ('.png', '.tif', '.tiff')
+PLOT_SUFFIXES = ('.png', '.pdf', '.svg', '.svgz', '.eps', '.ps', '.jpg', '.jpeg', '.tif', '.tiff',
+                 '.webp', '.pgf')
+OUTPUT_SUFFIXES = {('depth', 'output'): ('.npy',), ('depth', 'png'): IMAGE_SUFFIXES,
+                   ('refocus', 'output'): IMAGE_SUFFIXES, ('grid', 'plot'): PLOT_SUFFIXES}
+"""(command, destination) of the outputs whose writer picks the format by the name's suffix:
+the suffixes it can write, checked before any work (not once the result is ready)."""
 
 FOLDER_OUTPUTS = {('decode', 'output'), ('simulate', 'output'), ('demo', 'output'),
                   ('bench', 'output'), ('plan', 'output')}
@@ -114,6 +125,13 @@ def _overwrites(out, folder, src):
     return src.is_dir() and not folder and out.is_file() and _inside(out, src)
 
 
+def _held_by(out, src):
+    """Whether the input file ``src`` lies directly in the folder output ``out``, where the
+    files the command writes (decode's mosaic.png and view_*.png, a report's summary.txt, a
+    data set's frames) could take its place."""
+    return src.is_file() and os.path.realpath(src.parent) == os.path.realpath(out)
+
+
 def _first_existing(path):
     path = Path(os.path.abspath(path))
     while not path.exists() and path != path.parent:
@@ -135,6 +153,10 @@ def check_outputs(command, args):
             if _overwrites(out, folder, src):
                 raise UsageError(f'{label} {out} would overwrite the input {in_label} {src}; '
                                  'write the result elsewhere')
+            if folder and _held_by(out, src):
+                raise UsageError(f'{label} {out} holds the input {in_label} {src}, which the '
+                                 'files written into it could replace; expected a folder '
+                                 'without the inputs: write the result into another folder')
     for (label_a, a, _), (label_b, b, _) in ((x, y) for i, x in enumerate(outputs)
                                              for y in outputs[i + 1:]):
         if os.path.realpath(a) == os.path.realpath(b):
@@ -152,6 +174,18 @@ def check_outputs(command, args):
         if out.exists() and not folder and not os.access(out, os.W_OK) and \
                 not os.access(out.parent, os.W_OK):
             raise UsageError(f'{label} {out} is not writable')
+    _check_suffixes(command, args)
+
+
+def _check_suffixes(command, args):
+    """UsageError for an output whose writer picks the format by a suffix it does not know
+    (OUTPUT_SUFFIXES)."""
+    for (cmd, dest), suffixes in OUTPUT_SUFFIXES.items():
+        value = getattr(args, dest, None) if cmd == command else None
+        if isinstance(value, (str, os.PathLike)) and Path(value).suffix.lower() not in suffixes:
+            raise UsageError(f'--{dest} {value}: expected a name ending in '
+                             f'{", ".join(suffixes)} (the format follows it), got '
+                             f'{Path(value).suffix or "no suffix"}')
 
 
 def add_dataset_output_arguments(parser):

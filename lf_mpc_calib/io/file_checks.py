@@ -9,7 +9,8 @@ a device or FIFO (``/dev/zero``: never ends) is refused before it is opened, and
 stops past a stated limit, before the bytes are parsed.
 
     file_kind(path) -> 'a regular file', 'a folder', 'a character device', ... or None (absent)
-    output_problem(path, folder=False) -> why ``path`` cannot be an output, or None
+    output_problem(path, folder=False) -> why ``path`` cannot be an output, or None (a name
+        longer than MAX_NAME_BYTES included)
     check_output(path, what='output', folder=False): InvalidInputError with output_problem
     check_input_file(path, what, limit=None) -> size in bytes: a regular file of at most limit
     read_bytes(path, what, limit) -> bytes: at most ``limit`` of them, else InvalidInputError
@@ -26,6 +27,11 @@ from lf_mpc_calib.errors import InvalidInputError, shorten
 MAX_NPY_BYTES = 4 * 1024 ** 3
 """.npy files (depth maps, captured frames): at most 4 GiB of array data (a 41 Mpx float64
 depth map is 0.33 GiB)."""
+
+MAX_NAME_BYTES = 255 - 24
+"""Longest output file name, in bytes: 255 (NAME_MAX of Linux file systems) less the room the
+temporary name beside it needs (``.``, ``.<8 hex>.partial``: :mod:`lf_mpc_calib.io.atomic`),
+so that a name accepted before the work is one that can be written after it."""
 
 _KINDS = ((stat.S_ISREG, 'a regular file'), (stat.S_ISDIR, 'a folder'),
           (stat.S_ISCHR, 'a character device'), (stat.S_ISBLK, 'a block device'),
@@ -58,6 +64,11 @@ def output_problem(path, folder=False):
     """
     if not str(path):
         return f'an empty name; expected {"a folder" if folder else "a file"} name'
+    name = os.fsencode(Path(path).name)
+    if len(name) > MAX_NAME_BYTES:
+        return (f'{shorten(path, 200)}: a name of {len(name)} bytes, expected at most '
+                f'{MAX_NAME_BYTES} (the file system\'s limit, less room for the temporary name '
+                'it is written under)')
     kind = file_kind(path)
     if kind is None:
         return None
@@ -174,5 +185,5 @@ def load_npy(path, what, limit=MAX_NPY_BYTES):
         raise InvalidInputError(f'{what} {path}: cannot read it ({shorten(exc, 200)})') from None
 
 
-__all__ = ['MAX_NPY_BYTES', 'check_input_file', 'check_npy', 'check_output', 'file_kind',
-           'kind_of_mode', 'load_npy', 'output_problem', 'read_bytes']
+__all__ = ['MAX_NAME_BYTES', 'MAX_NPY_BYTES', 'check_input_file', 'check_npy', 'check_output',
+           'file_kind', 'kind_of_mode', 'load_npy', 'output_problem', 'read_bytes']

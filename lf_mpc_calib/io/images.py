@@ -39,6 +39,8 @@ MAX_IMAGE_PIXELS = DEFAULT_MAX_PIXELS
 MAX_IMAGE_BYTES = 2 * 1024 ** 3
 """Largest image file read (2 GiB; a 16-bit 100 Mpx TIFF is 0.2 GB uncompressed)."""
 
+PNG_SIGNATURE = b'\x89PNG\r\n\x1a\n'
+
 # encoding -> (dtype, channels)
 ENCODINGS = {
     'mono8': (np.dtype(np.uint8), 1),
@@ -76,7 +78,8 @@ def read_image(path):
                if 'CV_IO_MAX_IMAGE_PIXELS' in str(exc) else str(exc).strip().splitlines()[-1])
         raise InvalidInputError(f'{str(path)!r}: OpenCV refuses to read it: {why}') from None
     if img is None:
-        raise InvalidInputError(f'{str(path)!r} is not an image OpenCV can read')
+        raise InvalidInputError(f'{str(path)!r} is not an image OpenCV can read; expected an '
+                                '8/16-bit PNG or TIFF')
     if img.dtype not in (np.uint8, np.uint16):
         raise InvalidInputError(f'{str(path)!r} must hold 8- or 16-bit pixels, got {img.dtype}')
     if img.ndim == 3:
@@ -92,18 +95,25 @@ def read_image(path):
 def check_image_file(path, max_pixels=MAX_IMAGE_PIXELS):
     """
     Refuse (InvalidInputError) before decoding it an image file ``path`` that is not a regular
-    file, is larger than MAX_IMAGE_BYTES, or whose header (PNG, TIFF, BMP, PGM/PPM) claims
-    more than ``max_pixels`` pixels (a PNG of a few kB can claim 2^31 x 2^31). Other formats
-    are left to OpenCV's own limit (2^30 pixels).
+    file, is larger than MAX_IMAGE_BYTES, whose header (PNG, TIFF, BMP, PGM/PPM) claims
+    more than ``max_pixels`` pixels (a PNG of a few kB can claim 2^31 x 2^31), or a PNG cut off
+    before its IEND chunk (libpng would print its own error line before OpenCV gives up).
+    Other formats are left to OpenCV's own limit (2^30 pixels).
     """
     from lf_mpc_calib.io.file_checks import check_input_file
-    check_input_file(path, 'image file', MAX_IMAGE_BYTES)
+    file_size = check_input_file(path, 'image file', MAX_IMAGE_BYTES)
     with open(path, 'rb') as f:
         head = f.read(1 << 16)
         size = image_size_from_header(head, f)
+        f.seek(max(file_size - 4096, 0))
+        cut_png = head[:8] == PNG_SIGNATURE and b'IEND' not in f.read()
     if size is not None and size[0] * size[1] > max_pixels:
         raise InvalidInputError(f'image file {str(path)!r}: its header claims {size[0]} x '
                                 f'{size[1]} pixels, expected at most {max_pixels} pixels')
+    if cut_png:
+        raise InvalidInputError(f'image file {str(path)!r}: expected a complete PNG (ending in '
+                                f'its IEND chunk), got {file_size} bytes that stop before it '
+                                '(cut off?)')
 
 
 def image_size_from_header(head, f=None):
@@ -111,7 +121,7 @@ def image_size_from_header(head, f=None):
     open file, for a TIFF whose first directory lies further on), or None when unknown."""
     import re
     import struct
-    if head[:8] == b'\x89PNG\r\n\x1a\n' and len(head) >= 24 and head[12:16] == b'IHDR':
+    if head[:8] == PNG_SIGNATURE and len(head) >= 24 and head[12:16] == b'IHDR':
         return struct.unpack('>II', head[16:24])
     if head[:2] == b'BM' and len(head) >= 26:
         w, h = struct.unpack('<ii', head[18:26])

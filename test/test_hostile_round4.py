@@ -1,0 +1,135 @@
+"""
+The failures of the fourth hostile round (issue 41), each at its root: an input option the
+output check did not know (``--dark``), a folder output holding an input, an output whose
+format follows a suffix its writer does not know, a legal name whose temporary name is not, and
+a cut-off PNG answered with libpng's own line on stderr.
+"""
+
+import argparse
+import re
+
+import numpy as np
+import pytest
+
+from lf_mpc_calib.cli import build_parser, main
+from lf_mpc_calib.cli.paths import INPUT_DESTS, OUTPUT_DESTS
+from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.io.atomic import write_text_atomically
+from lf_mpc_calib.io.file_checks import MAX_NAME_BYTES
+from lf_mpc_calib.io.images import read_image, write_image
+
+NOT_PATHS = {'image_size'}
+"""Options whose help mentions a file without naming one."""
+
+
+def _run(argv, capsys):
+    try:
+        rc = main(argv)
+    except SystemExit as exc:
+        rc = exc.code
+    return rc, capsys.readouterr().err
+
+
+def _frame(path, value=100):
+    img = np.full((40, 50), value, np.uint8)
+    img[::7, ::5] = 200
+    write_image(path, img)
+    return path
+
+
+def test_every_option_naming_a_file_is_an_input_or_an_output():
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    loose = []
+    for name, sub in action.choices.items():
+        for a in sub._actions:
+            if a.dest in INPUT_DESTS + OUTPUT_DESTS or a.dest in NOT_PATHS or a.choices or \
+                    a.nargs == 0:
+                continue
+            text = f'{a.metavar} {a.help}'
+            if re.search(r'\bFILE\b|\.(xml|yaml|csv|png|npy|json)\b|\bfile\b|folder', text,
+                         re.I):
+                loose.append(f'{name} {a.dest}')
+    assert not loose, f'options that name a file but are not protected as inputs: {loose}'
+
+
+@pytest.mark.parametrize('argv', [
+    ['grid', '{d}/white.png', '--dark', '{d}/dark.png', '-o', '{d}/dark.png'],
+    ['grid', '{d}/white.png', '--dark', '{d}/dark.png', '-o', '{d}/g.yaml',
+     '--centres', '{d}/dark.png'],
+    ['refocus', '{d}/f.png', '--white', '{d}/white.png', '--dark', '{d}/dark.png',
+     '--calibration', '{d}/c.yaml', '--distance', '0.4', '-o', '{d}/dark.png'],
+    ['depth', '{d}/f.png', '--white', '{d}/white.png', '--dark', '{d}/dark.png',
+     '--calibration', '{d}/c.yaml', '-o', '{d}/d.npy', '--png', '{d}/dark.png'],
+], ids=['grid-o', 'grid-centres', 'refocus-o', 'depth-png'])
+def test_an_explicit_dark_frame_is_protected_like_every_input(tmp_path, capsys, argv):
+    for name in ('white.png', 'dark.png', 'f.png'):
+        _frame(tmp_path / name)
+    (tmp_path / 'c.yaml').write_text('calibration\n')
+    before = (tmp_path / 'dark.png').read_bytes()
+    rc, err = _run([a.replace('{d}', str(tmp_path)) for a in argv], capsys)
+    assert rc == 2 and 'would overwrite the input dark' in err, err
+    assert (tmp_path / 'dark.png').read_bytes() == before
+
+
+@pytest.mark.parametrize('raw_name', ['mosaic.png', 'view_j+0_i+0.png', 'frame.png'])
+def test_a_folder_output_holding_an_input_is_refused_before_any_work(
+        tmp_path, capsys, raw_name):
+    (tmp_path / 'w').mkdir()
+    raw, white = _frame(tmp_path / raw_name, 90), _frame(tmp_path / 'w' / 'white.png')
+    before = raw.read_bytes()
+    rc, err = _run(['decode', str(raw), '--white', str(white), '-o', str(tmp_path)], capsys)
+    assert rc == 2, err
+    assert f'holds the input raw {raw}' in err and 'another folder' in err, err
+    assert raw.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([raw_name, 'w'])
+
+
+def test_a_report_folder_holding_the_observation_table_is_refused(tmp_path, capsys):
+    (tmp_path / 'r').mkdir()
+    table = tmp_path / 'r' / 'obs.csv'
+    table.write_text('pose,point,X,Y,Z,i,j,u,v\n')
+    rc, err = _run(['calibrate', str(table), '-o', str(tmp_path / 'c.yaml'), '--report',
+                    str(tmp_path / 'r')], capsys)
+    assert rc == 2 and 'holds the input observations' in err, err
+
+
+@pytest.mark.parametrize('argv, expected', [
+    (['grid', '{d}/white.png', '-o', '{d}/g.yaml', '--plot', '{d}/p.out'], '.png, .pdf'),
+    (['depth', '{d}/white.png', '--calibration', '{d}/c.yaml', '-o', '{d}/d.npy', '--png',
+      '{d}/d.jpg'], '.png, .tif, .tiff'),
+    (['refocus', '{d}/white.png', '--calibration', '{d}/c.yaml', '--distance', '0.4', '-o',
+      '{d}/r'], '.png, .tif, .tiff'),
+    (['depth', '{d}/white.png', '--calibration', '{d}/c.yaml', '-o', '{d}/d.yaml'], '.npy'),
+], ids=['grid-plot', 'depth-png', 'refocus-o', 'depth-o'])
+def test_an_output_suffix_its_writer_cannot_write_is_refused_before_any_work(
+        tmp_path, capsys, argv, expected):
+    _frame(tmp_path / 'white.png')
+    (tmp_path / 'c.yaml').write_text('calibration\n')
+    rc, err = _run([a.replace('{d}', str(tmp_path)) for a in argv], capsys)
+    assert rc == 2, err
+    assert f'expected a name ending in {expected}' in err and 'internal error' not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['c.yaml', 'white.png']
+
+
+def test_a_name_too_long_for_its_temporary_is_refused_before_any_work(tmp_path, capsys):
+    long = tmp_path / ('x' * (MAX_NAME_BYTES + 10) + '.yaml')
+    rc, err = _run(['calibrate', str(tmp_path / 'missing.csv'), '-o', str(long)], capsys)
+    assert rc == 2, err
+    assert f'a name of {MAX_NAME_BYTES + 15} bytes, expected at most {MAX_NAME_BYTES}' in err
+
+
+def test_the_longest_accepted_name_can_be_written(tmp_path):
+    path = tmp_path / ('y' * (MAX_NAME_BYTES - 5) + '.yaml')
+    write_text_atomically(path, 'written\n')
+    assert path.read_text() == 'written\n'
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
+
+
+def test_a_cut_off_png_is_refused_without_libpng_noise(tmp_path, capfd):
+    whole = _frame(tmp_path / 'whole.png').read_bytes()
+    cut = tmp_path / 'cut.png'
+    cut.write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(InvalidInputError, match=r'expected a complete PNG .*IEND.*cut off'):
+        read_image(cut)
+    assert 'libpng' not in capfd.readouterr().err
