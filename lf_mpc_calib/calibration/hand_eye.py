@@ -600,41 +600,15 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
     check_setup(setup)
     validate_observations(obs)
     check_focused_orientation(obs, calibration)
-    cal_ids = np.asarray(calibration.pose_ids)
-    keep, rv, tv = _align_robot_poses(cal_ids, robot_rvecs, robot_tvecs, robot_pose_ids)
-    diversity = motion_diversity(rv, min_rotation_deg=min_rotation_deg,
-                                 min_axis_angle_deg=min_axis_angle_deg)
-    if not diversity.determined:
-        raise DegenerateConfigurationError(diversity.message)
-    ids = cal_ids[keep]
-    order = np.argsort(ids)
-    ids, rv, tv = ids[order], rv[order], tv[order]
-    c = (np.asarray(calibration.rotation_vectors, float)[keep][order],
-         np.asarray(calibration.translations, float)[keep][order])
+    ids, rv, tv, board_poses, diversity = _robot_captures(
+        calibration, robot_rvecs, robot_tvecs, robot_pose_ids, min_rotation_deg,
+        min_axis_angle_deg)
     rows = np.isin(obs.pose, ids)
     sub = obs.select(rows)
-    model = calibration.model
-    fixed = set(fix) | set(getattr(calibration, 'fixed', ()))
-    unknown = [n for n in fixed if n not in PARAMETER_NAMES]
-    if unknown:
-        raise InvalidInputError(f'fix names must be in {PARAMETER_NAMES}, got {unknown}')
-    free = np.array([refine_intrinsics and n not in fixed for n in PARAMETER_NAMES])
     g = _robot_chain(setup, rv, tv)
-    problem = HandEyeProblem(sub, model, g, free)
-    estimates = closed_form_hand_eye(c[0], c[1], rv, tv, setup=setup, methods=methods)
-    if not estimates:
-        raise ConvergenceError(f'no closed-form hand-eye method of {methods} gave a solution')
-    scored = {}
-    theta = model.to_vector()
-    for name, e in estimates.items():
-        x = np.concatenate([e.mount[0], e.mount[1], e.board[0], e.board[1],
-                            theta[problem.free_idx]])
-        res, _ = problem.evaluate(x, jacobian=False)
-        rms = float(np.sqrt(np.mean(np.sum(res * res, axis=0)))) \
-            if np.all(np.isfinite(res)) else float('inf')
-        scored[name] = ClosedFormEstimate(name, e.mount, e.board, e.rotation_spread_deg,
-                                          e.translation_spread_mm, rms)
-    best = min(scored, key=lambda n: scored[n].rms_reprojection_px)
+    problem = HandEyeProblem(sub, calibration.model, g, _free_mask(calibration, fix,
+                                                                   refine_intrinsics))
+    scored, best = _scored_closed_forms(problem, board_poses, rv, tv, setup, methods)
     start = scored[best]
     if start.rotation_spread_deg > MAX_CLOSED_FORM_SPREAD_DEG:
         raise InvalidInputError(
@@ -643,15 +617,7 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
             f' deg RMS over {len(ids)} captures (> {MAX_CLOSED_FORM_SPREAD_DEG:g} deg); check '
             'the set-up, that robot poses are base -> tool in metres and radians, and that each '
             'belongs to its frame')
-    x0 = np.concatenate([start.mount[0], start.mount[1], start.board[0], start.board[1],
-                         theta[problem.free_idx]])
-    sol = _solve(problem, x0, max_iterations, progress)
-    if not sol.success:
-        raise ConvergenceError(f'the hand-eye refinement did not converge after {sol.nfev} '
-                               f'evaluations: {sol.message}')
-    res, jac = problem.evaluate(sol.x)
-    if not np.all(np.isfinite(res)):
-        raise ConvergenceError('the refined hand-eye set-up cannot project every ray')
+    sol, res, jac = _refined(problem, _packed(problem, start), max_iterations, progress)
     try:
         cov = _covariance(problem, res, jac)
     except np.linalg.LinAlgError:
@@ -661,18 +627,7 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
     cov = cov + _held_intrinsics_covariance(problem, sub, g, sol.x, calibration)
     sd = np.sqrt(np.maximum(np.diag(cov), 0.0))
     mount, board, theta_f = problem.unpack(sol.x)
-    model_f = MPCModel.from_vector(theta_f)
-    model_sd = {n: float('nan') for n in PARAMETER_NAMES}
-    for k, idx in enumerate(problem.free_idx):
-        model_sd[PARAMETER_NAMES[idx]] = float(sd[12 + k])
-    sq = np.sum(res * res, axis=0)
-    rms = float(np.sqrt(np.mean(sq)))
-    pb = problem.pb
-    per = np.sqrt(np.bincount(pb.pose_index, weights=sq, minlength=pb.n_poses)
-                  / np.maximum(np.bincount(pb.pose_index, minlength=pb.n_poses), 1))
-    residuals = np.full((len(obs), 2), np.nan)
-    sub_rows = np.flatnonzero(rows)
-    residuals[sub_rows[pb.order]] = -res.T
+    rms, per, residuals = _residual_figures(problem, res, rows, len(obs))
     cal_rms = float(getattr(calibration, 'rms_reprojection_px', float('nan')))
     if np.isfinite(cal_rms) and rms > max_rms_ratio * cal_rms + 1e-9:
         raise InvalidInputError(
@@ -680,13 +635,90 @@ def calibrate_hand_eye(obs, calibration, robot_rvecs, robot_tvecs, *, setup,
             f'{rms:.3f} px RMS, {rms / cal_rms:.1f}x the calibration\'s {cal_rms:.3f} px (limit '
             f'{max_rms_ratio:g}x); check that the robot poses are those of the captured frames '
             '(arm at rest, stamps matched) and accurate')
-    result = HandEyeResult(
+    model_sd = {n: float('nan') for n in PARAMETER_NAMES}
+    for k, idx in enumerate(problem.free_idx):
+        model_sd[PARAMETER_NAMES[idx]] = float(sd[12 + k])
+    return HandEyeResult(
         setup=setup, mount=(mount[0].copy(), mount[1].copy()), mount_stddev=(sd[0:3], sd[3:6]),
         board=(board[0].copy(), board[1].copy()), board_stddev=(sd[6:9], sd[9:12]),
-        covariance=cov[:12, :12], model=model_f, model_stddev=model_sd, pose_ids=ids,
-        robot_rvecs=rv, robot_tvecs=tv, residuals_px=residuals, rms_reprojection_px=rms,
-        per_capture_rms_px=per, calibration_rms_px=cal_rms, closed_form=scored,
-        closed_form_method=best, diversity=diversity, iterations=int(sol.nfev),
-        converged=bool(sol.success), message=str(sol.message),
+        covariance=cov[:12, :12], model=MPCModel.from_vector(theta_f), model_stddev=model_sd,
+        pose_ids=ids, robot_rvecs=rv, robot_tvecs=tv, residuals_px=residuals,
+        rms_reprojection_px=rms, per_capture_rms_px=per, calibration_rms_px=cal_rms,
+        closed_form=scored, closed_form_method=best, diversity=diversity,
+        iterations=int(sol.nfev), converged=bool(sol.success), message=str(sol.message),
         model_covariance=cov[12:, 12:].copy() if len(problem.free_idx) else None)
-    return result
+
+
+def _robot_captures(calibration, robot_rvecs, robot_tvecs, robot_pose_ids, min_rotation_deg,
+                    min_axis_angle_deg):
+    """The captures with a robot pose, in pose-id order: (ids (C,), robot rv, tv (C, 3),
+    board poses (rv, tv) (C, 3) each, MotionDiversity); DegenerateConfigurationError when
+    their motions do not determine the mount."""
+    cal_ids = np.asarray(calibration.pose_ids)
+    keep, rv, tv = _align_robot_poses(cal_ids, robot_rvecs, robot_tvecs, robot_pose_ids)
+    diversity = motion_diversity(rv, min_rotation_deg=min_rotation_deg,
+                                 min_axis_angle_deg=min_axis_angle_deg)
+    if not diversity.determined:
+        raise DegenerateConfigurationError(diversity.message)
+    ids = cal_ids[keep]
+    order = np.argsort(ids)
+    board_poses = (np.asarray(calibration.rotation_vectors, float)[keep][order],
+                   np.asarray(calibration.translations, float)[keep][order])
+    return ids[order], rv[order], tv[order], board_poses, diversity
+
+
+def _free_mask(calibration, fix, refine_intrinsics):
+    """(10,) bool: the model parameters refined jointly (none unless ``refine_intrinsics``;
+    never those in ``fix`` or held by the calibration)."""
+    fixed = set(fix) | set(getattr(calibration, 'fixed', ()))
+    unknown = [n for n in fixed if n not in PARAMETER_NAMES]
+    if unknown:
+        raise InvalidInputError(f'fix names must be in {PARAMETER_NAMES}, got {unknown}')
+    return np.array([refine_intrinsics and n not in fixed for n in PARAMETER_NAMES])
+
+
+def _packed(problem, estimate):
+    """The problem's parameter vector at a closed-form ``estimate`` (intrinsics as given)."""
+    return np.concatenate([estimate.mount[0], estimate.mount[1], estimate.board[0],
+                           estimate.board[1], problem.theta0[problem.free_idx]])
+
+
+def _scored_closed_forms(problem, board_poses, rv, tv, setup, methods):
+    """({method: ClosedFormEstimate with its RMS}, the method of the lowest RMS)."""
+    estimates = closed_form_hand_eye(board_poses[0], board_poses[1], rv, tv, setup=setup,
+                                     methods=methods)
+    if not estimates:
+        raise ConvergenceError(f'no closed-form hand-eye method of {methods} gave a solution')
+    scored = {}
+    for name, e in estimates.items():
+        res, _ = problem.evaluate(_packed(problem, e), jacobian=False)
+        rms = float(np.sqrt(np.mean(np.sum(res * res, axis=0)))) \
+            if np.all(np.isfinite(res)) else float('inf')
+        scored[name] = ClosedFormEstimate(name, e.mount, e.board, e.rotation_spread_deg,
+                                          e.translation_spread_mm, rms)
+    return scored, min(scored, key=lambda n: scored[n].rms_reprojection_px)
+
+
+def _refined(problem, x0, max_iterations, progress):
+    """(solution, residuals (2, N), Jacobian) of the joint refinement from ``x0``;
+    ConvergenceError when it does not converge or cannot project every ray."""
+    sol = _solve(problem, x0, max_iterations, progress)
+    if not sol.success:
+        raise ConvergenceError(f'the hand-eye refinement did not converge after {sol.nfev} '
+                               f'evaluations: {sol.message}')
+    res, jac = problem.evaluate(sol.x)
+    if not np.all(np.isfinite(res)):
+        raise ConvergenceError('the refined hand-eye set-up cannot project every ray')
+    return sol, res, jac
+
+
+def _residual_figures(problem, res, rows, n_obs):
+    """(RMS px, per-capture RMS (C,), residuals (n_obs, 2) in the table's rows, NaN for the
+    rows without a robot pose) of the refined residuals ``res`` (2, N)."""
+    sq = np.sum(res * res, axis=0)
+    pb = problem.pb
+    per = np.sqrt(np.bincount(pb.pose_index, weights=sq, minlength=pb.n_poses)
+                  / np.maximum(np.bincount(pb.pose_index, minlength=pb.n_poses), 1))
+    residuals = np.full((n_obs, 2), np.nan)
+    residuals[np.flatnonzero(rows)[pb.order]] = -res.T
+    return float(np.sqrt(np.mean(sq))), per, residuals
