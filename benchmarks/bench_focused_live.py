@@ -22,10 +22,10 @@ slowly in depth and sideways, as on an arm), then times per frame, one core, CPU
 - tracking a real stream (issue 40): the sequences of simulation.live_sequences (every 2nd..
   10th frame of the live loop, a jump back of its whole diameter, the board leaving the view
   and coming back, sudden 5 mm / 3 degree moves) through FocusedMeasurer: the share of the
-  frames with the board in view found without a full search, the ms a frame (detect stage,
-  OMP_NUM_THREADS=1) of the tracker, of each re-acquisition seed and of the full search, and
-  the median 3-D error of the frames found against the full detection's on the same frames
-  (``--sequences`` alone);
+  frames with the board in view found without a full search, the CPU ms a frame (finding
+  the corners: CornerSearch.find) of the tracker, of each re-acquisition seed and of the full
+  search, and the median 3-D error of the frames found against the full detection's on the
+  same frames (``--sequences`` alone);
 --r12 adds frames of 4080 x 3068 (the Raytrix R12's size: the preset's optics and pixels on a
 sensor of that size, so more micro-images, the same per micro-image).
 
@@ -136,10 +136,12 @@ def sequences_stage(cam, samples, *, compare=4):
     out = {}
     for name, seq in sequences.items():
         meas = FocusedMeasurer(model, det.grid, board=board, white=white)
+        cpu = _cpu_timed(meas.search)
         costs, found, in_view, mine, full = {}, 0, 0, [], []
         for k, key in enumerate(seq):
+            cpu.clear()
             m = meas.measure(raws[key])
-            dt = m.timings.get('detect', np.nan)        # finding the corners (wall, 1 core)
+            dt = cpu[-1] if cpu else np.nan         # CPU s finding the corners
             mode = m.corner_search.split(':')[0] or 'no image (no texture)'
             costs.setdefault(mode, []).append(dt)
             if k == 0 or not poses[key][2]:
@@ -154,17 +156,56 @@ def sequences_stage(cam, samples, *, compare=4):
                 mine.append(err(key, m.point_ids, m.points))
                 full.append(err(key, keys[:, 1], pts))
         out[name] = (found, in_view, costs, mine, full)
+    return out, seed_costs(model, det, white, board, raws['loop 0'], raws['5 mm x'])
+
+
+def seed_costs(model, det, white, board, before, after, repeat=3):
+    """CPU s of each way to find the corners of ``after`` (a sudden 5 mm move) from a full
+    detection of ``before``: the tracker from the prediction (it fails here: the cost of
+    trying), seed A (shift) and seed B (board search) each with its refinement, the full
+    detection; and whether each found the board."""
+    from lf_mpc_calib.measurement.focused import FocusedMeasurer
+    meas = FocusedMeasurer(model, det.grid, board=board, white=white)
+    meas.measure(before)
+    tr = meas.tracker
+    norm = meas.live.normalise(after)
+    rendered, w = meas.live.render_normalised(norm)
+    ways = {'tracker (prediction)': lambda: tr._follow(norm, *tr._prediction(), passes=1),
+            'shift (seed A)': lambda: tr._follow(norm, *tr._shift_seed(rendered, w), passes=2),
+            'board search (seed B)': lambda: tr._follow(norm, *tr._board_seed(rendered, w),
+                                                        passes=2),
+            'full search': lambda: (meas.detector.detect(after, board), None)}
+    out = {}
+    for name, fn in ways.items():
+        c0 = time.process_time()
+        for _ in range(1 if name == 'full search' else repeat):
+            found = fn()[0]
+        out[name] = ((time.process_time() - c0) / (1 if name == 'full search' else repeat),
+                     found is not None)
     return out
+
+
+def _cpu_timed(search):
+    """The list that ``search.find`` (a CornerSearch) appends its CPU s of each call to."""
+    find, cpu = search.find, []
+
+    def timed_find(*args):
+        c0 = time.process_time()
+        out = find(*args)
+        cpu.append(time.process_time() - c0)
+        return out
+    search.find = timed_find
+    return cpu
 
 
 def print_sequences(size, samples):
     """The tracking-sequence lines of the benchmark (module docstring)."""
     cam = preset('focused-keplerian') if size is None else \
         preset('focused-keplerian', sensor__width=size[0], sensor__height=size[1])
-    res = sequences_stage(cam, samples)
+    res, seeds = sequences_stage(cam, samples)
     wd, h = cam.sensor.width, cam.sensor.height
     print(f'{wd}x{h}  tracking a real stream (frames with the board in view after the first; '
-          f'ms a frame finding the corners (the detect stage), by how they were found)')
+          f'CPU ms a frame finding the corners (CornerSearch.find), by how they were found)')
     every, ratios = {}, []
     for name, (found, in_view, costs, mine, full) in res.items():
         for mode, v in costs.items():
@@ -179,6 +220,8 @@ def print_sequences(size, samples):
     print('   all sequences, median CPU ms: ' + ', '.join(
         f'{mode} {1e3 * np.median(v):.1f} (x{len(v)})' for mode, v in every.items())
         + f'; worst 3-D error ratio {np.nanmax(ratios):.2f}')
+    print('   a sudden 5 mm move, each way alone, CPU ms: ' + ', '.join(
+        f'{name} {1e3 * t:.1f} ({"found" if ok else "lost"})' for name, (t, ok) in seeds.items()))
 
 
 def planes(cam, n, samples):
