@@ -41,9 +41,11 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   outputs. The rendered image takes about
   9 ms CPU per 2048 x 1536 frame (cached index maps, w walked from the last frame's) and the
   corners about 35 ms more, tracked from frame to frame in the micro-images
-  (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`; a full
-  search, seconds, on the first frame and whenever tracking loses the board:
-  ``benchmarks/bench_focused_live.py``);
+  (:class:`lf_mpc_calib.features.micro_image_tracking.MicroImageCornerTracker`: from the
+  last processed frame, whatever was dropped, re-acquired from the board's last place in the
+  rendered image when that fails; the full search, seconds, on the first frame and when
+  re-acquisition failed on 2 frames, in a thread of its own beside the stream:
+  docs/focused-live.md, ``benchmarks/bench_focused_live.py``);
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
 - ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
   direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
@@ -63,7 +65,8 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
 - ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (convert,
   decode, rectify: the central view, detect: the corners, triangulate, rays, depth, cloud,
   refocus, views: the mosaic, publish: the rest; a stage not run is absent), frame
-  counters, how the corners were found (``corners``: tracked or full search and why), ``problems``,
+  counters, how the corners were found (``corners``: tracked, re-acquired or full search and
+  why; ``full_search_ms``: the last full search's duration), ``problems``,
   and ``calibration_drift``: the board's residual over the last frames against the limit the
   calibration's RMS gives (:mod:`lf_mpc_calib.measurement.drift`; a drift is named under
   ``problems``, docs/ros-session.md).
