@@ -133,3 +133,46 @@ def test_a_cut_off_png_is_refused_without_libpng_noise(tmp_path, capfd):
     with pytest.raises(InvalidInputError, match=r'expected a complete PNG .*IEND.*cut off'):
         read_image(cut)
     assert 'libpng' not in capfd.readouterr().err
+
+
+def test_a_key_given_twice_in_a_yaml_file_is_refused_naming_it(tmp_path):
+    from lf_mpc_calib.io.yaml_file import load_yaml, read_yaml
+    path = tmp_path / 'cal.yaml'
+    path.write_text('format_version: 1\nintrinsics: {k_i: 5.0, k_j: 1}\nintrinsics: {k_i: 1}\n')
+    with pytest.raises(InvalidInputError, match=r"cal.yaml: the key 'intrinsics' appears twice "
+                                                r'\(lines 2 and 3\); expected each key once'):
+        read_yaml(path, 'calibration file')
+    with pytest.raises(InvalidInputError, match="the key 'k_i' appears twice"):
+        load_yaml('a: {k_i: 1, k_i: 2}\n')
+    merged = load_yaml('base: &b {x: 1, y: 2}\nover: {<<: *b, y: 3}\n')
+    assert merged['over'] == {'x': 1, 'y': 3}, 'a merge key may still be overridden'
+
+
+HEADER = 'pose,point,X,Y,Z,i,j,u,v\n'
+
+
+def _table(path):
+    rows = [f'{p},{k},{0.01 * (k % 2)},{0.01 * (k // 2)},0,{i},0,{10 + 3 * k + p + i},'
+            f'{20 + 5 * k - p}\n' for p in range(3) for k in range(4) for i in (-1, 1)]
+    path.write_text(HEADER + ''.join(rows))
+    return path
+
+
+@pytest.mark.parametrize('flags, named', [
+    (['--setup', 'eye-to-hand'], '--setup'),
+    (['--base-frame', 'world', '--tool-frame', 'flange'], '--base-frame, --tool-frame'),
+])
+def test_hand_eye_options_without_robot_poses_are_refused(tmp_path, capsys, flags, named):
+    rc, err = _run(['calibrate', str(_table(tmp_path / 'o.csv')), '-o', str(tmp_path / 'c.yaml'),
+                    *flags], capsys)
+    assert rc == 2 and f'{named} set' in err and 'expected --robot-poses FILE' in err, err
+    assert not (tmp_path / 'c.yaml').exists()
+
+
+def test_an_image_size_the_rays_lie_outside_is_refused(tmp_path, capsys):
+    rc, err = _run(['calibrate', str(_table(tmp_path / 'o.csv')), '-o', str(tmp_path / 'c.yaml'),
+                    '--image-size', '10', '10'], capsys)
+    assert rc == 1, err
+    assert '--image-size 10 10: 24 of 24 rays lie outside it (u 9.0 to 22.0, v 18.0 to 35.0' \
+        in err, err
+    assert not (tmp_path / 'c.yaml').exists()

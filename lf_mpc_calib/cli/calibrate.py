@@ -17,7 +17,7 @@ import numpy as np
 
 from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_option, \
     pose_jackknife_of
-from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.errors import InvalidInputError, UsageError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.camera.observations import guess_camera_type
 from lf_mpc_calib.cli.numbers import integer, real
@@ -118,6 +118,25 @@ def check_image_size(size):
     return tuple(int(s) for s in size)
 
 
+def check_rays_inside(obs, size):
+    """InvalidInputError when rays lie outside --image-size W H (pixel centres 0 to W - 1)
+    by more than RAY_MARGIN of its sides (noisy corners near an edge may step past it): the
+    size would be written into the calibration file."""
+    u, v = obs.ijuv[:, 2], obs.ijuv[:, 3]
+    mu, mv = RAY_MARGIN * size[0] + 0.5, RAY_MARGIN * size[1] + 0.5
+    outside = (u < -mu) | (u > size[0] - 1 + mu) | (v < -mv) | (v > size[1] - 1 + mv)
+    if outside.any():
+        raise InvalidInputError(
+            f'--image-size {size[0]} {size[1]}: {int(outside.sum())} of {len(obs)} rays lie '
+            f'outside it (u {u.min():.1f} to {u.max():.1f}, v {v.min():.1f} to {v.max():.1f} '
+            'px); expected the size of the image the rays were measured in')
+
+
+RAY_MARGIN = 0.05
+"""How far past the image's sides (a share of each) a ray may lie before --image-size is
+refused as not the image the rays were measured in."""
+
+
 def _fmt(v):
     if isinstance(v, float):
         return f'{v:.6g}'
@@ -146,7 +165,14 @@ def run(args):
     from lf_mpc_calib.report.calibration import summary_text
 
     image_size = check_image_size(args.image_size)
+    given = [f'--{d.replace("_", "-")}' for d in ('setup', 'base_frame', 'tool_frame')
+             if getattr(args, d, None) is not None]
+    if given and not args.robot_poses:
+        raise UsageError(f'{", ".join(given)} set{"s" * (len(given) == 1)} up the hand-eye '
+                         'solve: expected --robot-poses FILE with it, got none')
     obs, extra = load_input(args)
+    if image_size is not None:
+        check_rays_inside(obs, image_size)
     fix = parse_fix(args.fix)
     camera_type = args.camera_type or extra.get('camera_type') or guess_camera_type(obs)
     print(f'{args.observations}: {len(obs)} rays, {len(obs.pose_ids)} poses; '

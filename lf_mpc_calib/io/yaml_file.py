@@ -41,7 +41,9 @@ def load_yaml(text, what='YAML text'):
     if '\0' in text:
         raise InvalidInputError(f'{what}: holds NUL bytes; expected YAML text, got binary data')
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_loader())
+    except _DuplicateKey as exc:
+        raise InvalidInputError(f'{what}: {exc}') from None
     except yaml.YAMLError as exc:
         raise InvalidInputError(f'{what}: not valid YAML ({shorten(exc, 300)})') from None
     except RecursionError:
@@ -55,6 +57,43 @@ def load_yaml(text, what='YAML text'):
             f'{what}: expands to more than {MAX_NODES} values (aliases counted each time they '
             f'are used: an alias bomb?); expected a small document')
     return doc
+
+
+class _DuplicateKey(Exception):
+    """A mapping names one key twice (yaml.safe_load keeps the last without a word)."""
+
+
+_LOADER = []
+
+
+def _loader():
+    """yaml.SafeLoader that refuses a key given twice in one mapping (a merge key's ``<<``
+    entries may still be overridden, as YAML means them to be)."""
+    if _LOADER:
+        return _LOADER[0]
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        keys = [(loader.construct_object(k, deep=True), k.start_mark.line + 1)
+                for k, _ in node.value if k.tag != 'tag:yaml.org,2002:merge']
+        lines = {}
+        for key, line in keys:
+            try:
+                if key in lines:
+                    raise _DuplicateKey(f'the key {shorten(repr(key), 60)} appears twice (lines '
+                                        f'{lines[key]} and {line}); expected each key once')
+                lines[key] = line
+            except TypeError:
+                continue
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                    construct_mapping)
+    _LOADER.append(UniqueKeyLoader)
+    return UniqueKeyLoader
 
 
 def _count_nodes(doc, limit):
