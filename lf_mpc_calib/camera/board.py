@@ -11,6 +11,10 @@ X in [(a - 1) square, a square], Y in [(b - 1) square, b square] for a = 0..cols
 square (a, b) has that colour when a + b is even. Knowing it lets a detector tell a board
 from the same board rotated by 180 degrees (when cols + rows is odd) and from a board whose
 corners are labelled one square off (always).
+
+:class:`CharucoBoard` is a checkerboard with ArUco markers in its white squares (OpenCV's
+``cv2.aruco.CharucoBoard``: corner id = point index), ``board_type`` 'charuco'; a mapping with
+``board_type: charuco`` given to :meth:`Checkerboard.from_dict` gives one.
 """
 
 from dataclasses import dataclass
