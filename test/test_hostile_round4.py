@@ -165,7 +165,7 @@ def _table(path):
 def test_hand_eye_options_without_robot_poses_are_refused(tmp_path, capsys, flags, named):
     rc, err = _run(['calibrate', str(_table(tmp_path / 'o.csv')), '-o', str(tmp_path / 'c.yaml'),
                     *flags], capsys)
-    assert rc == 2 and f'{named} set' in err and 'expected --robot-poses FILE' in err, err
+    assert rc == 2 and f'{named} set' in err and 'expected robot poses' in err, err
     assert not (tmp_path / 'c.yaml').exists()
 
 
@@ -176,3 +176,47 @@ def test_an_image_size_the_rays_lie_outside_is_refused(tmp_path, capsys):
     assert '--image-size 10 10: 24 of 24 rays lie outside it (u 9.0 to 22.0, v 18.0 to 35.0' \
         in err, err
     assert not (tmp_path / 'c.yaml').exists()
+
+
+def test_calibrate_raw_refuses_setup_without_robot_poses(tmp_path, capsys):
+    (tmp_path / 'ds').mkdir()
+    _frame(tmp_path / 'ds' / 'frame_000.png')
+    _frame(tmp_path / 'ds' / 'white.png')
+    rc, err = _run(['calibrate-raw', str(tmp_path / 'ds'), '--board', '6x5', '--square', '0.01',
+                    '-o', str(tmp_path / 'c.yaml'), '--setup', 'eye-to-hand'], capsys)
+    assert rc == 2 and '--setup sets up the hand-eye solve' in err, err
+    assert not (tmp_path / 'c.yaml').exists()
+
+
+def test_ctrl_c_while_the_subcommands_load_ends_with_130_and_no_traceback(monkeypatch, capsys):
+    import lf_mpc_calib.cli as cli
+
+    def loading(*_):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, 'build_parser', loading)
+    assert cli.main(['calibrate', 'x.csv']) == 130
+    assert 'Traceback' not in capsys.readouterr().err
+
+
+def test_sigterm_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    import os
+    import signal
+    import lf_mpc_calib.cli.export_calibration as export
+    from lf_mpc_calib.io.atomic import open_atomically
+    out = tmp_path / 'o.json'
+    out.write_text('OLD\n')
+
+    def run(args):
+        with open_atomically(args.output) as f:
+            f.write('half of it')
+            os.kill(os.getpid(), signal.SIGTERM)
+            f.write(' and the rest')
+        return 0
+    monkeypatch.setattr(export, 'run', run)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped:
+        main(['export-calibration', str(tmp_path / 'cal.yaml'), '-o', str(out)])
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert out.read_text() == 'OLD\n'
+    assert [p.name for p in tmp_path.iterdir()] == ['o.json'], 'no temporary left'
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -49,7 +49,37 @@ def build_parser():
 
 
 def main(argv=None):
-    """Entry point of the console script; returns the process exit code."""
+    """
+    Entry point of the console script; returns the process exit code.
+
+    Ctrl-C (SIGINT) at any moment, while the subcommands load too, ends it with 130 and no
+    traceback; SIGTERM (``timeout``, ``docker stop``, systemd) ends it with 143 the same way,
+    through the same clean-up (every output is written under a temporary name that an
+    interruption removes, so neither leaves a partial file behind).
+    """
+    previous = _on_sigterm(_terminate)
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        _on_sigterm(previous)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _on_sigterm(handler):
+    """Install ``handler`` for SIGTERM (main thread only; None leaves it); returns the old."""
+    import signal
+    import threading
+    if handler is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _main(argv):
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, 'func', None):

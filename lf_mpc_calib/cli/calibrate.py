@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, distortion_option, \
-    pose_jackknife_of
-from lf_mpc_calib.errors import InvalidInputError, UsageError
+from lf_mpc_calib.cli.calibrate_raw import add_model_arguments, check_hand_eye_options, \
+    distortion_option, pose_jackknife_of
+from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.camera.model import PARAMETER_NAMES
 from lf_mpc_calib.camera.observations import guess_camera_type
 from lf_mpc_calib.cli.numbers import integer, real
@@ -165,11 +165,7 @@ def run(args):
     from lf_mpc_calib.report.calibration import summary_text
 
     image_size = check_image_size(args.image_size)
-    given = [f'--{d.replace("_", "-")}' for d in ('setup', 'base_frame', 'tool_frame')
-             if getattr(args, d, None) is not None]
-    if given and not args.robot_poses:
-        raise UsageError(f'{", ".join(given)} set{"s" * (len(given) == 1)} up the hand-eye '
-                         'solve: expected --robot-poses FILE with it, got none')
+    check_hand_eye_options(args, args.robot_poses)
     obs, extra = load_input(args)
     if image_size is not None:
         check_rays_inside(obs, image_size)

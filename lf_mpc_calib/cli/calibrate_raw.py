@@ -164,6 +164,18 @@ def add_hand_eye_arguments(p, frame_help):
     p.add_argument('--tool-frame', default=None, help='robot tool frame (default: tool0)')
 
 
+def check_hand_eye_options(args, robot_poses):
+    """UsageError when --setup, --base-frame or --tool-frame is given without robot poses
+    (``robot_poses``: any, or None): they set up the hand-eye solve, and would be ignored."""
+    from lf_mpc_calib.errors import UsageError
+    given = [f'--{d.replace("_", "-")}' for d in ('setup', 'base_frame', 'tool_frame')
+             if getattr(args, d, None) is not None]
+    if given and robot_poses is None:
+        raise UsageError(f'{", ".join(given)} set{"s" * (len(given) == 1)} up the hand-eye '
+                         'solve: expected robot poses with it (--robot-poses FILE, or a data '
+                         'set whose manifest has them), got none')
+
+
 def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
     """Solve and print the hand-eye calibration, the intrinsics refined jointly with the
     mount (its ``extras['joint_calibration']`` is what the calibration file then holds);
@@ -289,6 +301,7 @@ def run(args):
     folder = Path(args.dataset)
     robot = (robot_poses_for_dataset(folder, args.robot_poses) if folder.is_dir()
              or args.robot_poses else None)
+    check_hand_eye_options(args, robot)
     # with robot poses the calibration written is the joint one: that is the one whose
     # determination is checked (the arm determines the principal point better)
     accept = args.accept_uncertain or robot is not None
