@@ -32,6 +32,7 @@ import scipy.optimize  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import best_of  # noqa: E402 - benchmarks/timing.py
 from lf_mpc_calib.calibration import calibrate, closed_form  # noqa: E402
 from lf_mpc_calib.calibration.closed_form import validate_observations  # noqa: E402
 from lf_mpc_calib.calibration.refine import RefinementProblem  # noqa: E402
@@ -46,16 +47,6 @@ def illum_like():
     return MPCModel(k_i=1.4e-6 * d / 4e-5, k_j=1.4e-6 * d / 4e-5, k_u=2e-5 / d,
                     k_v=0.98 * 2e-5 / d, u_0=-0.26, v_0=-0.2, k_1=0.05, k_2=-0.1,
                     k_3=-4.0, k_4=-4.0)
-
-
-def best_of(fn, repeats):
-    times = []
-    out = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def main():
@@ -73,12 +64,12 @@ def main():
     print(f'problem: {len(np.unique(obs.pose))} poses, {len(obs)} rays, '
           f'{10 + 6 * 10} unknowns, {2 * len(obs)} residuals')
 
-    t_cf, init = best_of(lambda: closed_form(obs), args.repeats)
+    _, t_cf, init = best_of(lambda: closed_form(obs), args.repeats)
     rel_cf = np.abs(init.model.to_vector() / truth.to_vector() - 1)
     print(f'closed form (exact):      {1e3 * t_cf:8.1f} ms   (target < 50 ms: '
           f'{"ok" if t_cf < 0.05 else "MISSED"}); max rel. error of k_i..v_0, k_3, k_4 '
           f'{max(rel_cf[:6].max(), rel_cf[8:].max()):.2%}')
-    t_cal, res = best_of(lambda: calibrate(obs), args.repeats)
+    _, t_cal, res = best_of(lambda: calibrate(obs), args.repeats)
     rel = np.abs(res.model.to_vector() / truth.to_vector() - 1)
     print(f'full calibration:         {t_cal:8.3f} s    (target < 1 s: '
           f'{"ok" if t_cal < 1.0 else "MISSED"}); {res.iterations} LM iterations, '

@@ -51,7 +51,6 @@ for _var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS'):
     os.environ[_var] = '1'
 
 import argparse  # noqa: E402
-import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -66,6 +65,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 from bench_calibration import illum_like  # noqa: E402
+from timing import children_cpu_s  # noqa: E402 - benchmarks/timing.py
 from lf_mpc_calib.calibration import closed_form  # noqa: E402
 from lf_mpc_calib.calibration.closed_form import validate_observations  # noqa: E402
 from lf_mpc_calib.calibration.refine import RefinementProblem  # noqa: E402
@@ -88,11 +88,6 @@ def illum_table(path, radial=True):
     return truth
 
 
-def _children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def installed_env(tmp):
     """
     The environment of an installed package: lf_mpc_calib's modules compiled to bytecode
@@ -110,13 +105,13 @@ def time_process(argv, repeats, env):
     """Best (wall, CPU) seconds of running ``python -m lf_mpc_calib ARGV`` (must exit 0)."""
     wall = cpu = float('inf')
     for _ in range(repeats):
-        t0, c0 = time.perf_counter(), _children_cpu()
+        t0, c0 = time.perf_counter(), children_cpu_s()
         # from the repository root: ``-m`` puts the working folder first on sys.path, and
         # another checkout's lf_mpc_calib there would be the one timed
         subprocess.run([sys.executable, '-m', 'lf_mpc_calib', *argv], env=env, check=True,
                        stdout=subprocess.DEVNULL, cwd=ROOT)
         wall = min(wall, time.perf_counter() - t0)
-        cpu = min(cpu, _children_cpu() - c0)
+        cpu = min(cpu, children_cpu_s() - c0)
     return wall, cpu
 
 

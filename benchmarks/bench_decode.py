@@ -23,22 +23,13 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
+from timing import best_of  # noqa: E402 - benchmarks/timing.py
 from lf_mpc_calib.lenslet.decode import Decoder  # noqa: E402
 from lf_mpc_calib.lenslet.estimate import estimate_grid  # noqa: E402
 from lf_mpc_calib.lenslet.grid import numbered_grid  # noqa: E402
 from lf_mpc_calib.lenslet.synthetic import white_image  # noqa: E402
 
 cv2.setNumThreads(1)
-
-
-def best_of(fn, repeat):
-    times = []
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return float(np.median(times)), float(np.min(times)), out
 
 
 def reference_decode(raw, grid, white_views_gain, i_values, j_values):

@@ -29,18 +29,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
+from timing import median_ms  # noqa: E402 - benchmarks/timing.py
 from lf_mpc_calib.measurement.live import LiveMeasurer, STAGES  # noqa: E402
 from lf_mpc_calib.simulation.decode_scene import write_decode_scene  # noqa: E402
 from lf_mpc_calib.simulation.optics import preset  # noqa: E402
-
-
-def median_ms(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(times))
 
 
 def corner_error_mm(points, ids, corners):

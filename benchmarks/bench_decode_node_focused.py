@@ -37,6 +37,8 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'))
 
+from timing import median_ms  # noqa: E402 - benchmarks/timing.py
+
 RUNS = {'center': ('~/center only', False, ()),
         'points': ('~/center + ~/points', True, ('points',)),
         'depth': ('~/center + ~/depth', False, ('depth',))}
@@ -76,12 +78,7 @@ def core_center_ms(folder, white, frame):
                                          white=white)
     raw = frame.astype(np.float32)
     m.live.render(raw)                      # the first frame builds the maps
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        m.live.render(raw)
-        times.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(times))
+    return median_ms(lambda: m.live.render(raw), 5)
 
 
 def start_node(folder, board, measure_points, domain):
