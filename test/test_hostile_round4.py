@@ -220,3 +220,19 @@ def test_sigterm_mid_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, 
     assert out.read_text() == 'OLD\n'
     assert [p.name for p in tmp_path.iterdir()] == ['o.json'], 'no temporary left'
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+@pytest.mark.parametrize('second', ['frame_000.png', './frame_000.png', 'link.png'])
+def test_a_manifest_listing_a_frame_twice_is_refused(tmp_path, second):
+    from lf_mpc_calib.io.raw_dataset import load_raw_folder
+    _frame(tmp_path / 'frame_000.png')
+    _frame(tmp_path / 'frame_001.png')
+    _frame(tmp_path / 'white.png')
+    (tmp_path / 'link.png').symlink_to(tmp_path / 'frame_000.png')
+    (tmp_path / 'manifest.yaml').write_text(
+        'format: lf_mpc_calib-raw-dataset\nformat_version: 1\n'
+        'board: {cols: 6, rows: 5, square_m: 0.01}\nwhite: white.png\n'
+        f'frames: [frame_000.png, frame_001.png, {second}]\n')
+    with pytest.raises(InvalidInputError, match=rf'frames lists {second.split("/")[-1]} twice '
+                                                r'\(entries 1 and 3\); expected each frame once'):
+        load_raw_folder(tmp_path)

@@ -14,6 +14,8 @@ its board. Nothing is written but the report.
 from pathlib import Path
 import sys
 
+from lf_mpc_calib.cli.numbers import real
+
 
 def register(subparsers):
     """Add the ``verify`` subcommand."""
@@ -31,7 +33,7 @@ def register(subparsers):
                    help='robot poses base -> tool per frame (CSV or YAML; default: the data '
                         'set manifest\'s); with the calibration\'s hand_eye key they give the '
                         'board\'s spread in the base frame')
-    p.add_argument('--robot-accuracy', type=float, default=None, metavar='MM',
+    p.add_argument('--robot-accuracy', type=real(0, 1000), default=None, metavar='MM',
                    help='RMS accuracy of the robot poses in mm, added to the predicted spread '
                         '(default: 0.1)')
     p.add_argument('--quiet', action='store_true', help='no progress per frame')

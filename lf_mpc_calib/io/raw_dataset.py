@@ -158,7 +158,8 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
         frames = [folder / _frame_file(e) for e in manifest['frames']]
         missing = [str(p) for p in frames if not p.is_file()]
         if missing:
-            raise InvalidInputError(f'{mpath}: frame files missing: {missing}')
+            raise InvalidInputError(f'{mpath}: frame files missing: {shorten(missing, 300)}')
+        _check_listed_once(mpath, frames)
     else:
         frames = sorted(p for p in folder.iterdir()
                         if p.suffix.lower() in IMAGE_SUFFIXES and p.resolve() != white.resolve()
@@ -186,6 +187,17 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
         frames = [DarkCorrected(p, pixels) for p in frames]
     return RawDataset(frames, white, board, demosaic, _camera_from(manifest), folder.name,
                       grid, camera_metadata)
+
+
+def _check_listed_once(mpath, frames):
+    """InvalidInputError when the manifest ``mpath`` lists one frame file twice (by any
+    spelling or link): its pose would be counted twice, without a word."""
+    seen = {}
+    for k, path in enumerate(frames):
+        first = seen.setdefault(os.path.realpath(path), k)
+        if first != k:
+            raise InvalidInputError(f'{mpath}: frames lists {path.name} twice (entries '
+                                    f'{first + 1} and {k + 1}); expected each frame once')
 
 
 def manifest_files(folder):
