@@ -40,7 +40,7 @@ PARTIAL_EXTENT = 1.4
 """The partial board's side over the default board's (the same squares as charuco-whole)."""
 
 
-def boards(camera, factor):
+def boards(camera, factor, extent=None):
     """{case: simulated board} and the default board (the poses' base)."""
     from lf_mpc_calib.simulation.dataset import capture_board
     from lf_mpc_calib.simulation.optics import CharucoBoard
@@ -48,8 +48,9 @@ def boards(camera, factor):
     cols = max(3, int(round((base.cols + 1) / factor)) - 1)
     rows = max(2, int(round((base.rows + 1) / factor)) - 1)
     square = base.square * (base.cols + 1) / (cols + 1)
-    p_cols = max(3, int(round(PARTIAL_EXTENT * (cols + 1))) - 1)
-    p_rows = max(2, int(round(PARTIAL_EXTENT * (rows + 1))) - 1)
+    extent = PARTIAL_EXTENT if extent is None else extent
+    p_cols = max(3, int(round(extent * (cols + 1))) - 1)
+    p_rows = max(2, int(round(extent * (rows + 1))) - 1)
     return {'checkerboard': base, 'charuco-whole': CharucoBoard(cols, rows, square),
             'charuco-partial': CharucoBoard(p_cols, p_rows, square)}, base
 
@@ -74,7 +75,7 @@ def poses(camera, case, board, base, n, seed):
     return rvecs, tvecs
 
 
-def run_case(preset_name, case, seed, root, scale, factors):
+def run_case(preset_name, case, seed, root, scale, factors, extent=None):
     """Figures of one capture: dict pp_sd, pp_err, dk, cover, poses, times."""
     from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
     from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset
@@ -84,10 +85,11 @@ def run_case(preset_name, case, seed, root, scale, factors):
     camera = preset(preset_name, scale=scale, sensor__response=REALISTIC_SENSOR)
     focused = camera.camera_type == 'focused'
     n = FOCUSED_CAPTURE_POSES if focused else 6
-    bs, base = boards(camera, factors[1 if focused else 0])
+    bs, base = boards(camera, factors[1 if focused else 0], extent)
     board = bs[case]
     rvecs, tvecs = poses(camera, case, board, base, n, seed)
-    folder = root / f'{preset_name}-{case}-{seed}'
+    folder = root / f'{preset_name}-{case}-{seed}' if extent is None else \
+        root / f'{preset_name}-{case}-{seed}-x{extent:g}'
     if not (folder / 'manifest.yaml').exists():     # --keep DIR: rendered once (written last)
         write_dataset(folder, camera, board, rvecs, tvecs, seed=seed,
                       samples=FOCUSED_SAMPLES if focused else 4)
@@ -142,6 +144,9 @@ def main():
     ap.add_argument('--square-factors', type=float, nargs=2, default=[1.5, 2.0],
                     metavar=('CONVENTIONAL', 'FOCUSED'),
                     help='ChArUco squares over the default board\'s (default: %(default)s)')
+    ap.add_argument('--partial-extent', type=float, default=None,
+                    help=f'partial board side over the default board\'s (default '
+                         f'{PARTIAL_EXTENT})')
     ap.add_argument('--keep', default=None, help='keep the data sets in this folder (and '
                                                  'reuse those it already holds)')
     args = ap.parse_args()
@@ -157,7 +162,7 @@ def main():
                     t0 = time.time()
                     try:
                         r = run_case(name, case, seed, root, args.scale,
-                                     args.square_factors)
+                                     args.square_factors, args.partial_extent)
                     except Exception as exc:      # a benchmark row, not a crash
                         print(f'{name:18s} {case:16s} {seed:4d}  failed: {exc}', flush=True)
                         continue

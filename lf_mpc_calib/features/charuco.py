@@ -162,7 +162,7 @@ def _as_uint8(img):
     return np.clip(np.rint(scaled * 255.0), 0, 255).astype(np.uint8)
 
 
-MASK_PAD = 0.5
+MASK_PAD = 0.2
 """Markers are painted over this share of their gap to the square's edge beyond their side."""
 
 

@@ -9,7 +9,9 @@ ChArUco corners across the sub-aperture views of a conventional light-field came
    (:func:`~lf_mpc_calib.features.charuco.mask_markers`: their edges, 0.125 square from the
    corners, pulled cornerSubPix by up to 0.3 px in small blurred views), then every corner
    found is refined with ``cornerSubPix`` as the checkerboard path does (views smoothed and
-   upsampled), and kept where it moved less than ``max_step``.
+   upsampled), and kept where it moved less than ``max_step``; so are the corners next to
+   them that the detector could not name because the view's edge cuts their markers
+   (:func:`with_neighbours`: placed by the board's homography), so corners reach the edges.
 3. A robust line fit per corner across views drops the views off its line (NOTES §1), corners
    in fewer than ``min_views`` views are dropped, and the pose counts when at least
    ``min_corners`` corners not on one board line remain.
@@ -20,6 +22,7 @@ side view whose markers are misread (or too few of them read) only contributes n
 (counted in the diagnostics' views_refused, views_without_board).
 """
 
+import cv2
 import numpy as np
 
 from lf_mpc_calib.camera.observations import Observations  # noqa: F401 (documented type)
@@ -64,6 +67,7 @@ def detect_charuco_views(lightfield, board, *, pose=0, options):
             continue
         half = _window(board, ids, found, options.window) if half is None else half
         flat_img = mask_markers(img, board, ids, found)
+        ids, found = with_neighbours(board, ids, found, img.shape, half)
         ref = _refine(smooth(flat_img, options.smooth_sigma), found, half,
                       options.subpix_upsample)
         ok = np.all(np.isfinite(ref), axis=1) & (
@@ -90,6 +94,42 @@ def detect_charuco_views(lightfield, board, *, pose=0, options):
         'central_view': (int(i_values[ic]), int(j_values[jc])), 'board_type': 'charuco',
     })
     return Detection(obs, central_uv, views[jc, ic].astype(np.float32), diagnostics)
+
+
+def with_neighbours(board, ids, uv, shape, half):
+    """
+    ids (K,), uv (K, 2) and the board's other corners next to them (one square along a row or
+    a column) that lie in the view (``half`` + 2 px inside its edges of ``shape`` (H, W)),
+    placed by the board's homography through the found corners.
+
+    CharucoDetector names only corners with a marker read beside them, so the row of corners
+    next to the view's edge, whose markers the edge cuts, is missing; their labels follow from
+    their neighbours, and cornerSubPix and the line fit across views check their places.
+    """
+    if len(ids) < 4:
+        return ids, uv
+    h_mat, _ = cv2.findHomography(board.points()[ids, :2], np.asarray(uv, np.float64), 0)
+    if h_mat is None:
+        return ids, uv
+    have = np.zeros(board.n_points, bool)
+    have[ids] = True
+    grid = have.reshape(board.rows, board.cols)
+    near = np.zeros_like(grid)
+    near[1:] |= grid[:-1]
+    near[:-1] |= grid[1:]
+    near[:, 1:] |= grid[:, :-1]
+    near[:, :-1] |= grid[:, 1:]
+    extra = np.flatnonzero(near.ravel() & ~have)
+    if not extra.size:
+        return ids, uv
+    pred = cv2.perspectiveTransform(board.points()[extra, None, :2], h_mat).reshape(-1, 2)
+    m = half + 2
+    inside = (pred[:, 0] >= m) & (pred[:, 1] >= m) & (pred[:, 0] <= shape[1] - 1 - m) & \
+        (pred[:, 1] <= shape[0] - 1 - m)
+    ids = np.concatenate([ids, extra[inside]])
+    uv = np.concatenate([uv, pred[inside]])
+    order = np.argsort(ids)
+    return ids[order], uv[order]
 
 
 def check_enough_corners(board, ids, min_corners):
