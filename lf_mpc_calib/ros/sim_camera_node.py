@@ -361,9 +361,10 @@ class SimCameraNode(Node):
             self._pool.close()
         super().destroy_node()
 
-    def start_motion(self, frames, amplitude=0.002):
+    def start_motion(self, frames, amplitude=0.002, samples=None):
         """Live mode from now on (module docstring): ``frames`` per pose, drifting
-        ``amplitude`` m sideways; the current pose's frames are rendered here."""
+        ``amplitude`` m sideways, rendered at ``samples`` rays per pixel (None: the node's
+        ``samples``); the current pose's frames are rendered here."""
         if self.scenes is not None or self.arm is not None:
             from lf_mpc_calib.errors import InvalidInputError
             raise InvalidInputError('live mode (motion_frames) needs the board scene without '
@@ -371,6 +372,7 @@ class SimCameraNode(Node):
         if self.live_tf_pub is None:
             self.live_tf_pub = self.create_publisher(self._TFMessage, '/tf', 100)
         self._motion_frames, self._amplitude = int(frames), float(amplitude)
+        self._motion_samples = self.params['samples'] if samples is None else int(samples)
         if hasattr(self, '_msg'):
             self._set_pose(self._index)
 
@@ -387,7 +389,8 @@ class SimCameraNode(Node):
     def _motion_loop(self, index):
         """The pre-rendered live loop of pose ``index``: (messages, rvecs, tvecs)."""
         from lf_mpc_calib.simulation.render import render_raw
-        key = ('motion', index, self._motion_frames, self._amplitude)
+        samples = getattr(self, '_motion_samples', self.params['samples'])
+        key = ('motion', index, self._motion_frames, self._amplitude, samples)
         if key not in self._cache:
             rvecs, tvecs = self.motion_poses(index)
             noise = self.params['noise'] if self.params['noise'] >= 0 else None
@@ -395,7 +398,7 @@ class SimCameraNode(Node):
             for k in range(len(rvecs)):
                 rng = np.random.default_rng([self.params['seed'], index, k])
                 raw = render_raw(self.camera, self.board, rvecs[k], tvecs[k],
-                                 samples=self.params['samples'], rng=rng, noise=noise)
+                                 samples=samples, rng=rng, noise=noise)
                 msg = self._array_to_image(self._quantize(raw, self.bits),
                                            self.params['encoding'])
                 msg.header.frame_id = self.frame_id
