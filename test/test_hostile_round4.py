@@ -236,3 +236,14 @@ def test_a_manifest_listing_a_frame_twice_is_refused(tmp_path, second):
     with pytest.raises(InvalidInputError, match=rf'frames lists {second.split("/")[-1]} twice '
                                                 r'\(entries 1 and 3\); expected each frame once'):
         load_raw_folder(tmp_path)
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['demo', '--plan'], 'demo: error: --plan needs --ros'),
+    (['bench', 'paper', '--variants', 'x;y', '-o', '{d}/b'],
+     "bench: error: --variants got ['x;y']"),
+])
+def test_a_refusal_says_error_and_leaves_no_output_folder(tmp_path, capsys, argv, message):
+    rc, err = _run([a.replace('{d}', str(tmp_path)) for a in argv], capsys)
+    assert rc in (1, 2) and message in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -80,7 +80,6 @@ def run(args):
     from lf_mpc_calib.simulation.observations import PAPER_DISTANCE_M
 
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
     distance = args.distance or PAPER_DISTANCE_M
     if args.variants:
         variants = tuple(v.strip() for v in args.variants.split(',') if v.strip())
@@ -92,6 +91,7 @@ def run(args):
     if bad:
         raise InvalidInputError(f'--variants got {bad}; expected names from '
                                 f'{",".join(paper.VARIANTS)}')
+    out.mkdir(parents=True, exist_ok=True)      # once the arguments are known good
     report = {'software': 'lf_mpc_calib bench paper', 'workers': args.workers}
     paths = []
     pv = noise = None

@@ -73,36 +73,27 @@ def register(subparsers):
 
 def run(args):
     """Run the session; returns the exit code."""
+    from lf_mpc_calib.errors import UsageError
     if getattr(args, 'live', None) is not None and not getattr(args, 'ros', False):
-        print('lf-mpc-calib demo: --live needs --ros (the decode node measures the stream)',
-              file=sys.stderr)
-        return 2
+        raise UsageError('--live needs --ros (the decode node measures the stream)')
     if getattr(args, 'live', None) is not None and not 0 < args.live <= 3600:
-        print(f'lf-mpc-calib demo: --live expects seconds > 0 and at most 3600, got {args.live}',
-              file=sys.stderr)
-        return 2
+        raise UsageError(f'--live expects seconds > 0 and at most 3600, got {args.live}')
     from lf_mpc_calib.cli.simulate import MAX_POSES
     if args.poses is None and not getattr(args, 'ros', False):
         args.poses = 6
     if args.poses is not None and not 1 <= args.poses <= MAX_POSES:
-        print(f'lf-mpc-calib demo: error: --poses must be a whole number from 1 to {MAX_POSES}, '
-              f'got {args.poses}', file=sys.stderr)
-        return 2
+        raise UsageError(f'--poses must be a whole number from 1 to {MAX_POSES}, got '
+                         f'{args.poses}')
     if getattr(args, 'hand_eye', None) and not getattr(args, 'ros', False):
-        print('lf-mpc-calib demo: --hand-eye needs --ros (the arm is simulated through TF)',
-              file=sys.stderr)
-        return 2
+        raise UsageError('--hand-eye needs --ros (the arm is simulated through TF)')
     if getattr(args, 'plan', False) and not getattr(args, 'ros', False):
-        print('lf-mpc-calib demo: --plan needs --ros (the calibration node suggests the poses)',
-              file=sys.stderr)
-        return 2
+        raise UsageError('--plan needs --ros (the calibration node suggests the poses)')
     if getattr(args, 'ros', False):
         from lf_mpc_calib.ros import demo
         from lf_mpc_calib.simulation.names import PRESETS
         if args.preset not in PRESETS:
-            print(f'lf-mpc-calib demo: unknown --preset {args.preset!r}; expected one of '
-                  f'{", ".join(PRESETS)}', file=sys.stderr)
-            return 2
+            raise UsageError(f'unknown --preset {args.preset!r}; expected one of '
+                             f'{", ".join(PRESETS)}')
         args.output_dir = args.output
         return demo.run(args)
     import tempfile
