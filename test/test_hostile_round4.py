@@ -247,3 +247,12 @@ def test_a_refusal_says_error_and_leaves_no_output_folder(tmp_path, capsys, argv
     rc, err = _run([a.replace('{d}', str(tmp_path)) for a in argv], capsys)
     assert rc in (1, 2) and message in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_random_poses_with_a_poses_file_is_refused(tmp_path, capsys):
+    poses = tmp_path / 'p.yaml'
+    poses.write_text('- {rotation_vector: [0, 0, 0], translation_m: [0, 0, 0.4]}\n')
+    rc, err = _run(['simulate', '-o', str(tmp_path / 's'), '--scale', '0.12', '--random-poses',
+                    '--poses-file', str(poses)], capsys)
+    assert rc == 1 and '--random-poses and --poses-file both choose the poses' in err, err
+    assert not (tmp_path / 's').exists()

@@ -238,6 +238,9 @@ def run(args):
                                     'not apply to --scene planes')
         return _run_planes(args, camera, board)
     if args.poses_file:
+        if args.random_poses:
+            raise InvalidInputError('--random-poses and --poses-file both choose the poses: '
+                                    'expected one of them, got both')
         rvecs, tvecs = load_poses(args.poses_file)
         if len(rvecs) > MAX_POSES:
             raise InvalidInputError(f'--poses-file {args.poses_file} lists {len(rvecs)} poses, '
