@@ -11,7 +11,7 @@ optics' truth:
   larger (conventional 1.5, focused 2) over the same extent, so that the markers' cells keep
   about 1.5 px at the far poses (in the sub-aperture views; in the image rendered from the
   micro-images), hence fewer corners;
-- charuco-partial: a ChArUco board of those larger squares, 1.4 x the default board's side
+- charuco-partial: a ChArUco board of those larger squares, 2 x the default board's side
   (PARTIAL_EXTENT), every pose slid 30-60 % out of view into an image corner
   (simulation.partial_poses).
 
@@ -36,7 +36,7 @@ os.environ.setdefault('OMP_NUM_THREADS', '1')
 import numpy as np  # noqa: E402
 
 CASES = ('checkerboard', 'charuco-whole', 'charuco-partial')
-PARTIAL_EXTENT = 1.4
+PARTIAL_EXTENT = 2.0
 """The partial board's side over the default board's (the same squares as charuco-whole)."""
 
 
