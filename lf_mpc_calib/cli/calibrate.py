@@ -160,7 +160,7 @@ def load_input(args):
 
 def run(args):
     """Run the calibration and print parameters, standard deviations and errors."""
-    from lf_mpc_calib.calibration import calibrate
+    from lf_mpc_calib.calibration.hand_eye_joint import published_result
     from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
     from lf_mpc_calib.report.calibration import summary_text
 
@@ -175,77 +175,24 @@ def run(args):
           f'camera type {camera_type}; closed form {args.method}; '
           f'distortion {"off" if args.no_distortion else "on"}'
           + (f'; fixed {",".join(fix)}' if fix else ''))
-    progress = None if args.quiet else ProgressPrinter()
     options = dict(method=args.method, distortion=distortion_option(args), fix=fix,
                    loss=args.loss, f_scale=args.f_scale, max_iterations=args.max_iterations,
                    camera_type=camera_type)
-    lens_types = None
-    terms = args.lens_type_terms
-    if terms is not None and 'r12' not in extra and obs.lens_type is None:
-        raise InvalidInputError('--lens-type-terms needs lens types: --format r12 (from the '
-                                'micro-image indices) or a table with a lens_type column')
-    if 'r12' in extra and (terms or 'affine-radial') != 'none':
-        from lf_mpc_calib.calibration.lens_types import calibrate_r12
-        r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine-radial',
-                            progress=progress, **options)
-        result = r12.result
-        obs = r12.observations
-        lens_types = r12.lens_types_dict()
-    else:
-        if terms is not None:
-            options['lens_type_terms'] = terms
-        result = calibrate(obs, progress=progress, **options)
-        if camera_type == 'focused':
-            # calibrate-raw's orientation (k_3 + k_4 > 0, boards beyond the main lens): the
-            # rays alone do not tell it from its point reflection (calibration.focused)
-            from lf_mpc_calib.calibration.focused import orient_focused
-            result = orient_focused(result)
-        if result.lens_types is not None:
-            lens_types = result.lens_types.to_dict()
+    result, obs, lens_types = _calibrated(args, obs, extra, options, camera_type)
     print(summary_text(result), end='')
     jackknife = pose_jackknife_of(args, obs, result, camera_type)
     for line in [] if jackknife is None else jackknife.summary():
         print(line)
     if lens_types is not None:
-        lt = result.lens_types
-        print(f'lens-type terms ({lt.terms}, estimated with the model): scale '
-              + ', '.join(f'{x:+.5f} ± {s:.5f}' for x, s in zip(lt.scale, lt.scale_std))
-              + '; offset px '
-              + ', '.join(f'({x:+.4f}, {y:+.4f}) ± ({sx:.4f}, {sy:.4f})'
-                          for (x, y), (sx, sy) in zip(lt.offset_px, lt.offset_std_px))
-              + ('' if not lt.terms.startswith('affine-radial') else '; radial (q1, q2) '
-                 + ', '.join(f'({q1:+.4f}, {q2:+.4f}) ± ({s1:.4f}, {s2:.4f})'
-                             for (q1, q2), (s1, s2) in zip(lt.radial, lt.radial_std)))
-              + ''.join(f'; type {t}' + lt.view_text(t) for t in range(lt.n_types)
-                        if lt.view_text(t)))
-        print(f'RMS reprojection error in raw pixels with lens-type terms: '
-              f'{result.rms_reprojection_px:.6g} px')
-    image_size = image_size or extra.get('image_size')
-    he = mapping = None
-    if args.robot_poses:
-        from lf_mpc_calib.cli.calibrate_raw import solve_hand_eye
-        from lf_mpc_calib.io.robot_poses import read_robot_poses
-        he, mapping = solve_hand_eye(args, obs, result, read_robot_poses(args.robot_poses),
-                                     [str(int(p)) for p in result.pose_ids], sys.stdout)
-    from lf_mpc_calib.calibration.hand_eye_joint import published_result
-    if he is not None and 'joint_calibration' in he.extras:
-        from lf_mpc_calib.cli.calibrate_raw import print_joint_calibration
-        print_joint_calibration(he, sys.stdout)
+        _print_lens_types(result)
+    he, mapping = _hand_eye(args, obs, result)
     cal = CalibrationFile.from_result(published_result(result, he), camera_type=camera_type,
-                                      image_size=image_size,
+                                      image_size=image_size or extra.get('image_size'),
                                       lenslet_grid=extra.get('lenslet_grid'),
                                       lens_types=lens_types, hand_eye=mapping)
     # the report first: a report that cannot be written leaves the old calibration file
     if args.report:
-        from lf_mpc_calib.report.calibration import write_report
-        board = np.unique(obs.board, axis=0)
-        paths = write_report(result, args.report, board=board,
-                             title=f'{args.observations} ({camera_type})', jackknife=jackknife)
-        if he is not None:
-            from lf_mpc_calib.report.hand_eye import write_hand_eye_report
-            paths += write_hand_eye_report(he, args.report, board_points=board,
-                                           calibration=result)
-        print(f'wrote report: {", ".join(str(p) for p in paths)}')
+        _write_report(args, obs, result, he, jackknife, camera_type)
     if args.save_observations:
         from lf_mpc_calib.io.observation_table import write_observations
         write_observations(args.save_observations, obs)
@@ -256,3 +203,69 @@ def run(args):
         print(f'warning: the refinement did not converge: {result.message}', file=sys.stderr)
         return 3
     return 0
+
+
+def _calibrated(args, obs, extra, options, camera_type):
+    """(CalibrationResult, the Observations it fits, lens-type terms as a mapping or None):
+    an R12 table with its lens-type terms, else ``calibrate`` (focused: in calibrate-raw's
+    orientation, k_3 + k_4 > 0: the rays alone do not tell it from its point reflection)."""
+    from lf_mpc_calib.calibration import calibrate
+    progress = None if args.quiet else ProgressPrinter()
+    terms = args.lens_type_terms
+    if terms is not None and 'r12' not in extra and obs.lens_type is None:
+        raise InvalidInputError('--lens-type-terms needs lens types: --format r12 (from the '
+                                'micro-image indices) or a table with a lens_type column')
+    if 'r12' in extra and (terms or 'affine-radial') != 'none':
+        from lf_mpc_calib.calibration.lens_types import calibrate_r12
+        r12 = calibrate_r12(extra['r12'], lens_type_terms=terms or 'affine-radial',
+                            progress=progress, **options)
+        return r12.result, r12.observations, r12.lens_types_dict()
+    if terms is not None:
+        options = dict(options, lens_type_terms=terms)
+    result = calibrate(obs, progress=progress, **options)
+    if camera_type == 'focused':
+        from lf_mpc_calib.calibration.focused import orient_focused
+        result = orient_focused(result)
+    return result, obs, None if result.lens_types is None else result.lens_types.to_dict()
+
+
+def _print_lens_types(result):
+    """The lens-type terms with their sigmas and the RMS in raw pixels with them."""
+    lt = result.lens_types
+    print(f'lens-type terms ({lt.terms}, estimated with the model): scale '
+          + ', '.join(f'{x:+.5f} ± {s:.5f}' for x, s in zip(lt.scale, lt.scale_std))
+          + '; offset px '
+          + ', '.join(f'({x:+.4f}, {y:+.4f}) ± ({sx:.4f}, {sy:.4f})'
+                      for (x, y), (sx, sy) in zip(lt.offset_px, lt.offset_std_px))
+          + ('' if not lt.terms.startswith('affine-radial') else '; radial (q1, q2) '
+             + ', '.join(f'({q1:+.4f}, {q2:+.4f}) ± ({s1:.4f}, {s2:.4f})'
+                         for (q1, q2), (s1, s2) in zip(lt.radial, lt.radial_std)))
+          + ''.join(f'; type {t}' + lt.view_text(t) for t in range(lt.n_types)
+                    if lt.view_text(t)))
+    print(f'RMS reprojection error in raw pixels with lens-type terms: '
+          f'{result.rms_reprojection_px:.6g} px')
+
+
+def _hand_eye(args, obs, result):
+    """(HandEyeResult, its file mapping) with --robot-poses, else (None, None)."""
+    if not args.robot_poses:
+        return None, None
+    from lf_mpc_calib.cli.calibrate_raw import print_joint_calibration, solve_hand_eye
+    from lf_mpc_calib.io.robot_poses import read_robot_poses
+    he, mapping = solve_hand_eye(args, obs, result, read_robot_poses(args.robot_poses),
+                                 [str(int(p)) for p in result.pose_ids], sys.stdout)
+    if he is not None and 'joint_calibration' in he.extras:
+        print_joint_calibration(he, sys.stdout)
+    return he, mapping
+
+
+def _write_report(args, obs, result, he, jackknife, camera_type):
+    """The --report folder: the calibration's plots, and the hand-eye's with an arm."""
+    from lf_mpc_calib.report.calibration import write_report
+    board = np.unique(obs.board, axis=0)
+    paths = write_report(result, args.report, board=board,
+                         title=f'{args.observations} ({camera_type})', jackknife=jackknife)
+    if he is not None:
+        from lf_mpc_calib.report.hand_eye import write_hand_eye_report
+        paths += write_hand_eye_report(he, args.report, board_points=board, calibration=result)
+    print(f'wrote report: {", ".join(str(p) for p in paths)}')
