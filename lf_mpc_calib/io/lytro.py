@@ -460,13 +460,43 @@ def _metadata(meta, private, path, *, payload_bytes):
                                 f'{type(meta).__name__}')
     _check_mappings(meta, path)
     model_name = _get(meta, 'camera', 'model')
-    model = MODEL_ALIASES.get(str(model_name).upper()) if model_name is not None else None
     image = _get(meta, 'image') or {}
     raw_details = image.get('rawDetails') if isinstance(image.get('rawDetails'), dict) else {}
-    packing = image.get('pixelPacking') or raw_details.get('pixelPacking') or {}
-    pixel_format = image.get('pixelFormat') or raw_details.get('pixelFormat') or {}
+    model, bits, endianness, width, height = _packing(meta, image, raw_details, path,
+                                                      payload_bytes)
     mosaic = (image.get('mosaic') or raw_details.get('mosaic')
               or _get(meta, 'devices', 'sensor', 'mosaic'))
+    bayer = _bayer_from_mosaic(mosaic, path) if mosaic else None
+    if bayer is None and model is not None:
+        bayer = SENSORS[model][4]
+    if bayer is None:
+        raise InvalidInputError(
+            f'{path}: metadata gives neither a mosaic (tile, upperLeftPixel) nor a camera model; '
+            'the Bayer pattern is unknown')
+    black, white = _levels(image.get('pixelFormat') or raw_details.get('pixelFormat') or {},
+                           bits, path)
+    serial = _get(private, 'camera', 'serialNumber')
+    lens = _get(meta, 'devices', 'lens') or {}
+    exposure = (_get(meta, 'devices', 'shutter', 'frameExposureDuration')
+                or _get(meta, 'image', 'exposureDuration'))
+    return LytroMetadata(
+        model=model or (None if model_name is None else str(model_name)),
+        serial=None if serial is None else str(serial),
+        zoom_step=_number(_get(lens, 'zoomStep'), 'devices.lens.zoomStep', path),
+        focus_step=_number(_get(lens, 'focusStep'), 'devices.lens.focusStep', path),
+        exposure_s=_number(exposure, 'exposure duration', path),
+        iso=_number(_get(meta, 'devices', 'sensor', 'iso'), 'devices.sensor.iso', path),
+        bayer=bayer, bits=bits, endianness=endianness, width=width, height=height,
+        black_level=black, white_level=white, file=path)
+
+
+def _packing(meta, image, raw_details, path, payload_bytes):
+    """(model or None, bits, endianness, width, height) of the packed pixels: from the
+    metadata, the camera model's sensor, or (no metadata) the payload's byte count alone;
+    InvalidInputError when they do not describe ``payload_bytes`` of a supported packing."""
+    model_name = _get(meta, 'camera', 'model')
+    model = MODEL_ALIASES.get(str(model_name).upper()) if model_name is not None else None
+    packing = image.get('pixelPacking') or raw_details.get('pixelPacking') or {}
     bits = _number(_get(packing, 'bitsPerPixel'), 'pixelPacking.bitsPerPixel', path)
     endianness = _get(packing, 'endianness')
     width = _number(image.get('width'), 'image.width', path)
@@ -489,6 +519,18 @@ def _metadata(meta, private, path, *, payload_bytes):
         endianness = e if endianness is None else endianness
         width = w if width is None else width
         height = h if height is None else height
+    bits, endianness, width, height = _checked_packing(bits, endianness, width, height, path)
+    expected = width * height * bits // 8
+    if payload_bytes != expected:
+        raise InvalidInputError(
+            f'{path}: the raw image holds {payload_bytes} bytes but {width}x{height} pixels at '
+            f'{bits} bit need {expected} (the file is truncated or not this camera\'s)')
+    return model, bits, endianness, width, height
+
+
+def _checked_packing(bits, endianness, width, height, path):
+    """(bits, endianness, width, height) as int/str; InvalidInputError when unknown, not a
+    packed raw image or not 10-bit little / 12-bit big."""
     if bits is None or width is None or height is None:
         raise InvalidInputError(
             f'{path}: metadata gives no camera.model (F01/ILLUM/B01) and no image width, '
@@ -507,18 +549,11 @@ def _metadata(meta, private, path, *, payload_bytes):
         raise InvalidInputError(
             f'{path}: image size {width}x{height} at {bits} bit is not a packed raw image '
             f'(positive, at most {MAX_PIXELS} pixels, whole bytes per row)')
-    expected = width * height * bits // 8
-    if payload_bytes != expected:
-        raise InvalidInputError(
-            f'{path}: the raw image holds {payload_bytes} bytes but {width}x{height} pixels at '
-            f'{bits} bit need {expected} (the file is truncated or not this camera\'s)')
-    bayer = _bayer_from_mosaic(mosaic, path) if mosaic else None
-    if bayer is None and model is not None:
-        bayer = SENSORS[model][4]
-    if bayer is None:
-        raise InvalidInputError(
-            f'{path}: metadata gives neither a mosaic (tile, upperLeftPixel) nor a camera model; '
-            'the Bayer pattern is unknown')
+    return bits, endianness, width, height
+
+
+def _levels(pixel_format, bits, path):
+    """(black, white) levels of the green-red channel (defaults 0 and 2^bits - 1)."""
     black = _number(_get(pixel_format, 'black', 'gr'), 'pixelFormat.black.gr', path)
     white = _number(_get(pixel_format, 'white', 'gr'), 'pixelFormat.white.gr', path)
     black = 0.0 if black is None else black
@@ -527,19 +562,7 @@ def _metadata(meta, private, path, *, payload_bytes):
         raise InvalidInputError(
             f'{path}: metadata black level {black} must be >= 0 and below the white level '
             f'{white}')
-    serial = _get(private, 'camera', 'serialNumber')
-    lens = _get(meta, 'devices', 'lens') or {}
-    exposure = (_get(meta, 'devices', 'shutter', 'frameExposureDuration')
-                or _get(meta, 'image', 'exposureDuration'))
-    return LytroMetadata(
-        model=model or (None if model_name is None else str(model_name)),
-        serial=None if serial is None else str(serial),
-        zoom_step=_number(_get(lens, 'zoomStep'), 'devices.lens.zoomStep', path),
-        focus_step=_number(_get(lens, 'focusStep'), 'devices.lens.focusStep', path),
-        exposure_s=_number(exposure, 'exposure duration', path),
-        iso=_number(_get(meta, 'devices', 'sensor', 'iso'), 'devices.sensor.iso', path),
-        bayer=bayer, bits=bits, endianness=endianness, width=width, height=height,
-        black_level=black, white_level=white, file=path)
+    return black, white
 
 
 # ---- pixel packing --------------------------------------------------------------------------
