@@ -256,3 +256,44 @@ def test_random_poses_with_a_poses_file_is_refused(tmp_path, capsys):
                     '--poses-file', str(poses)], capsys)
     assert rc == 1 and '--random-poses and --poses-file both choose the poses' in err, err
     assert not (tmp_path / 's').exists()
+
+
+@pytest.mark.parametrize('existing', [False, True])
+def test_a_folder_of_files_is_written_whole_or_not_at_all(tmp_path, existing):
+    from lf_mpc_calib.cli.paths import files_output
+    out = tmp_path / 'views'
+    if existing:
+        out.mkdir()
+        (out / 'notes.txt').write_text('the user\'s\n')
+        (out / 'view_0.png').write_text('old view\n')
+    before = sorted(p.name for p in tmp_path.rglob('*'))
+    with pytest.raises(OSError, match='No space left'):
+        with files_output(out) as tmp:
+            (tmp / 'view_0.png').write_text('new view\n')
+            (tmp / 'view_1.png').write_text('new view\n')
+            raise OSError(28, 'No space left on device', str(tmp / 'view_2.png'))
+    assert sorted(p.name for p in tmp_path.rglob('*')) == before
+    if existing:
+        assert (out / 'view_0.png').read_text() == 'old view\n'
+    with files_output(out) as tmp:
+        (tmp / 'view_0.png').write_text('new view\n')
+    assert (out / 'view_0.png').read_text() == 'new view\n'
+    assert sorted(p.name for p in out.iterdir()) == ['notes.txt'] * existing + ['view_0.png']
+
+
+def test_a_full_disk_while_an_image_is_written_names_the_file_and_the_reason(
+        tmp_path, monkeypatch, capfd):
+    import errno
+    import lf_mpc_calib.io.images as images
+    old = tmp_path / 'v.png'
+    old.write_bytes(b'the previous image')
+
+    def full(*_, **__):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(images, 'open', full, raising=False)
+    with pytest.raises(OSError) as exc:
+        images.write_image(old, np.zeros((8, 8), np.uint8))
+    assert exc.value.filename == str(old) and exc.value.strerror == 'No space left on device'
+    assert old.read_bytes() == b'the previous image'
+    assert [p.name for p in tmp_path.iterdir()] == ['v.png']
+    assert 'libpng' not in capfd.readouterr().err

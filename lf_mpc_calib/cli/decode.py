@@ -1,6 +1,5 @@
 """``lf-mpc-calib decode RAW --white WHITE -o DIR``: sub-aperture views and their mosaic."""
 
-from pathlib import Path
 import re
 import sys
 
@@ -99,23 +98,23 @@ def run(args):
         print(f'defects: {defects.summary()}')
     dec = Decoder(grid, white=white, views=views, demosaic=args.bayer, bad_pixels=bad)
     lf = dec.decode(raw)
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    top = float(np.percentile(lf.views[lf.valid], 99.9)) if lf.valid.any() else 1.0
-    for jj, j in enumerate(lf.j_values):
-        for ii, i in enumerate(lf.i_values):
-            write_image(out / f'view_j{j:+d}_i{i:+d}.png',
-                        to_uint(lf.views[jj, ii], bits=args.bits, top=top))
-    write_image(out / 'mosaic.png', to_uint(mosaic(lf), bits=args.bits, top=top))
-    doc = {'lenslet_grid': grid.to_dict(),
-           'views': {'i': [int(v) for v in lf.i_values], 'j': [int(v) for v in lf.j_values],
-                     'valid': lf.valid.astype(int).tolist()}}
-    if camera_metadata is not None:
-        doc['camera_metadata'] = camera_metadata
-    from lf_mpc_calib.io.atomic import open_atomically
-    with open_atomically(out / 'grid.yaml', 'w') as f:
-        yaml.safe_dump(doc, f, sort_keys=False)
+    from lf_mpc_calib.cli.paths import files_output
+    with files_output(args.output) as out:          # all of the views, or none of them
+        top = float(np.percentile(lf.views[lf.valid], 99.9)) if lf.valid.any() else 1.0
+        for jj, j in enumerate(lf.j_values):
+            for ii, i in enumerate(lf.i_values):
+                write_image(out / f'view_j{j:+d}_i{i:+d}.png',
+                            to_uint(lf.views[jj, ii], bits=args.bits, top=top))
+        write_image(out / 'mosaic.png', to_uint(mosaic(lf), bits=args.bits, top=top))
+        doc = {'lenslet_grid': grid.to_dict(),
+               'views': {'i': [int(v) for v in lf.i_values], 'j': [int(v) for v in lf.j_values],
+                         'valid': lf.valid.astype(int).tolist()}}
+        if camera_metadata is not None:
+            doc['camera_metadata'] = camera_metadata
+        from lf_mpc_calib.io.atomic import open_atomically
+        with open_atomically(out / 'grid.yaml', 'w') as f:
+            yaml.safe_dump(doc, f, sort_keys=False)
     print(f'{lf.views.shape[0] * lf.views.shape[1]} views of {lf.view_shape[1]} x '
-          f'{lf.view_shape[0]} px ({int(lf.valid.sum())} usable) -> {out}')
+          f'{lf.view_shape[0]} px ({int(lf.valid.sum())} usable) -> {args.output}')
     print(decode_figures(dec))
     return 0

@@ -9,6 +9,7 @@ paths.
     check_outputs(command, args): the parsed arguments of ``lf-mpc-calib COMMAND``
     dataset_output(DIR, overwrite): ``simulate``'s and ``plan``'s data set folder, refused
         when it is not empty unless ``--overwrite``, replaced whole (no stale frames)
+    files_output(DIR): a folder of files written whole or not at all (``decode``'s views)
 """
 
 import contextlib
@@ -271,6 +272,32 @@ def dataset_output(folder, overwrite):
                     shutil.rmtree(path)
                 else:
                     path.unlink()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if made:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def files_output(folder):
+    """
+    ``with files_output(DIR) as tmp:`` write a command's files into ``tmp`` (a hidden folder
+    inside DIR); when the block ends without an error they are moved into DIR, replacing files
+    of the same names and leaving the others. An error, a full disk or an interruption midway
+    leaves DIR as it was, with none of the new files (a DIR this call made is removed again):
+    never a part of the set, such as some of decode's views.
+    """
+    folder = Path(folder)
+    made = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    from lf_mpc_calib.io.atomic import make_partial_folder
+    tmp = make_partial_folder(folder, 'output')
+    try:
+        yield tmp
+        for name in sorted(os.listdir(tmp)):
+            os.replace(tmp / name, folder / name)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if made:

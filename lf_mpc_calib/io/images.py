@@ -164,10 +164,30 @@ def write_image(path, image):
         raise InvalidInputError(f'image must have shape (H, W) or (H, W, 3), got {img.shape}')
     if img.ndim == 3:
         img = np.ascontiguousarray(img[:, :, ::-1])
+    return write_encoded(path, img)
+
+
+def write_encoded(path, img):
+    """
+    Write the array ``img`` as ``cv2.imwrite`` would (colour in BGR order; the format by the
+    suffix of ``path``) through a temporary name; returns the path.
+
+    The image is encoded in memory and its bytes written by Python, so that a full disk or
+    another refusal of the file system is an OSError naming ``path`` and its reason (No space
+    left on device): ``cv2.imwrite`` answers only False, after libpng printed its own line.
+    """
+    path = Path(path)
+    ok, data = cv2.imencode(path.suffix, img)
+    if not ok:
+        raise InvalidInputError(f'could not encode {str(path)!r} as {path.suffix} '
+                                f'({img.dtype}, shape {img.shape})')
 
     def write(tmp):
-        if not cv2.imwrite(str(tmp), img):
-            raise InvalidInputError(f'could not write {str(path)!r}')
+        try:
+            with open(tmp, 'wb') as f:
+                f.write(data)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
     from lf_mpc_calib.io.atomic import write_atomically
     return write_atomically(path, write)
 

@@ -39,7 +39,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 import yaml
 
-from lf_mpc_calib.io.atomic import open_atomically, write_atomically
+from lf_mpc_calib.io.atomic import open_atomically
 from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError, shorten
@@ -490,10 +490,8 @@ def read_dataset(directory):
 
 
 def _imwrite(path, image):
-    def write(tmp):
-        if not cv2.imwrite(str(tmp), image):
-            raise InvalidInputError(f'could not write image {path}')
-    write_atomically(path, write)
+    from lf_mpc_calib.io.images import write_encoded
+    write_encoded(path, image)
 
 
 def _imread(path):

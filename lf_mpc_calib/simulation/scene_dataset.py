@@ -23,11 +23,10 @@ other dataset.
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 import yaml
 
-from lf_mpc_calib.io.atomic import open_atomically, write_atomically
+from lf_mpc_calib.io.atomic import open_atomically
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.io.calibration_file import save_calibration
 from lf_mpc_calib.simulation.dataset import (
@@ -39,10 +38,8 @@ from lf_mpc_calib.simulation.scene import depth_truth, focused_planes_scene, pla
 
 
 def _write_png(path, image):
-    def write(tmp):
-        if not cv2.imwrite(str(tmp), image):
-            raise InvalidInputError(f'could not write image {path}')
-    write_atomically(path, write)
+    from lf_mpc_calib.io.images import write_encoded
+    write_encoded(path, image)
 
 
 def focused_depth_truth(camera, scene, w):
