@@ -181,3 +181,21 @@ def test_calibrate_raw_options_describe_a_charuco_board():
     plain = build_parser().parse_args(['calibrate-raw', 'DIR', '--board', '6x4', '--square',
                                        '0.02'])
     assert board_from_args(plain).board_type == 'checkerboard'
+
+
+def test_partial_pose_set_pushes_boards_out_into_the_corners():
+    from lf_mpc_calib.simulation.dataset import capture_board
+    from lf_mpc_calib.simulation.optics import CharucoBoard as Rendered, preset
+    from lf_mpc_calib.simulation.partial_poses import out_of_view_share, partial_poses
+    cam = preset('lytro', scale=0.3)
+    base = capture_board(cam)
+    board = Rendered(2 * base.cols + 1, 2 * base.rows + 1, base.square)   # twice the side
+    rvecs, tvecs = partial_poses(cam, board, 6, rng=np.random.default_rng(0), base_board=base)
+    w, h = cam.sensor.size
+    quadrants = set()
+    for rv, tv in zip(rvecs, tvecs):
+        rmat, t = cam.pose_to_physical(rv, tv)
+        assert 0.29 <= out_of_view_share(cam, board, rmat, t) <= 0.61
+        centre = cam.project_chief((board.points().mean(0) @ rmat.T + t)[None])[0]
+        quadrants.add((centre[0] > w / 2, centre[1] > h / 2))
+    assert len(quadrants) == 4        # every image corner is reached
