@@ -435,19 +435,18 @@ def test_calibrate_with_a_full_disk_keeps_the_old_calibration(tmp_path, monkeypa
 
 
 def test_image_write_failure_keeps_the_previous_image(tmp_path, monkeypatch):
-    import cv2
     from lf_mpc_calib.io import images
     png = tmp_path / 'view.png'
     png.write_bytes(b'the previous image')
 
-    def half_then_fail(path, img):
-        with open(path, 'wb') as f:
+    def half_then_fail(path, mode):         # the encoded bytes' write stops midway
+        with open(path, mode) as f:
             f.write(b'\x89PNG half')
-        return False
-    monkeypatch.setattr(images.cv2, 'imwrite', half_then_fail)
-    with pytest.raises(Exception, match='could not write'):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(images, 'open', half_then_fail, raising=False)
+    with pytest.raises(OSError, match='No space left on device'):
         images.write_image(png, np.zeros((4, 4), np.uint8))
-    monkeypatch.setattr(images.cv2, 'imwrite', cv2.imwrite)
+    monkeypatch.undo()
     assert png.read_bytes() == b'the previous image'
     assert [p.name for p in tmp_path.iterdir()] == ['view.png']
 

@@ -297,3 +297,26 @@ def test_a_full_disk_while_an_image_is_written_names_the_file_and_the_reason(
     assert old.read_bytes() == b'the previous image'
     assert [p.name for p in tmp_path.iterdir()] == ['v.png']
     assert 'libpng' not in capfd.readouterr().err
+
+
+@pytest.mark.parametrize('writer', ['write_atomically', 'open_atomically'])
+def test_a_full_disk_is_named_with_the_output_even_when_the_writer_gives_no_reason(
+        tmp_path, monkeypatch, writer):
+    import os
+    import types
+    import lf_mpc_calib.io.atomic as atomic
+    out = tmp_path / 'd.npy'
+    out.write_text('OLD\n')
+    monkeypatch.setattr(atomic.os, 'statvfs', lambda _: types.SimpleNamespace(f_bavail=0))
+
+    def numpy_like(*_):
+        raise OSError('11400 requested and 11232 written')   # np.save on a full disk
+    with pytest.raises(OSError) as exc:
+        if writer == 'write_atomically':
+            atomic.write_atomically(out, numpy_like)
+        else:
+            with atomic.open_atomically(out, 'wb') as f:
+                f.write(b'part')
+                numpy_like()
+    assert (exc.value.filename, exc.value.strerror) == (str(out), os.strerror(28))
+    assert out.read_text() == 'OLD\n' and [p.name for p in tmp_path.iterdir()] == ['d.npy']
