@@ -74,8 +74,9 @@ def test_depth_cli_bad_input_is_a_clear_error(planes, tmp_path, capsys):
     with pytest.raises(SystemExit):         # refused where it enters
         main(['depth', frame, '--near', '-1', '--far', '0.2'] + base)
     assert '--near: expected a number above 0' in capsys.readouterr().err
-    for command in (['depth'], ['refocus', '--distance', '0.3']):     # a frame as the white
-        assert main(command + [frame, '--white', frame] + base) == 1
+    for command, out in ((['depth'], 'd.npy'), (['refocus', '--distance', '0.3'], 'r.png')):
+        assert main(command + [frame, '--white', frame] + base[:-1]      # a frame as the white
+                    + [str(tmp_path / out)]) == 1
         assert 'smooth brightness of a white image' in capsys.readouterr().err
     doc = yaml.safe_load((planes / 'ground_truth.yaml').read_text())
     doc['lenslet_grid'] = None

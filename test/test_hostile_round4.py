@@ -320,3 +320,25 @@ def test_a_full_disk_is_named_with_the_output_even_when_the_writer_gives_no_reas
                 numpy_like()
     assert (exc.value.filename, exc.value.strerror) == (str(out), os.strerror(28))
     assert out.read_text() == 'OLD\n' and [p.name for p in tmp_path.iterdir()] == ['d.npy']
+
+
+@pytest.mark.parametrize('values, got', [
+    (np.inf, '1200 infinite and 0 zero or negative'),
+    (-0.4, '0 infinite and 1200 zero or negative'),
+    (np.nan, 'no value but NaN'),
+])
+def test_a_depth_truth_without_depths_is_refused_before_any_work(tmp_path, values, got):
+    from lf_mpc_calib.cli.depth import load_truth
+    np.save(tmp_path / 't.npy', np.full((30, 40), values))
+    with pytest.raises(InvalidInputError, match=rf'expected depths in metres above 0 .*got {got}'):
+        load_truth(tmp_path / 't.npy')
+
+
+@pytest.mark.parametrize('text, message', [
+    ('[' * 100000 + ']' * 100000, 'nested too deeply to be read as JSON'),
+])
+def test_a_calinfo_nested_too_deeply_is_refused(tmp_path, text, message):
+    from lf_mpc_calib.io.lftoolbox import read_calinfo
+    (tmp_path / 'c.json').write_text(text)
+    with pytest.raises(InvalidInputError, match=message):
+        read_calinfo(tmp_path / 'c.json')

@@ -172,6 +172,13 @@ def load_truth(path):
                else type(truth).__name__)
         raise InvalidInputError(f'--truth {path}: expected a float depth map (H x W), got '
                                 f'{got}')
+    known = truth[~np.isnan(truth)]
+    if known.size == 0 or not np.all(np.isfinite(known)) or known.min() <= 0:
+        what = ('no value but NaN' if known.size == 0 else
+                f'{int(np.sum(~np.isfinite(known)))} infinite and {int(np.sum(known <= 0))} '
+                'zero or negative values')
+        raise InvalidInputError(f'--truth {path}: expected depths in metres above 0 (NaN where '
+                                f'there is none), got {what}')
     return truth
 
 

@@ -160,6 +160,9 @@ def read_calinfo(path):
         doc = json.loads(text.decode('utf-8'))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidInputError(f'{path} is not JSON: {shorten(exc, 200)}') from None
+    except RecursionError:
+        raise InvalidInputError(f'{path}: nested too deeply to be read as JSON; expected a '
+                                'CalInfo.json') from None
     try:
         return parse_calinfo(doc)
     except InvalidInputError as exc:
@@ -285,7 +288,13 @@ def import_calinfo(cal, *, max_ray_error_mm=DEFAULT_MAX_RAY_ERROR_MM):
         return _misses(ref, _mpc_rays_toolbox_frame(model, shift, index, offsets),
                        z_work).ravel()
 
-    r0 = residual(x0)
+    with np.errstate(over='ignore', invalid='ignore'):
+        r0 = residual(x0)
+    if not np.all(np.isfinite(r0)):
+        raise InvalidInputError(
+            f'EstCamIntrinsicsH and EstCamDistortionV {np.round(cal.distortion, 6).tolist()} '
+            f'give rays that are not finite over LFSize {list(cal.lf_size)}: expected a '
+            'distortion the toolbox could have estimated')
     x = x0
     if np.max(np.abs(r0)) > 1e-13:
         fit = least_squares(residual, x0, method='trf', x_scale='jac', xtol=1e-15,
