@@ -342,3 +342,15 @@ def test_a_calinfo_nested_too_deeply_is_refused(tmp_path, text, message):
     (tmp_path / 'c.json').write_text(text)
     with pytest.raises(InvalidInputError, match=message):
         read_calinfo(tmp_path / 'c.json')
+
+
+def test_a_calinfo_lfsize_of_too_many_views_is_refused(tmp_path):
+    import json
+    from lf_mpc_calib.io.lftoolbox import MAX_VIEWS_PER_SIDE, parse_calinfo
+    h = [[3.4e-4, 0, 0, 0, -1.4e-3], [0, 3.4e-4, 0, 0, -1.3e-3],
+         [-8.5e-4, 0, 2.1e-3, 0, -0.105], [0, -8.4e-4, 0, 1.8e-3, -0.106], [0, 0, 0, 0, 1]]
+    doc = {'GeneratedByInfo': {'VersionStr': 'v0.5.3'},
+           'EstCamIntrinsicsH': h, 'EstCamDistortionV': [0, 0, 0, 0, 0],
+           'CalOptions': {'LFSize': [100000, 100000, 100000, 100000, 3]}}
+    with pytest.raises(InvalidInputError, match=rf'views Nj, Ni at most {MAX_VIEWS_PER_SIDE}'):
+        parse_calinfo(json.loads(json.dumps(doc)))

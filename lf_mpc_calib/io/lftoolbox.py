@@ -59,6 +59,11 @@ class CalInfo:
     raw: dict                      # the whole document
 
 
+MAX_VIEWS_PER_SIDE = 128
+"""Most views per side of an LFSize (a Lytro decodes 15 x 15; every view is sampled when the
+rays are compared, so 10^5 x 10^5 views asked for terabytes)."""
+
+
 def _number(value, field):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInputError(f'{field} must be a number, got {shorten(repr(value), 80)}')
@@ -125,10 +130,11 @@ def parse_calinfo(doc):
     size = _get(doc, ('CalOptions', 'LFSize'))
     if not (isinstance(size, list) and len(size) in (4, 5)
             and all(not isinstance(x, bool) and isinstance(x, (int, float)) and x == int(x)
-                    and 1 <= x <= 100000 for x in size) and min(size[:4]) >= 2):
+                    and 1 <= x <= 100000 for x in size) and min(size[:4]) >= 2
+            and max(size[:2]) <= MAX_VIEWS_PER_SIDE):
         raise InvalidInputError(
-            f'CalOptions.LFSize must be [Nj Ni Nl Nk C] whole numbers >= 2, got '
-            f'{shorten(repr(size), 80)}')
+            f'CalOptions.LFSize must be [Nj Ni Nl Nk C] whole numbers >= 2 (views Nj, Ni at '
+            f'most {MAX_VIEWS_PER_SIDE}, pixels at most 100000), got {shorten(repr(size), 80)}')
     poses = doc.get('EstCamPosesV') or []
     if isinstance(poses, list) and poses and not isinstance(poses[0], list):
         poses = [poses]                       # one pose: a JSON row, not a matrix
