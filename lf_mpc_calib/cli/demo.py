@@ -57,7 +57,7 @@ def register(subparsers):
     p.add_argument('--timeout', type=real(0, 1e6, low_open=True), default=300.0,
                    help='with --ros: seconds to wait for a service answer (default: '
                         '%(default)s)')
-    p.add_argument('--live', nargs='?', type=real(0, 86400, low_open=True), const=10.0,
+    p.add_argument('--live', nargs='?', type=real(0, 3600, low_open=True), const=10.0,
                    default=None,
                    metavar='SECONDS',
                    help='with --ros: after the calibration, the board drifting at camera rate '
