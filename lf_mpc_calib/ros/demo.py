@@ -68,18 +68,19 @@ from lf_mpc_calib.camera.rotations import rotation_matrix
 
 def add_arguments(parser):
     """The demo's options (shared by ``lf-mpc-calib demo --ros``)."""
+    from lf_mpc_calib.cli.numbers import integer, real, SEED
     from lf_mpc_calib.ros.defaults import SIM_PRESET
     from lf_mpc_calib.simulation.names import PRESETS
     parser.add_argument('--preset', default=SIM_PRESET, choices=PRESETS,
                         help='simulated camera preset (default: %(default)s)')
-    parser.add_argument('--poses', type=int, default=None,
+    parser.add_argument('--poses', type=integer(1, 1000), default=None,
                         help="board poses to capture (default: 6; focused presets: as many as "
                              "simulate's focused capture, FOCUSED_CAPTURE_POSES)")
     parser.add_argument('--output-dir', default=None, metavar='DIR',
                         help='where the calibration node saves (default: a temporary folder)')
-    parser.add_argument('--seed', type=int, default=1,
+    parser.add_argument('--seed', type=SEED, default=1,
                         help='seed of the simulated poses (default: %(default)s)')
-    parser.add_argument('--scale', type=float, default=None,
+    parser.add_argument('--scale', type=real(0, 1, low_open=True), default=None,
                         help="sensor crop of the simulated camera (default: the nodes' "
                              'default; focused presets FOCUSED_DEMO_SCALE, 0.7; with --plan '
                              '--hand-eye PLANNED_ARM_DEMO_SCALE, 1.0)')
@@ -88,15 +89,16 @@ def add_arguments(parser):
                         help='the camera on a simulated robot arm (eye-in-hand, the default '
                              'with the flag) or watching the board in its gripper '
                              '(eye-to-hand): solve and check the mount')
-    parser.add_argument('--lens-types', type=int, default=None, metavar='T',
+    parser.add_argument('--lens-types', type=integer(1, 16), default=None, metavar='T',
                         help='micro-lens types the calibration node tells apart (default: the '
                              "preset's, 3 for focused-multifocus; 1: one type)")
-    parser.add_argument('--samples', type=int, default=None, metavar='N',
+    parser.add_argument('--samples', type=integer(1, 1024), default=None, metavar='N',
                         help='rays per pixel of the simulated camera, 1-1024 (default: 4; '
                              'focused presets 64, what their detector needs at the rims)')
-    parser.add_argument('--timeout', type=float, default=300.0,
+    parser.add_argument('--timeout', type=real(0, 1e6, low_open=True), default=300.0,
                         help='seconds to wait for each service answer (default: %(default)s)')
-    parser.add_argument('--live', nargs='?', type=float, const=10.0, default=None,
+    parser.add_argument('--live', nargs='?', type=real(0, 3600, low_open=True), const=10.0,
+                        default=None,
                         metavar='SECONDS',
                         help='after the calibration, play the board drifting at camera rate '
                              '(15 Hz) for SECONDS (10 with the flag) and print the decode '

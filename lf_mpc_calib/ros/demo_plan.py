@@ -28,16 +28,19 @@ PP = ('principal_point_u', 'principal_point_v')
 
 def add_plan_arguments(parser):
     """The closed loop's options (``lf-mpc-calib demo --ros --plan``)."""
+    from lf_mpc_calib.cli.numbers import integer, real
     parser.add_argument('--plan', action='store_true',
                         help='with --ros: capture where the calibration node suggests '
                              '(~/suggest) until the target sigmas are reached')
-    parser.add_argument('--target-k-sigma', type=float, default=0.3, metavar='PCT',
+    parser.add_argument('--target-k-sigma', type=real(0, 100, low_open=True), default=0.3,
+                        metavar='PCT',
                         help='with --plan: sigma(k_i..k_v) aimed at, %% (default: '
                              '%(default)s)')
-    parser.add_argument('--target-pp-sigma', type=float, default=0.3, metavar='PX',
+    parser.add_argument('--target-pp-sigma', type=real(0, 1e3, low_open=True), default=0.3,
+                        metavar='PX',
                         help='with --plan: sigma(principal point) aimed at, px (default: '
                              '%(default)s)')
-    parser.add_argument('--max-captures', type=int, default=20, metavar='N',
+    parser.add_argument('--max-captures', type=integer(1, 10000), default=20, metavar='N',
                         help='with --plan: captures taken at most (default: %(default)s)')
 
 
