@@ -38,7 +38,7 @@ ROS_FLAGS = {'--ros-args', '--params-file', '--show-args'}
 PYTEST_FLAGS = {'--durations', '--dist'}
 """pytest's (and pytest-xdist's) own options that docs/testing.md names."""
 FOREIGN = re.compile(r'^(?:\S+=\S+\s+)*(?:sudo\s+)?(?:rosdep|colcon|ros2|pip3?|py-spy|pytest|'
-                     r'apt(?:-get)?|git|\S*scripts/test\.sh|\.ci/run)\b')
+                     r'apt(?:-get)?|git|docker|kill|\S*scripts/test\.sh|\.ci/run)\b')
 """A span that runs another program: its options are that program's."""
 SCRIPT = re.compile(r'(?:benchmarks/)?(bench_\w+|focused_depth_before|peer_\w+)\.py')
 
