@@ -37,6 +37,7 @@ _PUBLIC = {
     'estimate_grid': 'lf_mpc_calib.lenslet.estimate',
     'Decoder': 'lf_mpc_calib.lenslet.decode',
     'detect_corners': 'lf_mpc_calib.features.corners',
+    'detect_board_corners': 'lf_mpc_calib.features.board_detection',
     'load_raw_dataset': 'lf_mpc_calib.pipeline.offline',
     'calibrate_raw': 'lf_mpc_calib.pipeline.offline',
     'CalibrationSession': 'lf_mpc_calib.pipeline.session',

@@ -6,8 +6,9 @@ import pytest
 
 from lf_mpc_calib.camera.board import CharucoBoard, Checkerboard
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.features.board_detection import detect_board_corners as detect_corners
 from lf_mpc_calib.features.charuco import BoardMismatchError, find_charuco
-from lf_mpc_calib.features.corners import CornerOptions, detect_corners
+from lf_mpc_calib.features.corners import CornerOptions
 from lf_mpc_calib.features.synthetic_views import ViewStack
 
 BOARD = CharucoBoard(6, 4, 0.02, dictionary='DICT_4X4_50')

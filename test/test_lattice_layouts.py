@@ -120,8 +120,10 @@ def test_cli_simulate_lattice_options(tmp_path, capsys):
     assert main(['grid', str(out / 'white.png'), '-o', str(tmp_path / 'grid.yaml')]) == 0
     assert 'column-shifted' in capsys.readouterr().out
     for bad in ('12', 'nan'):
-        assert main(['simulate', '--preset', 'lytro', '--scale', '0.06', '--poses', '1',
-                     '--lattice-rotation', bad, '-o', str(tmp_path / 'bad')]) == 2
+        with pytest.raises(SystemExit) as refused:      # where it enters, by argparse
+            main(['simulate', '--preset', 'lytro', '--scale', '0.06', '--poses', '1',
+                  '--lattice-rotation', bad, '-o', str(tmp_path / 'bad')])
+        assert refused.value.code == 2
         assert 'from -10 to 10' in capsys.readouterr().err
         assert not (tmp_path / 'bad').exists()
 

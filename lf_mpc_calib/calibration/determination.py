@@ -26,16 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lf_mpc_calib.calibration.guidance import DEPTH_ADVICE, capture_guidance
+from lf_mpc_calib.calibration.guidance import (  # noqa: F401 - the targets are named here too
+    capture_guidance, DEPTH_ADVICE, FLAG_SIGMAS, TARGET_K_PCT, TARGET_PP_PX)
 from lf_mpc_calib.errors import DegenerateConfigurationError
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
-TARGET_K_PCT = 1.0
-"""Accuracy aimed at for k_i, k_j, k_u, k_v, in % of the value."""
-TARGET_PP_PX = 0.5
-"""Accuracy aimed at for the principal point, in view pixels."""
-FLAG_SIGMAS = 3.0
-"""A result is flagged when this many sigma exceed the target."""
 
 
 @dataclass(frozen=True)

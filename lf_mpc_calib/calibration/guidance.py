@@ -39,6 +39,13 @@ FAR_FRACTION = 1.25
 """... and one farther than this fraction."""
 MIN_TILT_SPREAD_DEG = 20.0
 """Spread of board tilts wanted about each of the camera's x and y axes."""
+TARGET_K_PCT = 1.0
+"""Accuracy aimed at for k_i, k_j, k_u, k_v, in % of the value (the calibration's check,
+:mod:`~lf_mpc_calib.calibration.determination`)."""
+TARGET_PP_PX = 0.5
+"""Accuracy aimed at for the principal point, in view pixels."""
+FLAG_SIGMAS = 3.0
+"""A result is flagged when this many sigma exceed the target."""
 TARGET_SIGMA_PCT = 0.5
 """Relative standard deviation of k_i, k_j, k_u, k_v aimed at."""
 TARGET_SIGMA_PP_PX = 0.5
@@ -120,7 +127,6 @@ class CaptureGuidance:
     def wide_at_three_sigma(self):
         """The figures whose 3 sigma exceed the accuracy aimed at (the calibration's warnings:
         :mod:`~lf_mpc_calib.calibration.determination`), as 'name 3-sigma unit' strings."""
-        from lf_mpc_calib.calibration.determination import FLAG_SIGMAS, TARGET_K_PCT, TARGET_PP_PX
         wide = [f'{n} {FLAG_SIGMAS * v:.2f} %' for n, v in self.sigma_pct.items()
                 if FLAG_SIGMAS * v > TARGET_K_PCT]
         for axis, v in zip('uv', self.sigma_principal_point_px or ()):

@@ -82,15 +82,15 @@ def register(subparsers):
                    help='sigma of the principal point aimed at, in px')
     p.add_argument('--random', action='store_true',
                    help='random poses from the same constraints instead of planned ones')
-    p.add_argument('--corner-noise', type=real(0, 100), default=None, metavar='PX',
+    p.add_argument('--corner-noise', type=real(0, 100, low_open=True), default=None, metavar='PX',
                    help='corner noise assumed, px (default: '
                         + ', '.join(f'{v} {k}' for k, v in CORNER_NOISE_PX.items()) + ')')
     p.add_argument('--scale', type=real(0, 1, low_open=True), default=1.0,
                    help='sensor crop factor in (0, 1] (default: %(default)s)')
-    p.add_argument('--samples', type=integer(1, 4096), default=None,
+    p.add_argument('--samples', type=integer(1, 256), default=None,
                    help=f'rays per pixel (default: {CONVENTIONAL_SAMPLES} for a conventional '
                         'camera, as simulate renders a focused one)')
-    p.add_argument('--max-captures', type=integer(1, 10000), default=MAX_CAPTURES,
+    p.add_argument('--max-captures', type=integer(3, 1000), default=MAX_CAPTURES,
                    help='refuse when the target needs more (default: %(default)s)')
     p.add_argument('--no-verify', action='store_true',
                    help='do not calibrate the rendered captures to check the target (default: '
@@ -113,27 +113,7 @@ def run(args):
     from lf_mpc_calib.simulation.dataset import write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
     from lf_mpc_calib.simulation.planning_scene import simulated_planner
-    for name, value in (('--target-k-sigma', args.target_k_sigma),
-                        ('--target-pp-sigma', args.target_pp_sigma),
-                        ('--corner-noise', args.corner_noise)):
-        if value is not None and not 0 < value < float('inf'):
-            print(f'lf-mpc-calib plan: error: {name} must be > 0 and finite, got {value}',
-                  file=sys.stderr)
-            return 2
-    from lf_mpc_calib.cli.simulate import MAX_POSES
-    if not 3 <= args.max_captures <= MAX_POSES:
-        print(f'lf-mpc-calib plan: error: --max-captures must be from 3 to {MAX_POSES}, got '
-              f'{args.max_captures}', file=sys.stderr)
-        return 2
-    if not 0 <= args.seed < 2 ** 63:
-        print(f'lf-mpc-calib plan: error: --seed must be a whole number from 0 to 2^63 - 1, got '
-              f'{args.seed}', file=sys.stderr)
-        return 2
-    from lf_mpc_calib.cli.simulate import MAX_SAMPLES
-    if args.samples is not None and not 1 <= args.samples <= MAX_SAMPLES:
-        print(f'lf-mpc-calib plan: error: --samples must be from 1 to {MAX_SAMPLES}, got '
-              f'{args.samples}', file=sys.stderr)
-        return 2
+    # the numbers' ranges are checked where they enter (cli/numbers in register)
     from lf_mpc_calib.cli.paths import check_dataset_output, dataset_output
     check_dataset_output(args.output, args.overwrite)       # before planning and rendering
     camera = preset(args.preset, scale=args.scale)

@@ -85,7 +85,7 @@ def register(subparsers):
                         'at 0.6-1.5 x the focus distance tilted about both axes in turn)')
     p.add_argument('--max-tilt', type=real(0, 89), default=30.0, metavar='DEG',
                    help='largest random tilt of the board (default: %(default)s)')
-    p.add_argument('--samples', type=integer(1, 4096), default=None,
+    p.add_argument('--samples', type=integer(1, 256), default=None,
                    help='rays per pixel (anti-aliasing; default: 4, focused presets 64 (16 '
                         'with --scene planes): the detector reads defocused micro-images up '
                         'to their rims)')

@@ -29,7 +29,7 @@ from lf_mpc_calib.camera.observations import Observations  # noqa: F401 (documen
 from lf_mpc_calib.errors import DetectionError
 from lf_mpc_calib.features.charuco import BoardMismatchError, find_charuco, mask_markers
 from lf_mpc_calib.features.corners import (
-    _refine, checked_views, observation_rows, robust_lines, smooth)
+    refine_corners, checked_views, observation_rows, robust_lines, smooth)
 from lf_mpc_calib.features.interface import Detection
 
 
@@ -68,8 +68,8 @@ def detect_charuco_views(lightfield, board, *, pose=0, options):
         half = _window(board, ids, found, options.window) if half is None else half
         flat_img = mask_markers(img, board, ids, found)
         ids, found = with_neighbours(board, ids, found, img.shape, half)
-        ref = _refine(smooth(flat_img, options.smooth_sigma), found, half,
-                      options.subpix_upsample)
+        ref = refine_corners(smooth(flat_img, options.smooth_sigma), found, half,
+                             options.subpix_upsample)
         ok = np.all(np.isfinite(ref), axis=1) & (
             np.linalg.norm(ref - found, axis=1) < options.max_step)
         stats['moved_too_far'] += int(np.count_nonzero(~ok))

@@ -299,7 +299,7 @@ def window_for(grid, window):
     return int(np.clip(np.round(0.4 * np.nanmin(spacing)), 2, 9))
 
 
-def _refine(img, uv, half, upsample=2):
+def refine_corners(img, uv, half, upsample=2):
     """cornerSubPix on img at uv (N, 2) -> (N, 2); NaN where the window leaves the image."""
     h, w = img.shape
     out = np.full_like(uv, np.nan)
@@ -374,9 +374,6 @@ def detect_corners(lightfield, board, *, pose=0, options=None):
     views (:func:`robust_lines`), observation rows (:func:`observation_rows`).
     """
     opt = options or CornerOptions()
-    if getattr(board, 'board_type', 'checkerboard') == 'charuco':
-        from lf_mpc_calib.features.charuco_views import detect_charuco_views
-        return detect_charuco_views(lightfield, board, pose=pose, options=opt)
     views, i_values, j_values, valid = checked_views(lightfield)
     n_j, n_i = views.shape[:2]
     jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
@@ -482,7 +479,7 @@ def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
     found = np.zeros((n_j * n_i, m), bool)
 
     central_s = smooth(central, opt.smooth_sigma)
-    uv_c = _refine(central_s, seed, half, opt.subpix_upsample)
+    uv_c = refine_corners(central_s, seed, half, opt.subpix_upsample)
     moved = np.linalg.norm(uv_c - seed, axis=1)
     keep = np.isfinite(moved) & (moved < opt.max_step)
     uv[jc * n_i + ic][keep] = uv_c[keep]
@@ -502,7 +499,7 @@ def _track_views(views, valid, ii, jj, centre, central, seed, half, opt):
         flat = a * n_i + b
         pred = _predict(coef, found, uv, ij_all, flat, uv[jc * n_i + ic])
         img = smooth(views[a, b].astype(np.float32), opt.smooth_sigma)
-        ref = _refine(img, pred, half, opt.subpix_upsample)
+        ref = refine_corners(img, pred, half, opt.subpix_upsample)
         step = np.linalg.norm(ref - pred, axis=1)
         ok = np.isfinite(step) & (step < opt.max_step)
         stats['moved_too_far'] += int(np.count_nonzero(np.isfinite(pred[:, 0]) & ~ok))

@@ -27,7 +27,7 @@ from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import (DegenerateConfigurationError, DetectionError, InvalidInputError,
                                  LFCalibError)
-from lf_mpc_calib.features.corners import detect_corners
+from lf_mpc_calib.features.board_detection import detect_board_corners
 from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.frame_check import frame_warnings
@@ -178,8 +178,8 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
             lf = dataclasses.replace(decoder.decode(raw), valid=use.copy())
             t1 = time.perf_counter()
             timings['decode'] += t1 - t0
-            det = detect_corners(lf, dataset.board, pose=len(pose_frames),
-                                 options=corner_options)
+            det = detect_board_corners(lf, dataset.board, pose=len(pose_frames),
+                                       options=corner_options)
             timings['detect'] += time.perf_counter() - t1
         except LFCalibError as exc:
             reason = '; '.join([str(exc)] + suspicions)

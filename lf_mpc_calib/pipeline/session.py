@@ -634,7 +634,7 @@ class _Detector:
 
     def detect(self, raw, *, pose):
         """(decoded light field, Detection) of one raw frame; DetectionError without a board."""
-        from lf_mpc_calib.features.corners import detect_corners
+        from lf_mpc_calib.features.board_detection import detect_board_corners
         img = as_float_image(raw, 'raw')
         white_shape = np.shape(self.white)[:2]
         if img.shape[:2] != white_shape:
@@ -642,7 +642,7 @@ class _Detector:
                 f'raw frame is {img.shape[1]}x{img.shape[0]} px but the white image is '
                 f'{white_shape[1]}x{white_shape[0]} px')
         lf = dataclasses.replace(self.decoder.decode(img), valid=self.use.copy())
-        det = detect_corners(lf, self.board, pose=pose, options=self.corner_options)
+        det = detect_board_corners(lf, self.board, pose=pose, options=self.corner_options)
         return lf, det
 
 

@@ -66,7 +66,7 @@ def raw_observations(dataset, cal, progress=None):
 
 def _conventional_detect(dataset, cal, white):
     """detect(raw, pose) -> Observations: decoded with the calibration's grid and views."""
-    from lf_mpc_calib.features.corners import detect_corners
+    from lf_mpc_calib.features.board_detection import detect_board_corners
     from lf_mpc_calib.lenslet.white_image import make_decoder
     views = None if cal.views is None else tuple(
         int(round(cal.views[k][1] - cal.views[k][0])) + 1 for k in ('i', 'j'))
@@ -76,7 +76,7 @@ def _conventional_detect(dataset, cal, white):
     def detect(raw, pose):
         lf = decoder.decode(raw)
         _check_view_size(lf, cal)
-        return detect_corners(lf, dataset.board, pose=pose).observations
+        return detect_board_corners(lf, dataset.board, pose=pose).observations
     return detect
 
 
