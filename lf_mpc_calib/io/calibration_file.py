@@ -272,8 +272,11 @@ def _covariance_of(result):
     names = result.free_names() if hasattr(result, 'free_names') else ()
     if cov is None or not len(names) or np.shape(cov) != (len(names), len(names)):
         return None
-    return {'parameters': list(names),
-            'matrix': [[float(x) for x in row] for row in np.asarray(cov, dtype=float)]}
+    cov = np.asarray(cov, dtype=float)
+    cov = 0.5 * (cov + cov.T)               # the sandwich's rounding leaves it a hair off
+    if not np.all(np.isfinite(cov)) or np.any(np.diag(cov) < 0):
+        return None                         # not a covariance to keep: the stddevs stand
+    return {'parameters': list(names), 'matrix': [[float(x) for x in row] for row in cov]}
 
 
 def _checked_covariance(value):

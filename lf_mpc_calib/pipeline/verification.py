@@ -161,20 +161,6 @@ def arm_of(cal, robot, frames, pose_ids, indices=None):
     return str(cal.hand_eye['setup']), mount, poses
 
 
-def quoted_covariance(cal):
-    """(names, (F, F)) of the calibration file's covariance with each variance raised to its
-    quoted stddev (focused sigmas cover the leave-one-pose-out spread, wider than the fit's),
-    the correlations kept; None when the file holds no covariance (the stddevs are used)."""
-    stored = cal.covariance_matrix()
-    if stored is None:
-        return None
-    names, cov = stored
-    sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
-    quoted = np.array([cal.stddev.get(n, 0.0) for n in names])
-    gain = np.where(sd > 0, np.maximum(1.0, np.nan_to_num(quoted) / np.where(sd > 0, sd, 1)), 1)
-    return names, cov * np.outer(gain, gain)
-
-
 def verify_calibration(cal, obs, *, calibration_obs=None, arm=None,
                        robot_accuracy_mm=ROBOT_ACCURACY_MM, seed=0):
     """The Verification of observations ``obs`` (pose ids 0..P-1 as captured) with the
@@ -182,7 +168,7 @@ def verify_calibration(cal, obs, *, calibration_obs=None, arm=None,
     check_compatible(obs, cal, calibration_obs)
     return verify_observations(
         lens_corrected(obs, cal), cal.model, noise_px=cal.errors['rms_reprojection_px'],
-        stddev=cal.stddev, covariance=quoted_covariance(cal),
+        stddev=cal.stddev,
         calibration_obs=None if calibration_obs is None else lens_corrected(calibration_obs,
                                                                             cal),
         calibration_poses=(cal.rotation_vectors, cal.translations), arm=arm,
