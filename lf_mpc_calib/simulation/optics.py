@@ -242,8 +242,8 @@ class Sensor:
     out turned by 180 degrees (see the module docstring); natural_vignetting: cos^4 falloff of
     the chief ray's angle of incidence on the sensor (through the micro-lens centre);
     response: a :class:`~lf_mpc_calib.simulation.sensor_response.SensorResponse` (shot and
-    read noise, PRNU, black level, hot pixels, dust: the presets' default) or None (an ideal
-    sensor: the irradiance itself).
+    read noise, PRNU, black level, hot pixels, dust: ``simulate``'s default) or None (an ideal
+    sensor: the irradiance itself; the presets' default).
     """
 
     width: int
@@ -936,8 +936,9 @@ def _realistic_sensor():
 
 
 REALISTIC_SENSOR = _realistic_sensor()
-"""The realistic sensor response (documented defaults): ``simulate``, ``plan`` and ``demo``
-render with it unless ``--ideal``; ``preset(..., sensor__response=REALISTIC_SENSOR)``."""
+"""The realistic sensor response (documented defaults): ``simulate`` renders with it unless
+``--ideal``; elsewhere ``preset(..., sensor__response=REALISTIC_SENSOR)`` (the presets' own
+default is still the ideal sensor)."""
 
 
 def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, focus, f_number,
