@@ -52,10 +52,20 @@ def write_atomically(path, write):
     (raised by ``write`` or by the file system) the temporary file is removed, ``path`` is left
     as it was, and the error goes on. Returns ``path`` (a Path)."""
     path = Path(path)
+    with _replacing(path) as tmp:
+        write(tmp)
+    return path
+
+
+@contextlib.contextmanager
+def _replacing(path):
+    """``with _replacing(path) as tmp:`` the block writes ``tmp`` (a temporary name beside
+    ``path``), which then replaces ``path``; on any error ``tmp`` is removed, ``path`` is left
+    as it was and the error goes on (an OSError naming ``path``: :func:`_naming`)."""
     check_output(path)
     tmp = temporary_name(path)
     try:
-        write(tmp)
+        yield tmp
         os.replace(tmp, path)
     except OSError as exc:
         named = _naming(exc, path)
@@ -68,7 +78,6 @@ def write_atomically(path, write):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    return path
 
 
 def _naming(exc, path):
@@ -100,24 +109,9 @@ def write_text_atomically(path, text):
 def open_atomically(path, mode='w', **open_kwargs):
     """``with open_atomically(path) as f:`` writes ``f`` under a temporary name and moves it
     onto ``path`` when the block ends without an error (else ``path`` stays as it was)."""
-    path = Path(path)
-    check_output(path)
-    tmp = temporary_name(path)
-    try:
+    with _replacing(Path(path)) as tmp:
         with open(tmp, mode, **open_kwargs) as f:
             yield f
-        os.replace(tmp, path)
-    except OSError as exc:
-        named = _naming(exc, path)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if named is exc:
-            raise
-        raise named from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def remove_partials(folder, prefix='.'):
