@@ -872,8 +872,9 @@ def _realistic_sensor():
 
 
 REALISTIC_SENSOR = _realistic_sensor()
-"""The realistic sensor response (documented defaults): ``simulate``, ``plan`` and ``demo``
-render with it unless ``--ideal``; ``preset(..., sensor__response=REALISTIC_SENSOR)``."""
+"""The realistic sensor response (documented defaults): every preset's (and
+:func:`conventional_camera`'s) sensor reads out with it; ``sensor__response=None`` (``--ideal``
+of simulate, plan and demo) renders the irradiance itself."""
 
 
 def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, focus, f_number,
@@ -892,7 +893,7 @@ def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, fo
         main = replace(main, barrel_distance=zb, barrel_radius=ra + 0.22 * zb)
     mla = MicroLensArray(pitch, lattice, rotation, (offset_px[0] * pixel, offset_px[1] * pixel),
                          focal_length=b)
-    sensor = Sensor(w, h, pixel, bit_depth=bit_depth)
+    sensor = Sensor(w, h, pixel, bit_depth=bit_depth, response=REALISTIC_SENSOR)
     return Camera(main, mla, sensor, b, 'conventional', name, focus, scale)
 
 
@@ -957,7 +958,7 @@ def _focused(name, *, scale, galilean):
     main = MainLens(focal, f_number, z_f)
     w, h = max(8, int(round(2048 * scale))), max(8, int(round(1536 * scale)))
     mla = MicroLensArray(pitch, 'hex', 0.003, (0.31 * pitch, -0.17 * pitch), focal_length=f_m)
-    sensor = Sensor(w, h, pixel, bit_depth=8)
+    sensor = Sensor(w, h, pixel, bit_depth=8, response=REALISTIC_SENSOR)
     return Camera(main, mla, sensor, b, 'focused', name, scene, scale)
 
 
@@ -988,7 +989,8 @@ def preset(name, *, scale=1.0, **overrides):
     with three interleaved lens types, Raytrix-like: :func:`_multi_focus`). overrides: any
     field of Camera (``gap``, ``name`` ...) or ``main_lens__FIELD``, ``mla__FIELD``,
     ``sensor__FIELD`` (e.g. ``sensor__bayer='rggb'``, ``sensor__noise=0.01``,
-    ``main_lens__distortion=(0.1, 0)``).
+    ``main_lens__distortion=(0.1, 0)``). The sensor reads out with :data:`REALISTIC_SENSOR`;
+    ``sensor__response=None`` gives an ideal one (the irradiance itself).
     """
     scale = _positive('scale', scale)
     if scale > 1.0:
