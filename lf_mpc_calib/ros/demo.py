@@ -336,8 +336,8 @@ def run(args, out=None):
         FOCUSED_DEMO_SCALE if focused else \
         PLANNED_ARM_DEMO_SCALE if (getattr(args, 'plan', False)
                                    and getattr(args, 'hand_eye', None)) else SIM_SCALE
-    from lf_mpc_calib.cli.plan import ideal_override
-    camera = preset(name, scale=scale, **ideal_override(args))
+    ideal = {'sensor__response': None} if getattr(args, 'ideal', False) else {}
+    camera = preset(name, scale=scale, **ideal)
     if (args.poses is None and not focused and not getattr(args, 'plan', False)
             and not getattr(args, 'hand_eye', None) and getattr(args, 'live', None) is None
             and hasattr(args, 'target_pp_sigma')):
@@ -365,7 +365,7 @@ def run(args, out=None):
     try:
         board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
         sim_params = [Parameter('seed', value=args.seed)]
-        if getattr(args, 'ideal', False):
+        if ideal:
             sim_params.append(Parameter('ideal_sensor', value=True))
         if samples is not None:
             sim_params.append(Parameter('samples', value=samples))
