@@ -190,6 +190,6 @@ def test_plan_overwrite_leaves_no_frame_of_the_earlier_data_set(tmp_path):
     from lf_mpc_calib.simulation.dataset import read_dataset
     n = len(read_dataset(ds).frames)
     assert sorted(p.name for p in ds.iterdir()) == sorted(
-        [f'frame_{k:03d}.png' for k in range(n)] + ['ground_truth.yaml', 'manifest.yaml',
-                                                    'white.png'])
-    assert b'stale' not in (ds / 'ground_truth.yaml').read_bytes()
+        [f'frame_{k:03d}.png' for k in range(n)] + ['dark.png', 'ground_truth.yaml',
+                                                    'manifest.yaml', 'white.png'])
+    assert b'stale' not in (ds / 'ground_truth.yaml').read_bytes()   # dark.png: the sensor's

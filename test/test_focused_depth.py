@@ -14,7 +14,7 @@ from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
 from lf_mpc_calib.simulation.focused_raw import (board_depth_truth, board_pose, lens_types_of,
                                                  scene_depth_truth)
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
-from lf_mpc_calib.simulation.render import render_raw, render_scene, render_white
+from lf_mpc_calib.simulation.render import less_dark, render_raw, render_scene, render_white
 from lf_mpc_calib.simulation.scene import focused_planes_scene
 from lf_mpc_calib.simulation.scene_dataset import focused_depth_truth
 
@@ -25,9 +25,10 @@ def test_depth_of_the_board_from_micro_image_disparities(name, distance):
     cam = preset(name, scale=0.5)
     board = Checkerboard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
     rv, tv = board_pose(cam, board, distance * cam.scene_distance, (12.0, -9.0, 4.0))
-    raw = render_raw(cam, board, rv, tv, samples=8, rng=np.random.default_rng(0))
+    # white and frame as calibrate-raw hands them on: the dark frame subtracted
+    raw = less_dark(cam, render_raw(cam, board, rv, tv, samples=8, rng=np.random.default_rng(0)))
     measurer = FocusedMeasurer(cam.ground_truth_model(), cam.lenslet_grid(),
-                               white=render_white(cam, samples=4))
+                               white=less_dark(cam, render_white(cam, samples=4)))
     meas = measurer.measure(raw, points=False, depth=True)
     depth = meas.depth
     assert depth.shape == meas.center.shape and depth.dtype == np.float32
@@ -56,7 +57,7 @@ def test_depth_of_the_board_from_micro_image_disparities(name, distance):
 
 def test_a_frame_without_texture_has_no_depth():
     cam = preset('focused-keplerian', scale=0.5)
-    white = render_white(cam, samples=4)
+    white = less_dark(cam, render_white(cam, samples=4))
     measurer = FocusedMeasurer(cam.ground_truth_model(), cam.lenslet_grid(), white=white)
     meas = measurer.measure(0.5 * white, points=False, depth=True)
     assert meas.depth is None or not np.any(np.isfinite(meas.depth))
@@ -68,10 +69,10 @@ def multifocus_planes():
     rendered image and a measurer with the calibration calibrate-raw gives (the lattice-centre
     model, the types' 'affine-slope' terms and which micro-image has which type)."""
     cam = preset('focused-multifocus', scale=0.5)
-    white = render_white(cam, samples=8)
+    white = less_dark(cam, render_white(cam, samples=8))   # as calibrate-raw hands it on
     rng = np.random.default_rng(3)
     scene, w = focused_planes_scene(cam, rng)
-    raw = render_scene(cam, scene, samples=8, rng=rng)
+    raw = less_dark(cam, render_scene(cam, scene, samples=8, rng=rng))
     grid = cam.lenslet_grid()
     terms = cam.ground_truth_lens_types(centres='lattice')
     rule = type_class_map(grid, lens_types_of(cam, grid.centres()), cam.mla.n_types)

@@ -127,6 +127,9 @@ def test_cli_calibrate_raw_on_an_arm_writes_the_joint_calibration(tmp_path, caps
     parent, child, w, t = hand_eye_transform(cal)
     err_deg, err_t = transforms.difference((w, t), truth.mount)
     sd = cal.hand_eye['stddev']
-    # measured 6.6 mm (sigma along the optical axis 2.2 mm), 1.17 deg
-    assert np.all(np.abs(err_t) < 3 * np.array(sd['translation_m']) + 1e-5)
+    # measured on the ideal sensor 6.6 mm (sigma along the optical axis 2.2 mm: 3.0 sigma),
+    # 1.17 deg; on the realistic one (the presets' default) (0.29, 1.65, 6.5) mm against
+    # sigmas (0.27, 0.54, 2.2) mm: 1.1, 3.05, 2.9 sigma. One seed of 6 refused captures sits
+    # at 3 sigma on either sensor, so the bound is 3.5 sigma: a wrong mount is metres off.
+    assert np.all(np.abs(err_t) < 3.5 * np.array(sd['translation_m']) + 1e-5)
     assert err_deg[0] < 3 * np.degrees(np.linalg.norm(sd['rotation_vector']))

@@ -16,7 +16,7 @@ from scipy.spatial import cKDTree
 from lf_mpc_calib.errors import DetectionError
 from lf_mpc_calib.lenslet.estimate import estimate_grid_with_quality
 from lf_mpc_calib.simulation.optics import preset
-from lf_mpc_calib.simulation.render import quantize, render_white
+from lf_mpc_calib.simulation.render import less_dark, quantize, render_white
 
 #: the sweep's tolerances: mean / max centre error (px) at matched positions
 MEAN_TOL_PX = 0.1
@@ -95,8 +95,9 @@ def grid_errors(grid, truth_xy):
 
 
 def render(camera, samples=2):
-    """An 8-bit white image of ``camera`` (Bayer phases balanced as the pipeline does)."""
-    white = quantize(render_white(camera, samples=samples), 8)
+    """An 8-bit white image of ``camera`` (dark frame subtracted and Bayer phases balanced, as
+    the pipeline does)."""
+    white = quantize(less_dark(camera, render_white(camera, samples=samples)), 8)
     if camera.sensor.bayer is not None:
         from lf_mpc_calib.lenslet.white_image import bayer_neutral
         white = bayer_neutral(white, camera.sensor.bayer)
@@ -178,7 +179,7 @@ def test_grid_soft_rimmed_rotated_noisy_multifocus():
     # the wide map's passes (measured: mean 0.045 px, max 0.15 px)
     from lf_mpc_calib.simulation.optics import preset
     cam = preset('focused-multifocus', scale=0.5, mla__rotation=math.radians(2.5))
-    white = render_white(cam, samples=16)
+    white = less_dark(cam, render_white(cam, samples=16))      # as calibrate-raw sees it
     white = np.clip(white + 0.01 * np.random.default_rng(0).standard_normal(white.shape), 0, 1)
     est = estimate_grid_with_quality(white)
     d, matched, stray = grid_errors(est.grid, true_centres(cam))

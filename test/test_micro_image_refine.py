@@ -12,7 +12,7 @@ from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.simulation.focused_observations import focused_observations
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of, match_truth
 from lf_mpc_calib.simulation.optics import Checkerboard, preset
-from lf_mpc_calib.simulation.render import render_raw, render_white
+from lf_mpc_calib.simulation.render import less_dark, render_raw, render_white
 
 pytestmark = pytest.mark.cost(22)   # s on the CI machine: scheduled early (conftest)
 
@@ -66,8 +66,9 @@ def bundle_radius_px(cam, f, b):
 def test_aperture_and_bundles_read_from_the_white():
     cam = preset('focused-multifocus', scale=0.5)
     # 128 rays per pixel: a 16-ray white's rims read rho 4-6 % narrow (64 rays: 2.5-3 %)
-    det = MicroImageCornerDetector(render_white(cam, samples=128),
-                                   estimate_grid(render_white(cam, samples=4)))
+    # the white as calibrate-raw hands it on: its dark frame (black level) subtracted
+    det = MicroImageCornerDetector(less_dark(cam, render_white(cam, samples=128)),
+                                   estimate_grid(less_dark(cam, render_white(cam, samples=4))))
     det.lens_types = lens_types_of(cam, det.centres)
     r_ap, rho = det.aperture_profile()
     for t, f in enumerate(cam.mla.type_focal_lengths):
@@ -89,7 +90,7 @@ def test_aperture_read_from_a_stopped_down_white(name, f_number, r_tol):
     # apart from the rim took part of the rim (f/5.6: rho 0.00-0.06 px, R +1.2-1.6 px; f/4:
     # R +0.21 px)
     cam = preset(name, scale=0.4, main_lens__f_number=f_number)
-    det = MicroImageCornerDetector(render_white(cam, samples=128))
+    det = MicroImageCornerDetector(less_dark(cam, render_white(cam, samples=128)))
     r_ap, rho = det.aperture_profile()
     truth = bundle_radius_px(cam, cam.mla.focal_length, cam.gap)
     # measured: rho -2.5 / -2.7 / +5.9 %, R -0.04 / -0.04 / +0.17 px
@@ -103,11 +104,11 @@ def defocused_scene():
     cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
     # the white at 64 rays per pixel: its rims are the aperture's (a 16-ray white's are coarse,
     # and the aperture-cut correction, features.aperture_bias, reads them)
-    det = MicroImageCornerDetector(render_white(cam, samples=64))
+    det = MicroImageCornerDetector(less_dark(cam, render_white(cam, samples=64)))
     h = cam.field_of_view(cam.scene_distance)[1]
     board = Checkerboard(8, 5, 0.7 * h / 7)
     rv, tv = board_pose(cam, board, 1.4 * cam.scene_distance, (8.0, -6.0, 2.0))
-    raw = render_raw(cam, board, rv, tv, samples=64, noise=0.0)
+    raw = less_dark(cam, render_raw(cam, board, rv, tv, samples=64, noise=0.0))
     truth = focused_observations(cam, board, rv[None], tv[None], radius_fraction=1.0)
     return cam, det, board, raw, truth
 
@@ -134,7 +135,7 @@ def test_defocused_rows_lie_on_the_chief_rays():
     assert len(err) > 400
     assert abs(scale) < 0.003
     assert np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.13
-    limited = MicroImageCornerDetector(render_white(cam, samples=64),
+    limited = MicroImageCornerDetector(less_dark(cam, render_white(cam, samples=64)),
                                        options=MicroImageOptions(clip_tolerance=0.1))
     scale, err = radial_scale(limited.detect(raw, board).observations, truth)
     assert abs(scale) < 0.003 and np.sqrt(np.mean(np.sum(err ** 2, axis=1))) < 0.14

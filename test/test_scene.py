@@ -12,7 +12,9 @@ from lf_mpc_calib.simulation.scene import (
 
 @pytest.fixture(scope='module')
 def camera():
-    return preset('lytro', scale=0.15)
+    # an ideal sensor: render_raw and render_scene are compared to float rounding, and the
+    # realistic sensor draws each image's shot noise from its own pixels
+    return preset('lytro', scale=0.15, sensor__response=None)
 
 
 def test_board_scene_renders_like_render_raw(camera):

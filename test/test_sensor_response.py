@@ -68,6 +68,22 @@ def test_simulate_is_realistic_by_default_and_ideal_on_request(tmp_path):
         assert (out / 'dark.png').exists() != ideal
 
 
+def test_presets_plan_and_demo_are_realistic_by_default_and_ideal_on_request():
+    from lf_mpc_calib.cli import build_parser
+    from lf_mpc_calib.cli.plan import ideal_override
+    from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR, conventional_camera
+    for name in ('lytro', 'lab-square', 'focused-keplerian', 'focused-multifocus'):
+        assert preset(name, scale=0.1).sensor.response == REALISTIC_SENSOR, name
+        assert preset(name, scale=0.1, sensor__response=None).sensor.response is None
+    assert conventional_camera('lytro', scale=0.1).sensor.response == REALISTIC_SENSOR
+    parser = build_parser()
+    for argv in (['plan', '--preset', 'lytro', '--target-k-sigma', '1', '--target-pp-sigma',
+                  '1', '-o', 'x'], ['demo']):
+        assert ideal_override(parser.parse_args(argv)) == {}
+        assert ideal_override(parser.parse_args(argv + ['--ideal'])) == \
+            {'sensor__response': None}
+
+
 def test_sensor_figures_are_those_its_fields_state():
     resp = SensorResponse(hot_pixel_share=0.0, dust_per_mpx=0.0, prnu=0.0)
     rng = np.random.default_rng(3)
@@ -102,7 +118,7 @@ def test_simulated_data_set_carries_its_dark_frame_and_calibrate_raw_reads_it(tm
                                                        for f in ds.frames)
     white = ds.white.load()
     assert np.percentile(white, 1) < 4          # the pedestal (64 / 1023: 16) is gone
-    ideal = preset('lytro', scale=0.06)
+    ideal = preset('lytro', scale=0.06, sensor__response=None)   # no dark frame: ideal
     write_dataset(tmp_path / 'ideal', ideal, board, rv, tv, samples=1)
     assert not (tmp_path / 'ideal' / 'dark.png').exists()
     assert not isinstance(load_raw_folder(tmp_path / 'ideal').white, DarkCorrected)

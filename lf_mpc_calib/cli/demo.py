@@ -63,6 +63,10 @@ def register(subparsers):
                    help='with --ros: after the calibration, the board drifting at camera rate '
                         "(15 Hz) for SECONDS (10 with the flag): the decode node's rates and "
                         '3-D error against the truth of every frame')
+    p.add_argument('--ideal', action='store_true',
+                   help='an ideal sensor: the irradiance itself (no shot or read noise, PRNU, '
+                        'black level, hot pixels or dust). Default: the '
+                        'realistic sensor response of the presets (docs/simulation.md)')
     from lf_mpc_calib.ros.demo_plan import add_plan_arguments
     add_plan_arguments(p)
     p.add_argument('-o', '--output', '--output-dir', default=None, metavar='DIR',
@@ -112,7 +116,9 @@ def run(args):
 
     start = time.perf_counter()
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix='lf_demo_'))
-    camera = preset(args.preset, scale=DEMO_SCALE if args.scale is None else args.scale)
+    from lf_mpc_calib.cli.plan import ideal_override
+    camera = preset(args.preset, scale=DEMO_SCALE if args.scale is None else args.scale,
+                    **ideal_override(args))
     board = default_board(camera)
     rng = np.random.default_rng(args.seed)
     # a careful user's poses (both sides of the focus distance, tilts about both axes), then

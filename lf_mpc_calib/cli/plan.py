@@ -96,8 +96,17 @@ def register(subparsers):
                    help='do not calibrate the rendered captures to check the target (default: '
                         'calibrate them as calibrate-raw does and plan more while its sigmas '
                         'are over the target)')
+    p.add_argument('--ideal', action='store_true',
+                   help='an ideal sensor: the irradiance itself (no shot or read noise, PRNU, '
+                        'black level, hot pixels or dust). Default: the '
+                        'realistic sensor response of the presets (docs/simulation.md)')
     add_dataset_output_arguments(p)
     p.set_defaults(func=run)
+
+
+def ideal_override(args):
+    """The preset override of ``--ideal`` ({} without it: the realistic sensor)."""
+    return {'sensor__response': None} if getattr(args, 'ideal', False) else {}
 
 
 def default_samples(camera):
@@ -116,7 +125,7 @@ def run(args):
     # the numbers' ranges are checked where they enter (cli/numbers in register)
     from lf_mpc_calib.cli.paths import check_dataset_output, dataset_output
     check_dataset_output(args.output, args.overwrite)       # before planning and rendering
-    camera = preset(args.preset, scale=args.scale)
+    camera = preset(args.preset, scale=args.scale, **ideal_override(args))
     samples = args.samples or default_samples(camera)
     board = default_board(camera)
     noise = (CORNER_NOISE_PX[camera.camera_type] if args.corner_noise is None

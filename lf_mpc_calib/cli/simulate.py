@@ -214,9 +214,8 @@ def run(args):
         overrides['sensor__bit_depth'] = args.bit_depth
     if args.upright:
         overrides['sensor__upright'] = True
-    if not args.ideal:
-        from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR
-        overrides['sensor__response'] = REALISTIC_SENSOR
+    if args.ideal:                  # the presets read out with the realistic sensor
+        overrides['sensor__response'] = None
     camera = preset(args.preset, scale=args.scale, **overrides)
     if args.lattice_layout != 'rows' or args.lattice_rotation != 0.0 or args.portrait:
         from lf_mpc_calib.simulation.lattice_turn import turn_lattice

@@ -103,6 +103,9 @@ def add_arguments(parser):
                         help='after the calibration, play the board drifting at camera rate '
                              '(15 Hz) for SECONDS (10 with the flag) and print the decode '
                              "node's rates and its 3-D error against the truth of every frame")
+    parser.add_argument('--ideal', action='store_true',
+                        help='an ideal simulated sensor (the irradiance itself; default: the '
+                             "presets' realistic sensor, docs/simulation.md)")
     from lf_mpc_calib.ros.demo_plan import add_plan_arguments
     add_plan_arguments(parser)
 
@@ -335,7 +338,8 @@ def run(args, out=None):
         FOCUSED_DEMO_SCALE if focused else \
         PLANNED_ARM_DEMO_SCALE if (getattr(args, 'plan', False)
                                    and getattr(args, 'hand_eye', None)) else SIM_SCALE
-    camera = preset(name, scale=scale)
+    ideal = {'sensor__response': None} if getattr(args, 'ideal', False) else {}
+    camera = preset(name, scale=scale, **ideal)
     if (args.poses is None and not focused and not getattr(args, 'plan', False)
             and not getattr(args, 'hand_eye', None) and getattr(args, 'live', None) is None
             and hasattr(args, 'target_pp_sigma')):
@@ -363,6 +367,8 @@ def run(args, out=None):
     try:
         board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
         sim_params = [Parameter('seed', value=args.seed)]
+        if ideal:
+            sim_params.append(Parameter('ideal_sensor', value=True))
         if samples is not None:
             sim_params.append(Parameter('samples', value=samples))
         if not getattr(args, 'plan', False):    # the poses are known: rendered ahead

@@ -123,6 +123,9 @@ class SimCameraNode(Node):
              D.at_least(0)),
             ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
              None),
+            ('ideal_sensor', False, 'an ideal sensor: the irradiance itself (false: the '
+             "presets' realistic sensor, with shot and read noise, PRNU, black level, hot "
+             'pixels and dust; docs/simulation.md)', None),
             ('camera_name', '', "camera name (frame ids); '': from the namespace (cam1 in "
              f'/cam1), {D.CAMERA_NAME} at the root', None),
             ('scene', 'board', "what the camera sees: 'board' or 'planes' (textured planes at "
@@ -146,7 +149,8 @@ class SimCameraNode(Node):
              'geometry_msgs/PoseStamped board poses (optical frame) to show', None),
         ])
         p['camera_name'] = D.camera_name_of(self, p['camera_name'])
-        self.camera = preset(p['preset'], scale=p['scale'])
+        self.camera = preset(p['preset'], scale=p['scale'],
+                             **({'sensor__response': None} if p['ideal_sensor'] else {}))
         if p['samples'] == 0:
             p['samples'] = FOCUSED_SAMPLES if self.camera.camera_type == 'focused' else 4
         self.params = p

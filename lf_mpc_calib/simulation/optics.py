@@ -74,7 +74,6 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.camera.board import Checkerboard as BoardGeometry
-from lf_mpc_calib.camera.board import CharucoBoard as CharucoGeometry, board_type_of
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.grid import numbered_grid
 from lf_mpc_calib.camera.model import MPCModel
@@ -242,8 +241,8 @@ class Sensor:
     out turned by 180 degrees (see the module docstring); natural_vignetting: cos^4 falloff of
     the chief ray's angle of incidence on the sensor (through the micro-lens centre);
     response: a :class:`~lf_mpc_calib.simulation.sensor_response.SensorResponse` (shot and
-    read noise, PRNU, black level, hot pixels, dust: ``simulate``'s default) or None (an ideal
-    sensor: the irradiance itself; the presets' default).
+    read noise, PRNU, black level, hot pixels, dust: the presets' default) or None (an ideal
+    sensor: the irradiance itself).
     """
 
     width: int
@@ -363,10 +362,7 @@ class Checkerboard(BoardGeometry):
 
     @classmethod
     def from_dict(cls, d):
-        """Inverse of :meth:`to_dict` (``square`` accepted for ``square_m``); a mapping with
-        ``board_type: charuco`` gives a :class:`CharucoBoard`."""
-        if cls is Checkerboard and board_type_of(d) == 'charuco':
-            return CharucoBoard.from_dict(d)
+        """Inverse of :meth:`to_dict` (``square`` accepted for ``square_m``)."""
         for key in ('cols', 'rows'):
             if key not in d:
                 raise InvalidInputError(f'board lacks key {key!r}; expected cols, rows, square_m')
@@ -376,66 +372,6 @@ class Checkerboard(BoardGeometry):
         return cls(d['cols'], d['rows'], square, d.get('first_square', 'black'),
                    d.get('margin_m'), d.get('dark', 0.08), d.get('light', 0.85),
                    d.get('background', 0.35))
-
-
-TEXTURE_SQUARE_PX = 96
-"""Texture pixels per square of a rendered ChArUco board (squares exactly whole pixels)."""
-TEXTURE_MAX_PX = 8192
-"""Longest side of a ChArUco texture (boards with many squares get fewer pixels per square)."""
-
-
-@dataclass(frozen=True, eq=False)
-class CharucoBoard(Checkerboard, CharucoGeometry):
-    """
-    A ChArUco target for the renderer: :class:`lf_mpc_calib.camera.board.CharucoBoard` (ids,
-    dictionary, marker, layout) with :class:`Checkerboard`'s margin and levels.
-
-    Its squares and markers are OpenCV's ``CharucoBoard.generateImage`` texture (a whole number
-    of texture pixels per square, so every square edge and inner corner is exact), sampled
-    nearest-pixel at each ray's board point; the margin and background as the checkerboard's.
-    """
-
-    def __post_init__(self):
-        super().__post_init__()
-        spx = int(max(8, min(TEXTURE_SQUARE_PX,
-                             TEXTURE_MAX_PX // (max(self.cols, self.rows) + 1))))
-        size = ((self.cols + 1) * spx, (self.rows + 1) * spx)
-        texture = self.cv_board().generateImage(size, marginSize=0, borderBits=1)
-        if texture.shape != (size[1], size[0]):
-            raise InvalidInputError(f'OpenCV drew a ChArUco texture of {texture.shape[::-1]} '
-                                    f'px, expected {size}')
-        object.__setattr__(self, '_texture', texture > 127)
-        object.__setattr__(self, '_texture_px', spx)
-
-    def shade(self, x, y):
-        """Board-frame coordinates (N,) (N,) metres -> (N,) reflectance."""
-        x, y = np.asarray(x), np.asarray(y)
-        level = np.result_type(x, y, np.float32).type
-        scale = self._texture_px / self.square
-        h, w = self._texture.shape
-        tx = np.floor((x + self.square) * scale)
-        ty = np.floor((y + self.square) * scale)
-        in_squares = (tx >= 0) & (tx < w) & (ty >= 0) & (ty < h)
-        light = self._texture[np.where(in_squares, ty, 0).astype(np.intp),
-                              np.where(in_squares, tx, 0).astype(np.intp)]
-        out = np.where(light, level(self.light), level(self.dark))
-        x0, y0, x1, y1 = self.extent()
-        on_board = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
-        return np.where(in_squares, out,
-                        np.where(on_board, level(self.light), level(self.background)))
-
-    def to_dict(self):
-        """Plain mapping for the dataset manifest: the checkerboard's and the ChArUco keys."""
-        return {**Checkerboard.to_dict(self), **self._charuco_keys()}
-
-    @classmethod
-    def from_dict(cls, d):
-        """Inverse of :meth:`to_dict`."""
-        from lf_mpc_calib.camera.board import charuco_keys
-        base = Checkerboard.from_dict({**d, 'board_type': 'checkerboard'})
-        keys = {k: getattr(base, k) for k in ('margin', 'dark', 'light', 'background')}
-        return cls(base.cols, base.rows, base.square, base.first_square, **keys,
-                   **charuco_keys(d))
 
 
 @dataclass(frozen=True, eq=False)
@@ -936,9 +872,9 @@ def _realistic_sensor():
 
 
 REALISTIC_SENSOR = _realistic_sensor()
-"""The realistic sensor response (documented defaults): ``simulate`` renders with it unless
-``--ideal``; elsewhere ``preset(..., sensor__response=REALISTIC_SENSOR)`` (the presets' own
-default is still the ideal sensor)."""
+"""The realistic sensor response (documented defaults): every preset's (and
+:func:`conventional_camera`'s) sensor reads out with it; ``sensor__response=None`` (``--ideal``
+of simulate, plan and demo) renders the irradiance itself."""
 
 
 def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, focus, f_number,
@@ -957,7 +893,7 @@ def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, fo
         main = replace(main, barrel_distance=zb, barrel_radius=ra + 0.22 * zb)
     mla = MicroLensArray(pitch, lattice, rotation, (offset_px[0] * pixel, offset_px[1] * pixel),
                          focal_length=b)
-    sensor = Sensor(w, h, pixel, bit_depth=bit_depth)
+    sensor = Sensor(w, h, pixel, bit_depth=bit_depth, response=REALISTIC_SENSOR)
     return Camera(main, mla, sensor, b, 'conventional', name, focus, scale)
 
 
@@ -1022,7 +958,7 @@ def _focused(name, *, scale, galilean):
     main = MainLens(focal, f_number, z_f)
     w, h = max(8, int(round(2048 * scale))), max(8, int(round(1536 * scale)))
     mla = MicroLensArray(pitch, 'hex', 0.003, (0.31 * pitch, -0.17 * pitch), focal_length=f_m)
-    sensor = Sensor(w, h, pixel, bit_depth=8)
+    sensor = Sensor(w, h, pixel, bit_depth=8, response=REALISTIC_SENSOR)
     return Camera(main, mla, sensor, b, 'focused', name, scene, scale)
 
 
@@ -1053,7 +989,8 @@ def preset(name, *, scale=1.0, **overrides):
     with three interleaved lens types, Raytrix-like: :func:`_multi_focus`). overrides: any
     field of Camera (``gap``, ``name`` ...) or ``main_lens__FIELD``, ``mla__FIELD``,
     ``sensor__FIELD`` (e.g. ``sensor__bayer='rggb'``, ``sensor__noise=0.01``,
-    ``main_lens__distortion=(0.1, 0)``).
+    ``main_lens__distortion=(0.1, 0)``). The sensor reads out with :data:`REALISTIC_SENSOR`;
+    ``sensor__response=None`` gives an ideal one (the irradiance itself).
     """
     scale = _positive('scale', scale)
     if scale > 1.0:

@@ -183,6 +183,19 @@ def render_scene(camera, scene, *, samples=4, rng=None, noise=None, progress=Non
     return _finish(camera, image, rng, sigma)
 
 
+def less_dark(camera, image, seed=0):
+    """
+    ``image`` (H, W) as calibrate-raw hands it on: less a dark frame of ``camera``'s sensor
+    (black level, hot pixels, read noise; the data set's dark.png, drawn from ``seed``),
+    clipped at 0. An ideal sensor's (no response): ``image`` itself.
+    """
+    response = camera.sensor.response
+    if response is None:
+        return image
+    dark = response.dark_frame(np.shape(image), np.random.default_rng([int(seed), 2]))
+    return np.clip(image - dark, 0.0, None)
+
+
 def quantize(image, bit_depth):
     """Float image in [0, 1] -> uint8 (bit_depth 8) or uint16 (16), rounded and clipped."""
     if bit_depth not in (8, 16):

@@ -32,6 +32,7 @@ Defaults and where they come from:
 """
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -82,22 +83,10 @@ class SensorResponse:
         return cls(**d)
 
     def fixed_pattern(self, shape):
-        """(gain (H, W), hot dark signal (H, W)) in fractions of full scale, from ``seed``."""
-        h, w = shape
-        rng = np.random.default_rng([self.seed, h, w])
-        gain = 1.0 + self.prnu * rng.standard_normal((h, w))
-        n_dust = rng.poisson(self.dust_per_mpx * h * w / 1e6)
-        if n_dust:
-            yy, xx = np.ogrid[0:h, 0:w]
-            for x, y, r, t in zip(rng.uniform(0, w, n_dust), rng.uniform(0, h, n_dust),
-                                  rng.uniform(8, 30, n_dust), rng.uniform(0.45, 0.8, n_dust)):
-                d = np.hypot(xx - x, yy - y)
-                gain *= 1.0 - (1.0 - t) * 0.5 * (1 - np.tanh((d - r) / 2.0))
-        hot = np.zeros((h, w))
-        n_hot = rng.binomial(h * w, self.hot_pixel_share)
-        idx = rng.choice(h * w, size=n_hot, replace=False)
-        hot.flat[idx] = rng.uniform(0.05, 0.5, n_hot)
-        return gain, hot
+        """(gain (H, W), hot dark signal (H, W)) in fractions of full scale, from ``seed``;
+        read-only arrays, cached (the white, every frame and the dark frame of a camera share
+        them: drawn afresh, they cost about 2 s a frame on full-size Lytro)."""
+        return _fixed_pattern(self, (int(shape[0]), int(shape[1])))
 
     def blur_sigma_px(self, working_f_number, pixel_pitch):
         """Sigma (px) of the diffraction blur of micro-lenses of ``working_f_number``."""
@@ -126,3 +115,25 @@ class SensorResponse:
             electrons += rng.normal(0.0, self.read_noise_e, electrons.shape)
         out = electrons / self.full_well_e + hot + self.black_level
         return np.clip(out, 0.0, 1.0, out=out)
+
+
+@lru_cache(maxsize=2)
+def _fixed_pattern(response, shape):
+    """SensorResponse.fixed_pattern: drawn from (seed, H, W)."""
+    h, w = shape
+    rng = np.random.default_rng([response.seed, h, w])
+    gain = 1.0 + response.prnu * rng.standard_normal((h, w))
+    n_dust = rng.poisson(response.dust_per_mpx * h * w / 1e6)
+    if n_dust:
+        yy, xx = np.ogrid[0:h, 0:w]
+        for x, y, r, t in zip(rng.uniform(0, w, n_dust), rng.uniform(0, h, n_dust),
+                              rng.uniform(8, 30, n_dust), rng.uniform(0.45, 0.8, n_dust)):
+            d = np.hypot(xx - x, yy - y)
+            gain *= 1.0 - (1.0 - t) * 0.5 * (1 - np.tanh((d - r) / 2.0))
+    hot = np.zeros((h, w))
+    n_hot = rng.binomial(h * w, response.hot_pixel_share)
+    idx = rng.choice(h * w, size=n_hot, replace=False)
+    hot.flat[idx] = rng.uniform(0.05, 0.5, n_hot)
+    gain.flags.writeable = False
+    hot.flags.writeable = False
+    return gain, hot

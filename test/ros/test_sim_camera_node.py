@@ -70,6 +70,18 @@ def test_sim_camera_publishes_frames_white_truth_and_advances(ros_context, ros_e
                                    sim.rvecs[1], atol=1e-9)  # TF round trip of the pose
 
 
+def test_sim_camera_is_realistic_unless_ideal_sensor(ros_context):
+    from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR
+    tiny = [Parameter('scale', value=0.05), Parameter('num_poses', value=1)]
+    for ideal in (False, True):
+        sim = SimCameraNode(context=ros_context, parameter_overrides=tiny + [
+            Parameter('ideal_sensor', value=ideal)] * ideal)
+        try:
+            assert sim.camera.sensor.response == (None if ideal else REALISTIC_SENSOR)
+        finally:
+            sim.destroy_node()
+
+
 def test_sim_camera_rejects_bad_parameter(ros_context):
     with pytest.raises(InvalidInputError, match="parameter 'encoding'"):
         SimCameraNode(context=ros_context,
