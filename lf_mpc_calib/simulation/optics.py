@@ -74,6 +74,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.camera.board import Checkerboard as BoardGeometry
+from lf_mpc_calib.camera.board import CharucoBoard as CharucoGeometry, board_type_of
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.grid import numbered_grid
 from lf_mpc_calib.camera.model import MPCModel
@@ -362,7 +363,10 @@ class Checkerboard(BoardGeometry):
 
     @classmethod
     def from_dict(cls, d):
-        """Inverse of :meth:`to_dict` (``square`` accepted for ``square_m``)."""
+        """Inverse of :meth:`to_dict` (``square`` accepted for ``square_m``); a mapping with
+        ``board_type: charuco`` gives a :class:`CharucoBoard`."""
+        if cls is Checkerboard and board_type_of(d) == 'charuco':
+            return CharucoBoard.from_dict(d)
         for key in ('cols', 'rows'):
             if key not in d:
                 raise InvalidInputError(f'board lacks key {key!r}; expected cols, rows, square_m')
@@ -372,6 +376,66 @@ class Checkerboard(BoardGeometry):
         return cls(d['cols'], d['rows'], square, d.get('first_square', 'black'),
                    d.get('margin_m'), d.get('dark', 0.08), d.get('light', 0.85),
                    d.get('background', 0.35))
+
+
+TEXTURE_SQUARE_PX = 96
+"""Texture pixels per square of a rendered ChArUco board (squares exactly whole pixels)."""
+TEXTURE_MAX_PX = 8192
+"""Longest side of a ChArUco texture (boards with many squares get fewer pixels per square)."""
+
+
+@dataclass(frozen=True, eq=False)
+class CharucoBoard(Checkerboard, CharucoGeometry):
+    """
+    A ChArUco target for the renderer: :class:`lf_mpc_calib.camera.board.CharucoBoard` (ids,
+    dictionary, marker, layout) with :class:`Checkerboard`'s margin and levels.
+
+    Its squares and markers are OpenCV's ``CharucoBoard.generateImage`` texture (a whole number
+    of texture pixels per square, so every square edge and inner corner is exact), sampled
+    nearest-pixel at each ray's board point; the margin and background as the checkerboard's.
+    """
+
+    def __post_init__(self):
+        super().__post_init__()
+        spx = int(max(8, min(TEXTURE_SQUARE_PX,
+                             TEXTURE_MAX_PX // (max(self.cols, self.rows) + 1))))
+        size = ((self.cols + 1) * spx, (self.rows + 1) * spx)
+        texture = self.cv_board().generateImage(size, marginSize=0, borderBits=1)
+        if texture.shape != (size[1], size[0]):
+            raise InvalidInputError(f'OpenCV drew a ChArUco texture of {texture.shape[::-1]} '
+                                    f'px, expected {size}')
+        object.__setattr__(self, '_texture', texture > 127)
+        object.__setattr__(self, '_texture_px', spx)
+
+    def shade(self, x, y):
+        """Board-frame coordinates (N,) (N,) metres -> (N,) reflectance."""
+        x, y = np.asarray(x), np.asarray(y)
+        level = np.result_type(x, y, np.float32).type
+        scale = self._texture_px / self.square
+        h, w = self._texture.shape
+        tx = np.floor((x + self.square) * scale)
+        ty = np.floor((y + self.square) * scale)
+        in_squares = (tx >= 0) & (tx < w) & (ty >= 0) & (ty < h)
+        light = self._texture[np.where(in_squares, ty, 0).astype(np.intp),
+                              np.where(in_squares, tx, 0).astype(np.intp)]
+        out = np.where(light, level(self.light), level(self.dark))
+        x0, y0, x1, y1 = self.extent()
+        on_board = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+        return np.where(in_squares, out,
+                        np.where(on_board, level(self.light), level(self.background)))
+
+    def to_dict(self):
+        """Plain mapping for the dataset manifest: the checkerboard's and the ChArUco keys."""
+        return {**Checkerboard.to_dict(self), **self._charuco_keys()}
+
+    @classmethod
+    def from_dict(cls, d):
+        """Inverse of :meth:`to_dict`."""
+        from lf_mpc_calib.camera.board import charuco_keys
+        base = Checkerboard.from_dict({**d, 'board_type': 'checkerboard'})
+        keys = {k: getattr(base, k) for k in ('margin', 'dark', 'light', 'background')}
+        return cls(base.cols, base.rows, base.square, base.first_square, **keys,
+                   **charuco_keys(d))
 
 
 @dataclass(frozen=True, eq=False)
@@ -1035,7 +1099,8 @@ def default_board(camera):
 
     Squares span at least about 7 micro-images (so sub-aperture views keep a few pixels per
     square; focused cameras: about 60 raw pixels, 20 pixels of the image rendered from the
-    micro-images); between 3 x 2 and 9 x 6 inner corners.
+    micro-images); between 3 x 3 and 9 x 6 inner corners (OpenCV's detectors refuse fewer than
+    3 a side: a short view gets smaller squares instead).
     """
     w, h = camera.field_of_view(camera.scene_distance)
     lenses = camera.sensor.width / camera.micro_image_pitch
@@ -1043,7 +1108,7 @@ def default_board(camera):
     if camera.camera_type == 'focused':   # the rendered image has ~1/3 of the raw pixels
         squares = int(np.clip(np.floor(0.5 * camera.sensor.width / 60.0), 4, 10))
     square = 0.55 * w / (squares + 2)            # + a one-square margin on each side
-    rows = int(np.clip(np.floor(0.55 * h / square) - 2, 3, 7))
+    rows = int(np.clip(np.floor(0.55 * h / square) - 2, 4, 7))
     square = min(square, 0.55 * h / (rows + 2))
     return Checkerboard(squares - 1, rows - 1, float(square))
 
