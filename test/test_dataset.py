@@ -10,7 +10,7 @@ from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.dataset import (
     append_frames, board_in_view, capture_board, load_poses, random_poses, read_dataset,
     write_dataset)
-from lf_mpc_calib.simulation.optics import Checkerboard, default_board, preset
+from lf_mpc_calib.simulation.optics import Checkerboard, default_board, preset, PRESETS
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
 
 
@@ -140,6 +140,14 @@ def test_dataset_bad_input(tmp_path):
                  '-o', str(tmp_path / 'x'), '--quiet']) == 1
 
 
+def test_simulate_refuses_a_checkerboard_of_fewer_than_3_corners_a_side(tmp_path, capsys):
+    assert main(['simulate', '--preset', 'lytro', '--scale', '0.06', '--board', '5x2',
+                 '-o', str(tmp_path / 'x'), '--quiet']) == 1
+    err = capsys.readouterr().err
+    assert 'at least 3 x 3 inner corners for a checkerboard' in err and 'got 5x2' in err
+    assert not (tmp_path / 'x').exists()
+
+
 @pytest.mark.parametrize('name', ['focused-keplerian', 'focused-galilean', 'focused-multifocus'])
 @pytest.mark.parametrize('scale', [1.0, 0.5, 0.25])
 def test_focused_default_capture_follows_the_guidance(name, scale):
@@ -183,7 +191,7 @@ def test_focused_default_capture_follows_the_guidance(name, scale):
         assert board.cols * board.rows >= 150
 
 
-@pytest.mark.parametrize('scale', [0.5, 0.75, 1.0])
+@pytest.mark.parametrize('scale', [0.1, 0.2, 0.3, 0.5, 0.75, 1.0])
 @pytest.mark.parametrize('name', ['focused-keplerian', 'focused-galilean', 'focused-multifocus'])
 def test_capture_board_is_never_the_same_turned_by_180_degrees(name, scale):
     # cols + rows even: the board looks the same turned round and its corners may be numbered
@@ -192,3 +200,16 @@ def test_capture_board_is_never_the_same_turned_by_180_degrees(name, scale):
     for square_px in (None, 40.0):
         board = capture_board(preset(name, scale=scale), square_px=square_px)
         assert (board.cols + board.rows) % 2 == 1, board
+
+
+@pytest.mark.parametrize('name', PRESETS)
+@pytest.mark.parametrize('scale', [0.05, 0.1, 0.15, 0.2, 0.25, 0.3])
+def test_small_sensors_keep_a_board_of_3_x_3_corners_or_more(name, scale):
+    # OpenCV's checkerboard detectors refuse a pattern with fewer than 3 corners a side:
+    # focused-keplerian at scale 0.3 gave a 5 x 2 board, and every frame an OpenCV error
+    cam = preset(name, scale=scale)
+    for board in (capture_board(cam), default_board(cam)):
+        assert board.cols >= 3 and board.rows >= 3, (name, scale, board)
+        w, h = cam.field_of_view(cam.scene_distance)
+        x0, y0, x1, y1 = board.extent()
+        assert x1 - x0 < w and y1 - y0 < h, (name, scale, board)

@@ -206,7 +206,8 @@ def capture_board(camera, *, square_px=None):
     FOCUSED_BOARD_FILL of the view at the nearest (:func:`capture_depth_range`) and its
     outline at most FOCUSED_OUTLINE_FILL, as the guidance for focused cameras asks; never
     cols + rows even (a board that looks the same turned by 180 degrees, whose corners a
-    detector may number turned round: a row less).
+    detector may number turned round: a row less); at least 4 x 3 inner corners (3 x 3 and
+    fewer rows are what small sensors gave: OpenCV's detectors refuse fewer than 3 a side).
     """
     from lf_mpc_calib.simulation.optics import default_board
     if camera.camera_type != 'focused':
@@ -216,9 +217,12 @@ def capture_board(camera, *, square_px=None):
     square_px = FOCUSED_SQUARE_PX if square_px is None else float(square_px)
     squares = FOCUSED_BOARD_FILL * w_px * (near / far) / square_px
     cols = int(np.clip(np.floor(squares) - 1, 3, FOCUSED_BOARD_MAX[0]))
-    rows = int(np.clip(np.floor((cols + 1) * h_px / w_px) - 1, 2, FOCUSED_BOARD_MAX[1]))
+    rows = int(np.clip(np.floor((cols + 1) * h_px / w_px) - 1, 3, FOCUSED_BOARD_MAX[1]))
     if (cols + rows) % 2 == 0:   # looks the same turned by 180 degrees: corner ids ambiguous
-        rows, cols = (rows - 1, cols) if rows > 2 else (rows, cols - 1)
+        # a row or a column less, never below 3 (OpenCV's detectors want 3 x 3 or more):
+        # 3 x 3 becomes 4 x 3, its squares a little smaller
+        rows, cols = ((rows - 1, cols) if rows > 3 else (rows, cols - 1) if cols > 3
+                      else (rows, cols + 1))
     w, h = camera.field_of_view(near * camera.scene_distance)
     square = FOCUSED_BOARD_FILL * min(w / (cols + 1), h / (rows + 1))
     # the board's outline (a one-square margin each side) must stay in view once tilted,
