@@ -416,6 +416,11 @@ def run(args, out=None):
             from lf_mpc_calib.ros.demo_plan import plan_parameters
             sim_params.append(Parameter('follow_suggestions', value=True))
         sim = SimCameraNode(context=context, parameter_overrides=sim_params)
+        dark_params = _dark_parameters(sim, output_dir)
+        calib_params += dark_params
+        if dark_params:
+            say(f'dark frame of the simulated sensor (lens capped): {dark_params[0].value}, '
+                'subtracted by the calibration and decode nodes (dark_image_file)')
         if plan:
             calib_params += plan_parameters(args, sim, output_dir)
         calib = CalibrationNode(context=context, parameter_overrides=calib_params)
@@ -477,7 +482,7 @@ def run(args, out=None):
         cal_file = output_dir / 'latest' / f'{calib.camera_name}.yaml'
         expected = _true_corners(sim, result.model, new)
         measured, ids, source, stamp, clouds, decoder = _measure(
-            caller, executor, context, nodes, cal_file, sim, new, say, board_params)
+            caller, executor, context, nodes, cal_file, sim, new, say, board_params + dark_params)
         err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
         dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
         z_mm = float(expected[ids, 2].mean()) * 1e3
@@ -554,8 +559,24 @@ def _fmt3(p):
     return f'({p[0]:+.3f}, {p[1]:+.3f})'
 
 
-def _measure(caller, executor, context, nodes, cal_file, sim, index, say, board_params):
-    """Measured corners (N, 3), ids (N,) and the source's name for sim pose ``index``."""
+def _dark_parameters(sim, folder):
+    """[dark_image_file] for the other nodes: the simulated sensor's dark frame written to
+    ``folder``/dark.png, as a user captures one with the lens capped; [] on an ideal sensor."""
+    from rclpy.parameter import Parameter
+
+    from lf_mpc_calib.io.atomic import write_atomically
+    from lf_mpc_calib.io.images import write_image
+    if sim.dark is None:
+        return []
+    path = Path(folder) / 'dark.png'
+    write_atomically(path, lambda tmp: write_image(tmp, sim.dark))
+    return [Parameter('dark_image_file', value=str(path))]
+
+
+def _measure(caller, executor, context, nodes, cal_file, sim, index, say, node_params):
+    """Measured corners (N, 3), ids (N,) and the source's name for sim pose ``index``.
+    ``node_params``: the decode node's board and dark frame (then its white is the raw one of
+    ``white_image``: the session's white.png has the dark frame subtracted already)."""
     from rclpy.parameter import Parameter
     from rclpy.qos import QoSProfile
     from sensor_msgs.msg import PointCloud2
@@ -566,10 +587,11 @@ def _measure(caller, executor, context, nodes, cal_file, sim, index, say, board_
     clouds = []
     nodes[2].create_subscription(PointCloud2, '/lf_decoder/points', clouds.append,
                                  QoSProfile(depth=5))
-    decoder = DecodeNode(context=context, parameter_overrides=[
-        Parameter('calibration_file', value=str(cal_file)),
+    dark = any(q.name == 'dark_image_file' for q in node_params)
+    white = [] if dark else [
         Parameter('white_image_file', value=str(cal_file.parent / 'white.png'))]
-        + board_params)
+    decoder = DecodeNode(context=context, parameter_overrides=[
+        Parameter('calibration_file', value=str(cal_file))] + white + node_params)
     nodes.append(decoder)
     executor.add_node(decoder)
     say(f'decode node lf_decoder started on {cal_file.name}; pose {index} shown')

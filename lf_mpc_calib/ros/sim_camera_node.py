@@ -5,7 +5,9 @@ Renders raw frames with the core's optics simulator (:mod:`lf_mpc_calib.simulati
 checkerboard (``board_cols``, ``board_rows``, ``square_size``; 0: the preset's capture board,
 :func:`lf_mpc_calib.simulation.dataset.capture_board`: a conventional camera's default board,
 a focused camera's the board ``simulate`` renders, filling most of the view at the nearest
-pose) at a sequence of poses and publishes them at a steady rate; each
+pose), or with ``board_type`` charuco a ChArUco board of that size (``dictionary``,
+``marker_size``, ``charuco_layout``: the calibration node's parameters, OpenCV's texture), at
+a sequence of poses and publishes them at a steady rate; each
 pose is rendered once and cached (``samples`` rays per pixel; 0: ``simulate``'s, 4 or
 FOCUSED_SAMPLES for a focused camera); with ``render_ahead`` every pose's frame is rendered in
 order in a worker process from the start (:mod:`lf_mpc_calib.simulation.frame_pool`: the same
@@ -14,6 +16,9 @@ names, so it connects to the other nodes in its namespace):
 
 - ``image_raw`` (sensor_msgs/Image, mono8 or mono16, ``rate`` Hz, frame ``<camera>_optical_frame``)
 - ``white_image`` (latched): the white image of the same camera
+- ``~/dark_image`` (latched, realistic sensor only): a dark frame of the same sensor (black
+  level, hot pixels, read noise), as a user captures one with the lens capped; save it
+  and give it to the other nodes as ``dark_image_file`` (``demo --ros`` does)
 - ``~/ground_truth`` (latched std_msgs/String): the ground-truth calibration file (every
   pose, frames of ``camera_name``)
 - ``/tf_static``: the current board pose as ``<camera>_true_board`` in the optical frame (the
@@ -55,7 +60,9 @@ Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or 
 from ``seed``: a careful user's set (boards at 0.6-1.5 x the focus distance alternating near
 and far, tilted about both axes in turn; a focused camera's only on the side of the plane
 conjugate to its micro-lenses where they focus:
-:func:`lf_mpc_calib.simulation.dataset.capture_poses`).
+:func:`lf_mpc_calib.simulation.dataset.capture_poses`); with ``partial`` each slid 30-60 %
+out of view into an image corner or side
+(:func:`lf_mpc_calib.simulation.partial_poses.partial_poses`, as ``simulate --partial``).
 """
 
 import dataclasses
@@ -96,7 +103,7 @@ class SimCameraNode(Node):
         from lf_mpc_calib.simulation.dataset import (
             FOCUSED_SAMPLES, capture_board, capture_poses, ground_truth_file)
         from lf_mpc_calib.simulation.optics import PRESETS, preset
-        from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_white
+        from lf_mpc_calib.simulation.render import quantize
 
         p = D.declare_parameters(self, [
             ('preset', D.SIM_PRESET, 'camera preset of the simulator (simulation.optics.PRESETS)',
@@ -118,6 +125,10 @@ class SimCameraNode(Node):
              D.at_least(0)),
             ('square_size', 0.0, 'board square side in metres; 0: the capture board',
              D.at_least(0.0)),
+        ] + D.CHARUCO_PARAMETERS + [
+            ('partial', False, 'poses from seed pushed 30-60 % out of view into the image '
+             'corners and sides, the same depths and tilts (simulate --partial; for '
+             'board_type charuco)', None),
             ('samples', 0, 'rays per pixel (renderer); 0: the preset\'s, 4 (focused: '
              f'{FOCUSED_SAMPLES}, its detector reads the micro-images up to their rims)',
              D.at_least(0)),
@@ -161,6 +172,11 @@ class SimCameraNode(Node):
             self._planes(poses)
         elif poses.size >= 6:
             self.rvecs, self.tvecs = poses.reshape(-1, 6)[:, :3], poses.reshape(-1, 6)[:, 3:]
+        elif p['partial']:      # the careful user's set slid partly out of view
+            from lf_mpc_calib.simulation.partial_poses import partial_poses
+            self.rvecs, self.tvecs = partial_poses(
+                self.camera, self.board, p['num_poses'], rng=np.random.default_rng(p['seed']),
+                base_board=capture_board(self.camera))
         else:   # both sides of the focus distance (focused: where the micro-lenses focus)
             self.rvecs, self.tvecs = capture_poses(self.camera, self.board, p['num_poses'],
                                                    rng=np.random.default_rng(p['seed']))
@@ -201,12 +217,8 @@ class SimCameraNode(Node):
             self.create_publisher(Image, '~/depth_truth', latched)
         self.arm_pub = self.create_publisher(TFMessage, '/tf', 100) if self.arm else None
 
-        white = quantize(render_white(self.camera, samples=max(p['samples'], WHITE_SAMPLES)),
-                         self.bits)
-        self.white_msg = array_to_image(white, p['encoding'])
-        self.white_msg.header.frame_id = self.frame_id
-        self.white_msg.header.stamp = self.get_clock().now().to_msg()
-        self.white_pub.publish(self.white_msg)
+        self.dark_pub = self.create_publisher(Image, '~/dark_image', latched)
+        self._publish_white_and_dark(p)
         self.truth_pub.publish(String(data=dumps(self.truth)))
         self.live_tf_pub = None
         if p['motion_frames'] > 0:
@@ -226,24 +238,50 @@ class SimCameraNode(Node):
                               callback_group=self._render_group)
         self.get_logger().info(
             f'{self.camera.name} x{p["scale"]} {self.camera.sensor.width}x'
-            f'{self.camera.sensor.height} px, board {self.board.cols}x{self.board.rows} x '
-            f'{self.board.square * 1e3:.2f} mm, {len(self.rvecs)} poses, scene {p["scene"]}, '
+            f'{self.camera.sensor.height} px, board {D.describe_board(self.board)}, '
+            f'{len(self.rvecs)} poses{" (partial views)" if p["partial"] else ""}, scene '
+            f'{p["scene"]}, '
             f'{p["samples"]} rays per pixel, {p["encoding"]} at {p["rate"]} Hz')
+
+    def _publish_white_and_dark(self, p):
+        """The latched white image and, for a realistic sensor, its dark frame
+        (``self.dark``, uint (H, W); None on an ideal sensor): what a user captures with a
+        diffuser and with the lens capped, for ``dark_image_file``."""
+        from lf_mpc_calib.ros.image_conversion import array_to_image
+        from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_white
+        stamp = self.get_clock().now().to_msg()
+        white = quantize(render_white(self.camera, samples=max(p['samples'], WHITE_SAMPLES)),
+                         self.bits)
+        self.white_msg = array_to_image(white, p['encoding'])
+        self.white_msg.header.frame_id, self.white_msg.header.stamp = self.frame_id, stamp
+        self.white_pub.publish(self.white_msg)
+        response = self.camera.sensor.response
+        self.dark = None if response is None else quantize(response.dark_frame(
+            white.shape, np.random.default_rng([int(p['seed']), 2])), self.bits)
+        if self.dark is not None:
+            msg = array_to_image(self.dark, p['encoding'])
+            msg.header.frame_id, msg.header.stamp = self.frame_id, stamp
+            self.dark_pub.publish(msg)
 
     def _board(self, p, capture_board):
         """The board of ``board_cols``, ``board_rows``, ``square_size``, or the preset's
-        capture board when all three are 0."""
+        capture board when all three are 0; a ChArUco one of that size with ``board_type``
+        charuco (``dictionary``, ``marker_size``, ``charuco_layout``)."""
         from lf_mpc_calib.errors import InvalidInputError
-        from lf_mpc_calib.simulation.optics import Checkerboard
+        from lf_mpc_calib.simulation.optics import CharucoBoard, Checkerboard
         given = (p['board_cols'], p['board_rows'], p['square_size'])
         if not any(given):
-            return capture_board(self.camera)
+            board = capture_board(self.camera)
+            if p['board_type'] != 'charuco':
+                return board
+            return D.board_of(dict(p, board_cols=board.cols, board_rows=board.rows,
+                                   square_size=board.square), Checkerboard, CharucoBoard)
         if given[0] < 2 or given[1] < 2 or not given[2] > 0:
             raise InvalidInputError(
                 "parameters 'board_cols', 'board_rows', 'square_size': all three 0 (the "
                 'capture board) or a board of at least 2 x 2 inner corners and squares > 0 m, '
                 f'got {given[0]} x {given[1]} x {given[2]:g} m')
-        return Checkerboard(int(given[0]), int(given[1]), float(given[2]))
+        return D.board_of(p, Checkerboard, CharucoBoard)
 
     def _follow(self, p):
         """Subscribe to the suggested poses ('board' scene only)."""

@@ -88,6 +88,8 @@ def test_demo_plan_closes_the_loop_for_a_focused_camera(tmp_path):
     text = out.getvalue()
     used = int(re.search(r'^captures used: (\d+);', text, re.M).group(1))
     assert 3 <= used < 6 and 'target predicted: yes' in text, text
+    # the realistic sensor's dark frame, saved as a user captures one, given to the nodes
+    assert f'dark frame of the simulated sensor (lens capped): {tmp_path / "dark.png"}' in text
     # every capture found the board where the node suggested it: all its corners or nearly
     found = [int(a) / int(b) for a, b in re.findall(r': (\d+)/(\d+) corners in ', text)]
     assert len(found) == used and min(found) >= 0.8, found

@@ -70,7 +70,9 @@ def test_sim_camera_publishes_frames_white_truth_and_advances(ros_context, ros_e
                                    sim.rvecs[1], atol=1e-9)  # TF round trip of the pose
 
 
-def test_sim_camera_is_realistic_unless_ideal_sensor(ros_context):
+def test_sim_camera_is_realistic_unless_ideal_sensor(ros_context, ros_executor, ros_node):
+    """The realistic sensor (default) publishes its dark frame on ~/dark_image: the black
+    level the frames sit on (their darkest pixels); an ideal sensor has none."""
     from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR
     tiny = [Parameter('scale', value=0.05), Parameter('num_poses', value=1)]
     for ideal in (False, True):
@@ -78,8 +80,20 @@ def test_sim_camera_is_realistic_unless_ideal_sensor(ros_context):
             Parameter('ideal_sensor', value=ideal)] * ideal)
         try:
             assert sim.camera.sensor.response == (None if ideal else REALISTIC_SENSOR)
+            assert (sim.dark is None) == ideal
         finally:
             sim.destroy_node()
+    sim = SimCameraNode(context=ros_context, parameter_overrides=tiny)
+    with spinning(ros_context, sim):
+        dark = MessageCollector(ros_node, Image, '/lf_sim_camera/dark_image', LATCHED_QOS)
+        dark.wait(ros_executor)
+        pixels = image_to_array(dark.last)
+        np.testing.assert_array_equal(pixels, sim.dark)
+        frame = sim.frame(0)
+        assert pixels.shape == frame.shape and pixels.dtype == frame.dtype
+        level = np.median(pixels)
+        assert level > 0 and abs(np.percentile(frame, 1) - level) <= 3, \
+            (level, np.percentile(frame, 1))
 
 
 def test_sim_camera_rejects_bad_parameter(ros_context):
