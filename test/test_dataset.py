@@ -213,3 +213,17 @@ def test_small_sensors_keep_a_board_of_3_x_3_corners_or_more(name, scale):
         w, h = cam.field_of_view(cam.scene_distance)
         x0, y0, x1, y1 = board.extent()
         assert x1 - x0 < w and y1 - y0 < h, (name, scale, board)
+
+
+def test_read_dataset_refuses_a_manifest_whose_bit_depth_its_images_do_not_have(tmp_path):
+    cam = preset('lytro', scale=0.06)       # 8-bit frames
+    write_dataset(tmp_path, cam, default_board(cam), np.zeros((1, 3)), [[0, 0, 0.4]])
+    path = tmp_path / 'manifest.yaml'
+    manifest = yaml.safe_load(path.read_text())
+    assert manifest['bit_depth'] == 8
+    path.write_text(yaml.safe_dump({**manifest, 'bit_depth': 16}))
+    with pytest.raises(InvalidInputError, match='bit_depth is 16 but white.png holds 8-bit'):
+        read_dataset(tmp_path)
+    path.write_text(yaml.safe_dump({**manifest, 'frames': 'frame_000.png'}))
+    with pytest.raises(InvalidInputError, match='frames must be a list of file names'):
+        read_dataset(tmp_path)

@@ -136,20 +136,39 @@ def image_size_from_header(head, f=None):
 
 def _tiff_size(f, order):
     """(width, height) of a TIFF's first image directory, or None when unreadable."""
+    tags = _tiff_tags(f, order, (256, 257))
+    return (tags[256], tags[257]) if len(tags) == 2 else None
+
+
+def _tiff_tags(f, order, wanted):
+    """{tag: value} of the ``wanted`` tags of a TIFF's first image directory that hold one
+    inline SHORT or LONG ({} when unreadable)."""
     import struct
+    tags = {}
     try:
         f.seek(4)
         f.seek(struct.unpack(order + 'I', f.read(4))[0])
         count = struct.unpack(order + 'H', f.read(2))[0]
-        tags = {}
         for _ in range(min(count, 4096)):
-            tag, kind, _, value = struct.unpack(order + 'HHI4s', f.read(12))
-            if tag in (256, 257):
+            tag, kind, n, value = struct.unpack(order + 'HHI4s', f.read(12))
+            if tag in wanted and n == 1 and kind in (3, 4):
                 fmt = 'H' if kind == 3 else 'I'
                 tags[tag] = struct.unpack(order + fmt, value[:struct.calcsize(fmt)])[0]
-        return (tags[256], tags[257]) if len(tags) == 2 else None
     except (struct.error, OSError, ValueError):
-        return None
+        return {}
+    return tags
+
+
+def image_bit_depth(path):
+    """Bits per sample a PNG's or single-channel TIFF's header claims (8, 16, ...), or None
+    for other formats, a colour TIFF, or a header it cannot read."""
+    with open(path, 'rb') as f:
+        head = f.read(32)
+        if head[:8] == PNG_SIGNATURE and len(head) >= 25 and head[12:16] == b'IHDR':
+            return head[24]
+        if head[:4] in (b'II*\x00', b'MM\x00*'):
+            return _tiff_tags(f, '<' if head[:2] == b'II' else '>', (258,)).get(258)
+    return None
 
 
 def write_image(path, image):

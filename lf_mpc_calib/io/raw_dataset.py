@@ -117,30 +117,74 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
     (unless ``demosaic`` is given) and the camera metadata; their ``white`` may be a folder of
     Lytro white images, of which the one matching the frames' serial, zoom and focus is used.
     """
+    folder = _dataset_folder(folder)
+    mpath = folder / MANIFEST
+    manifest = _read_manifest(folder, mpath)
+    if board is None:
+        board = _manifest_board(folder, manifest)
+    given_white, given_dark = white, dark
+    white = _white_file(folder, manifest, white)
+    frames = _frame_files(folder, mpath, manifest, white)
+    dark = _dark_file(folder, manifest, dark)
+    if 'bit_depth' in manifest:     # the images of the folder, not a --white/--dark given
+        own = [p for p, given in ((white, given_white), (dark, given_dark)) if given is None]
+        check_bit_depth(mpath, manifest['bit_depth'], own + frames)
+    camera_metadata = None
+    if any(is_lytro_file(p) for p in frames):
+        white, bayer, camera_metadata = lytro_dataset(frames, white)
+        demosaic = demosaic or bayer
+    elif white.is_dir():
+        raise InvalidInputError(f'white image {white} is a folder; a folder of white images '
+                                'is for Lytro raw frames only')
+    if demosaic is None:
+        demosaic = manifest.get('bayer', manifest.get('demosaic'))
+    grid = checked_grid(grid, white)
+    if dark is not None:
+        white, frames = _dark_corrected(white, frames, dark, camera_metadata)
+    return RawDataset(frames, white, board, demosaic, _camera_from(manifest), folder.name,
+                      grid, camera_metadata)
+
+
+def _dataset_folder(folder):
+    """``folder`` as a Path, or its ``latest`` (a calibration node's output_dir);
+    InvalidInputError when it is no folder."""
     folder = Path(folder)
     if not folder.is_dir():
         raise InvalidInputError(f'dataset folder {folder} does not exist')
     if not (folder / MANIFEST).exists() and (folder / LATEST / MANIFEST).is_file():
-        folder = folder / LATEST                # a calibration node's output_dir
-    manifest = {}
-    mpath = folder / MANIFEST
-    if mpath.exists():
-        manifest = read_yaml(mpath, 'manifest') or {}
-        if not isinstance(manifest, dict):
-            raise InvalidInputError(f'manifest {mpath}: expected a mapping, got '
-                                    f'{type(manifest).__name__}')
-        if not isinstance(manifest.get('frames', []), list):
-            raise InvalidInputError(f'manifest {mpath}: frames must be a list of file names, got '
-                                    f'{shorten(repr(manifest["frames"]))}')
-        check_manifest_version(mpath, manifest)
-        if CHECKSUM_KEY in manifest:
-            verify_checksums(folder, manifest)
-    if board is None:
-        if 'board' not in manifest:
-            raise InvalidInputError(
-                f'{folder}: no manifest.yaml with a board; give the board '
-                '(--board COLSxROWS --square M)')
-        board = Checkerboard.from_dict(manifest['board'])
+        folder = folder / LATEST
+    return folder
+
+
+def _read_manifest(folder, mpath):
+    """The manifest dict at ``mpath`` ({} when there is none), its layout, version and
+    checksums checked."""
+    if not mpath.exists():
+        return {}
+    manifest = read_yaml(mpath, 'manifest') or {}
+    if not isinstance(manifest, dict):
+        raise InvalidInputError(f'manifest {mpath}: expected a mapping, got '
+                                f'{type(manifest).__name__}')
+    if not isinstance(manifest.get('frames', []), list):
+        raise InvalidInputError(f'manifest {mpath}: frames must be a list of file names, got '
+                                f'{shorten(repr(manifest["frames"]))}')
+    check_manifest_version(mpath, manifest)
+    if CHECKSUM_KEY in manifest:
+        verify_checksums(folder, manifest)
+    return manifest
+
+
+def _manifest_board(folder, manifest):
+    """The Checkerboard the manifest names; InvalidInputError asking for one without it."""
+    if 'board' not in manifest:
+        raise InvalidInputError(
+            f'{folder}: no manifest.yaml with a board; give the board '
+            '(--board COLSxROWS --square M)')
+    return Checkerboard.from_dict(manifest['board'])
+
+
+def _white_file(folder, manifest, white):
+    """The white image's Path: ``white`` given, the manifest's, or the one white.* file."""
     if white is None and 'white' in manifest:
         white = folder / _frame_file(manifest['white'])
     if white is None:
@@ -154,6 +198,12 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
     white = Path(white)
     if not white.is_file() and not white.is_dir():
         raise InvalidInputError(f'white image {white} does not exist')
+    return white
+
+
+def _frame_files(folder, mpath, manifest, white):
+    """The frames' Paths: the manifest's list (each present, each once), else every image of
+    the folder but the white and dark ones; InvalidInputError when there is none."""
     if 'frames' in manifest:
         frames = [folder / _frame_file(e) for e in manifest['frames']]
         missing = [str(p) for p in frames if not p.is_file()]
@@ -166,27 +216,17 @@ def load_raw_folder(folder, *, board=None, white=None, demosaic=None, grid=None,
                         and not p.name.lower().startswith(('white', 'dark')))
     if not frames:
         raise InvalidInputError(f'{folder}: no raw frames (PNG/TIFF/Lytro) found')
-    camera_metadata = None
-    if any(is_lytro_file(p) for p in frames):
-        white, bayer, camera_metadata = lytro_dataset(frames, white)
-        demosaic = demosaic or bayer
-    elif white.is_dir():
-        raise InvalidInputError(f'white image {white} is a folder; a folder of white images '
-                                'is for Lytro raw frames only')
-    if demosaic is None:
-        demosaic = manifest.get('bayer', manifest.get('demosaic'))
-    grid = checked_grid(grid, white)
-    dark = _dark_file(folder, manifest, dark)
-    if dark is not None:
-        if camera_metadata is not None:
-            raise InvalidInputError(f'dark frame {dark}: Lytro raw frames carry their own black '
-                                    'level; a dark frame is for PNG/TIFF frames')
-        from lf_mpc_calib.io.dark_corrected import DarkCorrected, dark_for
-        pixels = dark_for(white, dark)
-        white = DarkCorrected(white, pixels)
-        frames = [DarkCorrected(p, pixels) for p in frames]
-    return RawDataset(frames, white, board, demosaic, _camera_from(manifest), folder.name,
-                      grid, camera_metadata)
+    return frames
+
+
+def _dark_corrected(white, frames, dark, camera_metadata):
+    """The white and frames read less the dark frame ``dark`` (checked against the white)."""
+    if camera_metadata is not None:
+        raise InvalidInputError(f'dark frame {dark}: Lytro raw frames carry their own black '
+                                'level; a dark frame is for PNG/TIFF frames')
+    from lf_mpc_calib.io.dark_corrected import DarkCorrected, dark_for
+    pixels = dark_for(white, dark)
+    return DarkCorrected(white, pixels), [DarkCorrected(p, pixels) for p in frames]
 
 
 def _check_listed_once(mpath, frames):
@@ -229,6 +269,26 @@ def manifest_files(folder):
         if isinstance(name, str) and name:
             found.append(folder / name)
     return found
+
+
+def check_bit_depth(mpath, bit_depth, files):
+    """
+    InvalidInputError unless the manifest ``mpath``'s ``bit_depth`` is 8 or 16 and every PNG or
+    TIFF of ``files`` (Paths, None skipped) says so in its header (an 8-bit frame read as
+    16-bit data, or the reverse, reads as a dark or saturated board without a word).
+    """
+    from lf_mpc_calib.io.images import image_bit_depth
+    if isinstance(bit_depth, bool) or bit_depth not in (8, 16):
+        raise InvalidInputError(f'{mpath}: bit_depth must be 8 or 16, got '
+                                f'{shorten(repr(bit_depth))}')
+    for path in files:
+        if path is None or not Path(path).is_file() or is_lytro_file(path):
+            continue
+        found = image_bit_depth(path)
+        if found is not None and found != bit_depth:
+            raise InvalidInputError(
+                f'{mpath}: bit_depth is {bit_depth} but {Path(path).name} holds {found}-bit '
+                f'pixels; expected every image the manifest names to hold {bit_depth}-bit ones')
 
 
 def _dark_file(folder, manifest, dark):

@@ -44,7 +44,7 @@ from lf_mpc_calib.io.calibration_file import (
     CalibrationFile, default_frames, load_calibration, save_calibration)
 from lf_mpc_calib.errors import InvalidInputError, shorten
 from lf_mpc_calib.io.images import check_image_file
-from lf_mpc_calib.io.raw_dataset import MANIFEST_FORMAT, MANIFEST_VERSION
+from lf_mpc_calib.io.raw_dataset import check_bit_depth, MANIFEST_FORMAT, MANIFEST_VERSION
 from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
@@ -446,6 +446,9 @@ def _read_manifest(root):
     for key in ('camera', 'board', 'white', 'frames', 'ground_truth'):
         if key not in manifest:
             raise InvalidInputError(f'{path} lacks key {key!r}')
+    if not isinstance(manifest['frames'], list):
+        raise InvalidInputError(f'{path}: frames must be a list of file names, got '
+                                f'{shorten(repr(manifest["frames"]))}')
     return manifest
 
 
@@ -487,6 +490,9 @@ def read_dataset(directory):
     manifest = _read_manifest(root)
     camera = Camera.from_dict(manifest['camera'])
     board = Checkerboard.from_dict(manifest['board'])
+    if 'bit_depth' in manifest:
+        check_bit_depth(root / MANIFEST, manifest['bit_depth'],
+                        [root / name for name in [manifest['white']] + manifest['frames']])
     white = _imread(root / manifest['white'])
     frames = [_imread(root / name) for name in manifest['frames']]
     truth = load_calibration(root / manifest['ground_truth'])
