@@ -241,7 +241,6 @@ def check_dataset_output(folder, overwrite):
     return entries
 
 
-@contextlib.contextmanager
 def dataset_output(folder, overwrite):
     """
     ``with dataset_output(DIR, overwrite) as tmp:`` write a new data set into ``tmp`` (a
@@ -253,34 +252,9 @@ def dataset_output(folder, overwrite):
     """
     folder = Path(folder)
     old = check_dataset_output(folder, overwrite)
-    made = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
-    from lf_mpc_calib.io.atomic import make_partial_folder
-    tmp = make_partial_folder(folder, 'dataset')
-    try:
-        yield tmp
-        new = sorted(os.listdir(tmp))
-        manifest = [n for n in new if n == 'manifest.yaml']
-        if (folder / 'manifest.yaml').exists():
-            os.unlink(folder / 'manifest.yaml')     # no manifest naming a mixed set
-        for name in [n for n in new if n not in manifest] + manifest:
-            os.replace(tmp / name, folder / name)
-        for name in old:
-            path = folder / name
-            if name not in new and path != tmp and (path.exists() or path.is_symlink()):
-                if path.is_dir() and not path.is_symlink():
-                    shutil.rmtree(path)
-                else:
-                    path.unlink()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if made:
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
-    shutil.rmtree(tmp, ignore_errors=True)
+    return _staged_output(folder, 'dataset', lambda tmp: _replace_dataset(tmp, folder, old))
 
 
-@contextlib.contextmanager
 def files_output(folder):
     """
     ``with files_output(DIR) as tmp:`` write a command's files into ``tmp`` (a hidden folder
@@ -290,17 +264,51 @@ def files_output(folder):
     never a part of the set, such as some of decode's views.
     """
     folder = Path(folder)
+    return _staged_output(folder, 'output', lambda tmp: _move_into(tmp, folder))
+
+
+@contextlib.contextmanager
+def _staged_output(folder, label, publish):
+    """
+    Yield a hidden ``label`` folder made inside ``folder`` (made too when absent); after the
+    block, ``publish(tmp)`` moves its files into ``folder``. An error in either removes the
+    hidden folder (and a ``folder`` made here) and goes on.
+    """
     made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     from lf_mpc_calib.io.atomic import make_partial_folder
-    tmp = make_partial_folder(folder, 'output')
+    tmp = make_partial_folder(folder, label)
     try:
         yield tmp
-        for name in sorted(os.listdir(tmp)):
-            os.replace(tmp / name, folder / name)
+        publish(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if made:
             shutil.rmtree(folder, ignore_errors=True)
         raise
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _move_into(tmp, folder):
+    """Move every entry of ``tmp`` into ``folder``, replacing those of the same names."""
+    for name in sorted(os.listdir(tmp)):
+        os.replace(tmp / name, folder / name)
+
+
+def _replace_dataset(tmp, folder, old):
+    """Move the data set in ``tmp`` into ``folder`` in place of the one whose entries ``old``
+    (names) it held: its manifest removed first, the new one moved in last, then every old
+    entry the new set does not have removed."""
+    new = sorted(os.listdir(tmp))
+    manifest = [n for n in new if n == 'manifest.yaml']
+    if (folder / 'manifest.yaml').exists():
+        os.unlink(folder / 'manifest.yaml')     # no manifest naming a mixed set
+    for name in [n for n in new if n not in manifest] + manifest:
+        os.replace(tmp / name, folder / name)
+    for name in old:
+        path = folder / name
+        if name not in new and path != tmp and (path.exists() or path.is_symlink()):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
