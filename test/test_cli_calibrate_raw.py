@@ -92,6 +92,20 @@ def test_cli_calibrate_raw_bad_options(dataset, tmp_path, capsys):
     assert parse_views('5x3') == (5, 3)
 
 
+@pytest.mark.parametrize('argv, why', [
+    (['--lens-types', '3'], 'simulated conventional camera illum'),
+    (['--lens-types', 'simulated', '--camera-type', 'conventional'],
+     '--camera-type conventional'),
+])
+def test_cli_calibrate_raw_refuses_lens_types_on_a_conventional_camera(dataset, tmp_path,
+                                                                       capsys, argv, why):
+    out = tmp_path / 'c.yaml'
+    assert main(['calibrate-raw', str(dataset), '-o', str(out), '--quiet'] + argv) == 1
+    err = capsys.readouterr().err
+    assert f'a conventional camera ({why}) has one micro-lens type' in err, err
+    assert 'expected --lens-types 1 or none' in err and not out.exists()
+
+
 def test_cli_calibrate_raw_grid_file_from_grid_and_calibration(dataset, tmp_path, capsys):
     # `lf-mpc-calib grid` fits the lattice once (of the Bayer mosaic as it is); calibrate-raw
     # then decodes with exactly that grid, and a calibration file's grid can be reused too.

@@ -38,6 +38,16 @@ def test_demo_live_refuses_without_ros_or_seconds(argv, expected, capsys):
     assert expected in capsys.readouterr().err
 
 
+@pytest.mark.parametrize('ros', [[], ['--ros']])
+def test_demo_refuses_lens_types_on_a_conventional_preset(ros, tmp_path, capsys):
+    rc = main(['demo', '--preset', 'lytro', '--lens-types', '3', '-o', str(tmp_path / 'd')]
+              + ros)
+    assert rc == 1
+    assert ('--lens-types 3: a conventional camera (preset lytro) has one micro-lens type'
+            in capsys.readouterr().err)
+    assert not (tmp_path / 'd').exists()
+
+
 def _rows(text, pattern):
     """{parameter: (truth, error %)} of the table lines matching ``pattern``."""
     return {m.group('name'): (float(m.group('truth')), float(m.group('err')))

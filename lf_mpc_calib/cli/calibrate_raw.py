@@ -282,6 +282,8 @@ def run(args):
     """Run calibrate-raw; returns the exit code."""
     from lf_mpc_calib.calibration.guidance import capture_guidance
     from lf_mpc_calib.pipeline.offline import load_raw_dataset, write_outputs
+    if getattr(args, 'camera_type', 'auto') == 'conventional':
+        check_lens_types(args.lens_types, 'conventional', '--camera-type conventional')
     dataset = load_raw_dataset(args.dataset, board=board_from_args(args), white=args.white,
                                demosaic=args.bayer, grid=args.grid, topic=args.topic,
                                dark=args.dark)
@@ -385,6 +387,7 @@ def calibrate_dataset(args, dataset, *, accept, progress, out):
         dataset, getattr(args, 'camera_type', 'auto'), grid=dataset.grid)
     if not args.quiet:
         print(f'camera type: {camera_type} ({evidence})', file=out, flush=True)
+    check_lens_types(args.lens_types, camera_type, evidence)
     if not args.quiet:
         b = dataset.board
         grid = '' if args.grid is None else f', lenslet grid from {args.grid}'
@@ -457,6 +460,16 @@ def _lens_types(text):
         raise argparse.ArgumentTypeError(f"expected an integer from 1 to {MAX_LENS_TYPES} or "
                                          f"'simulated', got {text!r}")
     return value
+
+
+def check_lens_types(lens_types, camera_type, evidence):
+    """InvalidInputError for --lens-types other than 1 (or none) on a ``camera_type``
+    'conventional' camera: its micro-lenses are of one type (``evidence``: why it is one)."""
+    if camera_type != 'focused' and lens_types not in (None, 1):
+        raise InvalidInputError(
+            f'--lens-types {lens_types}: a conventional camera ({evidence}) has one micro-lens '
+            'type; expected --lens-types 1 or none (several types are told apart on focused '
+            'cameras only)')
 
 
 def _saved_lens_types(folder):

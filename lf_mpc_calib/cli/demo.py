@@ -92,6 +92,7 @@ def run(args):
         raise UsageError('--hand-eye needs --ros (the arm is simulated through TF)')
     if getattr(args, 'plan', False) and not getattr(args, 'ros', False):
         raise UsageError('--plan needs --ros (the calibration node suggests the poses)')
+    _check_preset_lens_types(args)
     if getattr(args, 'ros', False):
         from lf_mpc_calib.ros import demo
         from lf_mpc_calib.simulation.names import PRESETS
@@ -206,6 +207,17 @@ def run(args):
           f'{time.perf_counter() - start:.1f} s in all')
     sys.stdout.flush()
     return 0
+
+
+def _check_preset_lens_types(args):
+    """InvalidInputError for --lens-types other than 1 with a conventional preset."""
+    from lf_mpc_calib.simulation.names import PRESETS
+    if getattr(args, 'lens_types', None) in (None, 1) or args.preset not in PRESETS:
+        return          # an unknown preset is named by the code that builds it
+    from lf_mpc_calib.cli.calibrate_raw import check_lens_types
+    from lf_mpc_calib.simulation.optics import preset
+    kind = preset(args.preset).camera_type
+    check_lens_types(args.lens_types, kind, f'preset {args.preset}')
 
 
 def _focused_detection(detector, raw, board, result):
