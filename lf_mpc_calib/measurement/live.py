@@ -13,8 +13,10 @@ What the decode node runs on every frame (and what ``benchmarks/bench_decode_nod
 3. the board corners across the usable views, tracked from the previous frame
    (:class:`lf_mpc_calib.features.corner_tracking.CornerTracker`; the calibration's full
    search :func:`lf_mpc_calib.features.corners.detect_corners` on the first frame and
-   whenever tracking fails), each triangulated from all the views that see it with the
-   calibrated MPC model (Eq. 2-5), in the camera (optical) frame;
+   whenever tracking fails; a ChArUco board's corners are named by its markers in every
+   frame, :func:`lf_mpc_calib.features.board_detection.detect_board_corners`, so a board
+   partly out of view gives the corners it shows, by id), each triangulated from all the
+   views that see it with the calibrated MPC model (Eq. 2-5), in the camera (optical) frame;
 4. the rays of a decimated pixel set (views whose indices are multiples of ``ray_view_step``,
    pixels every ``ray_step``): origin (s, t, 0), unit direction and intensity. The geometry is
    computed once; a frame only gathers the intensities.
@@ -136,9 +138,10 @@ class LiveMeasurer:
     Decodes raw frames and measures board corners in 3-D with a calibrated MPC model.
 
     model: the calibrated MPCModel; grid: the LensletGrid the calibration decoded with;
-    board: a Checkerboard for :meth:`measure` to find (None: no points); white: the white
-    image (uint8/uint16/float, the raw frames' size) for devignetting and usable views, or
-    None (gain 1, views within the micro-image); views (n_i, n_j) odd counts decoded;
+    board: a Checkerboard or CharucoBoard for :meth:`measure` to find (None: no points);
+    white: the white image (uint8/uint16/float, the raw frames' size) for devignetting and
+    usable views, or None (gain 1, views within the micro-image); views (n_i, n_j) odd
+    counts decoded;
     ray_step: pixel decimation of the rays (>= 1); ray_view_step: the rays come from views
     whose i and j are multiples of it; strict_views: corners only from clean views
     (``Decoder.valid``, else every bright view); corner_options: a CornerOptions;
@@ -171,7 +174,7 @@ class LiveMeasurer:
         self.demosaic = demosaic
         self.track_corners = bool(track_corners)
         self._tracker = None
-        if board is not None and self.track_corners:
+        if board is not None and self.track_corners and not _is_charuco(board):
             from lf_mpc_calib.features.corner_tracking import CornerTracker
             self._tracker = CornerTracker(board, corner_options)
         self.white = None               # float32 in [0, 1]
@@ -269,7 +272,7 @@ class LiveMeasurer:
         :class:`Measurement`; a frame without the board gives no points and the reason.
         Raises InvalidInputError for a frame that does not fit.
         """
-        from lf_mpc_calib.features.corners import detect_corners
+        from lf_mpc_calib.features.board_detection import detect_board_corners
         raw = np.asarray(raw)
         timings = {}
         t0 = time.perf_counter()
@@ -302,10 +305,11 @@ class LiveMeasurer:
             reason = 'no board given'
         elif points:
             try:
-                if self._tracker is None:
-                    search = 'full search: tracking off'
-                    obs = detect_corners(lf, self.board, pose=0,
-                                         options=self.corner_options).observations
+                if self._tracker is None:   # a ChArUco board: corners named by markers
+                    search = 'full search: ' + ('ChArUco markers' if _is_charuco(self.board)
+                                                else 'tracking off')
+                    obs = detect_board_corners(lf, self.board, pose=0,
+                                               options=self.corner_options).observations
                 else:
                     obs = self._tracker.detect(lf).observations
             except DetectionError as exc:
@@ -355,6 +359,12 @@ class LiveMeasurer:
         d = self.model.point_ray_distance(pts[inv.ravel()], rays)
         resid = np.sqrt(np.bincount(inv.ravel(), weights=d * d) / counts)
         return ids.astype(int), pts, counts.astype(int), resid, ''
+
+
+def _is_charuco(board):
+    """Whether ``board`` is a ChArUco board (its corners named by markers in every frame,
+    any part of it: not followed by the checkerboard's CornerTracker)."""
+    return getattr(board, 'board_type', 'checkerboard') == 'charuco'
 
 
 __all__ = ['LiveMeasurer', 'Measurement', 'RaySet', 'STAGES', 'central_view_intrinsics',

@@ -29,6 +29,15 @@ mono8/16, bayer_*8/16, rgb8, bgr8 with any ``step`` padding) and ``white_image``
   answers the figures and the verdict (success: it passes), also under ``verification`` on
   ``~/status``; ``~/save`` then writes ``verification.yaml`` in the saved folder.
 
+The board: ``board_cols`` x ``board_rows`` inner corners ``square_size`` m apart, and
+``board_type`` checkerboard (seen whole) or charuco (``dictionary``, ``marker_size``,
+``charuco_layout``, ``min_corners``: calibrate-raw's --board-type, --dictionary, --marker,
+--charuco-layout, --min-corners). A ChArUco board's corners are named by its markers, so a
+pose partly out of view counts with the ``min_corners`` (default 6) or more it shows on two
+rows and two columns. A frame with markers of another board (another dictionary, size or
+layout, a mirrored board, two boards in view), or a ChArUco board shown to a checkerboard
+configuration, is refused with the reason (ids seen, dictionary expected) and changes nothing.
+
 Each accepted capture is written to the session folder (``session_dir``, default
 ``output_dir/<camera_name>_session``) as it is taken (frame, rays, robot pose;
 :mod:`lf_mpc_calib.pipeline.session_recorder`); a node started again on that folder detects the
@@ -116,7 +125,7 @@ class CalibrationNode(Node):
         from std_srvs.srv import Trigger
         from tf2_msgs.msg import TFMessage
 
-        from lf_mpc_calib.camera.board import Checkerboard
+        from lf_mpc_calib.features.corners import CornerOptions
         from lf_mpc_calib.pipeline.held_out import HeldOutCaptures
         from lf_mpc_calib.pipeline.session import CalibrationSession
         self.held_out = HeldOutCaptures()       # ~/verify's captures, never the session's
@@ -157,17 +166,20 @@ class CalibrationNode(Node):
              D.between(0.0, D.MAX_WAIT_S)),
             ('detections_rate', 3.0, 'Hz of the live picture on ~/detections while subscribed',
              D.positive_at_most(100.0)),
-        ] + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS + SUGGESTION_PARAMETERS)
+        ] + D.BOARD_PARAMETERS + D.CHARUCO_PARAMETERS + [D.MIN_CORNERS_PARAMETER]
+            + D.RAW_INPUT_PARAMETERS + SUGGESTION_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
         self.camera_name = D.camera_name_of(self, p['camera_name'])
         self.optical_frame = p['optical_frame'] or D.optical_frame(self.camera_name)
-        board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
+        board = D.board_of(p)
         grid = self._load_grid(p['grid_file']) if p['grid_file'] else None
         self.session = CalibrationSession(board, camera_type=p['camera_type'], grid=grid,
                                           views=tuple(int(v) for v in p['views']),
                                           min_poses=p['min_poses'],
-                                          lens_types=p['lens_types'])
+                                          lens_types=p['lens_types'],
+                                          corner_options=CornerOptions(
+                                              min_corners=p['min_corners']))
         self.robot = None                       # robot pose source on an arm
         if bool(p['base_frame']) != bool(p['tool_frame']):
             from lf_mpc_calib.errors import InvalidInputError
@@ -241,7 +253,7 @@ class CalibrationNode(Node):
         self.suggestions = SuggestionService(self, self._lock,
                                              callback_group=MutuallyExclusiveCallbackGroup())
         self.get_logger().info(
-            f'board {board.cols}x{board.rows} x {board.square * 1e3:.2f} mm, views '
+            f'board {D.describe_board(board)}, views '
             f'{self.session.views}, white from '
             f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
         self._start_recorder()

@@ -52,6 +52,12 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   ``ray_view_step`` (only while someone subscribes);
 - ``~/points`` (PointCloud2: x y z, id, rays, residual): the board corners found,
   triangulated from all the views (Eq. 2-5), in the optical frame (empty when no board);
+  the board of ``board_cols``, ``board_rows``, ``square_size`` and ``board_type`` (with
+  ``board_type`` charuco, ``dictionary``, ``marker_size``, ``charuco_layout``,
+  ``min_corners``: the calibration node's parameters): a ChArUco board's ids are its
+  corners' (named by the markers around them, found afresh in every frame), so a board
+  partly out of view gives the corners it shows, ``min_corners`` or more, and markers of
+  another board give no points and the reason on ``~/stats``;
 - ``~/depth`` (sensor_msgs/Image 32FC1, metres along the optical axis, NaN where unknown,
   REP 118) with ``~/depth/camera_info`` (the rectified central view's, whose pixels the depth
   has), ``~/cloud`` (PointCloud2 x y z intensity confidence in the optical frame, every
@@ -147,8 +153,6 @@ class DecodeNode(Node):
         from std_msgs.msg import Float32, String
         from tf2_msgs.msg import TFMessage
 
-        from lf_mpc_calib.camera.board import Checkerboard
-
         p = D.declare_parameters(self, [
             ('calibration_file', '', 'calibration file (YAML with lenslet_grid); empty: the '
              'latched calibration_topic', None),
@@ -161,9 +165,10 @@ class DecodeNode(Node):
              '(focused: micro-images whose lattice indices k, l are)', D.between(1, 64)),
             ('optical_frame', '', 'frame id of the outputs; empty: the calibration file\'s',
              None),
-        ] + DEPTH_PARAMETERS + D.BOARD_PARAMETERS + D.RAW_INPUT_PARAMETERS)
+        ] + DEPTH_PARAMETERS + D.BOARD_PARAMETERS + D.CHARUCO_PARAMETERS
+            + [D.MIN_CORNERS_PARAMETER] + D.RAW_INPUT_PARAMETERS)
         self.params = p
-        self.board = Checkerboard(p['board_cols'], p['board_rows'], p['square_size'])
+        self.board = D.board_of(p)
         self._Image, self._CameraInfo = Image, CameraInfo
         self._Float32, self._String = Float32, String
         self._lock = threading.Lock()          # measurer, calibration and pending frame
@@ -253,7 +258,7 @@ class DecodeNode(Node):
         self.get_logger().info(
             f'calibration from {p["calibration_file"] or p["calibration_topic"]}, white from '
             f'{p["white_image_file"] or D.WHITE_TOPIC}, views {tuple(p["views"])}, board '
-            f'{self.board.cols}x{self.board.rows}')
+            f'{D.describe_board(self.board)}')
 
     # ---- calibration and white ----------------------------------------------------------
     def _set_calibration(self, cal, source):
@@ -265,9 +270,11 @@ class DecodeNode(Node):
                 cal, board=board, ray_step=self.params['ray_step'],
                 ray_lens_step=self.params['ray_view_step'], background_search=True)
         else:
+            from lf_mpc_calib.features.corners import CornerOptions
             measurer = LiveMeasurer.from_calibration(
                 cal, board=board, views=tuple(int(v) for v in self.params['views']),
-                ray_step=self.params['ray_step'], ray_view_step=self.params['ray_view_step'])
+                ray_step=self.params['ray_step'], ray_view_step=self.params['ray_view_step'],
+                corner_options=CornerOptions(min_corners=self.params['min_corners']))
         with self._lock:
             white = self._white
         if white is not None:

@@ -433,6 +433,61 @@ BOARD_PARAMETERS = [
 ]
 """Parameter specs (:func:`declare_parameters`) of the checkerboard, shared by the nodes."""
 
+MIN_CORNERS = 6
+"""Fewest ChArUco corners a partial view counts with (calibrate-raw --min-corners)."""
+
+CHARUCO_PARAMETERS = [
+    ('board_type', 'checkerboard', 'checkerboard (seen whole), or charuco: ArUco markers in '
+     'the white squares name every corner, so a board partly out of view counts '
+     '(calibrate-raw --board-type)', one_of('checkerboard', 'charuco')),
+    ('dictionary', 'DICT_4X4_250', "charuco: the markers' predefined ArUco dictionary "
+     '(--dictionary)', lambda v: None if v.startswith('DICT_') else
+     'expected a predefined ArUco dictionary name such as DICT_4X4_250'),
+    ('marker_size', 0.0, 'charuco: marker side in metres; 0: 0.75 square_size (--marker)',
+     at_least(0.0)),
+    ('charuco_layout', 'opencv', 'charuco: opencv (the squares of OpenCV >= 4.7) or legacy '
+     '(boards made before 4.6, CharucoBoard.setLegacyPattern) (--charuco-layout)',
+     one_of('opencv', 'legacy')),
+]
+"""Parameter specs of the board type (ChArUco's dictionary, marker, layout), shared by the
+nodes under the CLI options' names and meanings."""
+
+MIN_CORNERS_PARAMETER = (
+    'min_corners', MIN_CORNERS, 'charuco: fewest corners a partial view counts with, on two '
+    'rows and two columns (--min-corners)', at_least(4))
+
+
+def board_of(p, board_class=None, charuco_class=None):
+    """
+    The board of the parameters ``p`` (board_cols, board_rows, square_size and the
+    CHARUCO_PARAMETERS): a ``board_class`` (default camera.board.Checkerboard), or with
+    ``board_type`` charuco a ``charuco_class`` (default camera.board.CharucoBoard). Raises
+    InvalidInputError naming the parameter for a dictionary or marker that does not fit.
+    """
+    from lf_mpc_calib.camera import board as B
+    from lf_mpc_calib.errors import InvalidInputError
+    board = (board_class or B.Checkerboard)(p['board_cols'], p['board_rows'], p['square_size'])
+    if p['board_type'] != 'charuco':
+        return board
+    try:
+        return (charuco_class or B.CharucoBoard)(
+            board.cols, board.rows, board.square, dictionary=p['dictionary'],
+            marker=p['marker_size'] or None, layout=p['charuco_layout'])
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"parameters 'dictionary' = {p['dictionary']!r}, "
+                                f"'marker_size' = {p['marker_size']!r}: {exc}") from None
+
+
+def describe_board(board):
+    """'9x6 x 6.39 mm checkerboard' or '9x6 x 6.39 mm ChArUco DICT_4X4_250 (marker 4.80
+    mm, opencv layout)': the board in a log line."""
+    text = f'{board.cols}x{board.rows} x {board.square * 1e3:.2f} mm'
+    if getattr(board, 'board_type', 'checkerboard') != 'charuco':
+        return text + ' checkerboard'
+    return (f'{text} ChArUco {board.dictionary} (marker {board.marker * 1e3:.2f} mm, '
+            f'{board.layout} layout)')
+
+
 RAW_INPUT_PARAMETERS = [
     ('white_image_file', '', 'white image file (PNG/TIFF); empty: the white_image topic', None),
     ('dark_image_file', '', 'dark frame file (PNG/TIFF, same size and bit depth, no light), '
