@@ -184,37 +184,81 @@ class MicroImageCornerDetector:
             raise InvalidInputError(f'raw frame must be {self.lit.shape[1]} x '
                                     f'{self.lit.shape[0]} (2-D) like the white image, got '
                                     f'shape {raw.shape}')
-        opt = self.options
         norm = self.normalise(raw)
-        if previous is not None and 'board_grid' in previous.diagnostics:
-            d = previous.diagnostics
-            w, step, grid = d['inverse_virtual_depth'], d['render_step_px'], d['board_grid']
-            rendered = previous.reference_image
-        else:
-            w = self.estimate_w(norm)
-            _check_stop(stop)
-            rendered, step = self.render(norm, w)
-            try:
-                if getattr(board, 'board_type', 'checkerboard') == 'charuco':
-                    from lf_mpc_calib.features.charuco import charuco_grid
-                    grid = charuco_grid(rendered, board)   # named by the markers, any part
-                else:
-                    grid = find_board(rendered, board)
-                    grid = resolve_orientation(rendered, grid, board)
-            except (DetectionError, cv2.error) as exc:
-                raise DetectionError(
-                    f'board not found in the image rendered from the micro-images at inverse '
-                    f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
-                    f'{exc}') from None
+        w, step, grid, rendered = self._board_in_rendered(norm, board, previous, stop)
         x0 = grid.reshape(-1, 2) * step                            # (C, 2) raw px
         spacing = _min_spacing(grid) * step
         contrast = _board_contrast(rendered, grid)
         smooth = cv2.GaussianBlur(norm, (0, 0), 0.7)
+        half, r_valid = self.windows(spacing, w)
+        rows, x_fit, w_fit, counts, rim_corners = self._measure_corners(
+            norm, smooth, x0, w, contrast, spacing, half, r_valid, stop)
+        kept = self.homography_check(x_fit, board, spacing)
+        rows = [r for r in rows if kept[r[0]]]
+        rows, moves = self._aperture_corrected(rows, x_fit, w_fit, kept, board, half)
+        self._check_pose_corners(rows, board, w, half, r_valid)
+        obs = self._observations(rows, board, pose)
+        central = np.where(kept[:, None] & (counts[:, None] > 0), x_fit / step, np.nan)
+        diag = {'inverse_virtual_depth': float(w), 'render_step_px': float(step),
+                'board_grid': grid,     # the board's corners in the rendered image (found)
+                'window': float(np.median(half)), 'rim_corners': int(rim_corners),
+                'corners_found': int(len(rows)), 'corners_total': int(board.n_points),
+                'rays': int(len(obs)),
+                'fit_residual_rms_px': float(np.sqrt(np.mean(np.concatenate(
+                    [r[3] for r in rows]) ** 2))),
+                'median_views': float(np.median(counts[counts > 0])),
+                'w_per_corner': w_fit,
+                'row_saddle': np.concatenate([saddle_strength(smooth, q, contrast)
+                                              for _, _, q, *_ in rows]),
+                # per row, for a tracker (features.micro_image_tracking): the micro-image,
+                # the aperture move subtracted, the refinement's disk; and the board contrast
+                'row_micro_image': np.concatenate([r[1] for r in rows]),
+                'row_move': np.concatenate(moves),
+                'row_disk': np.concatenate([r[4] for r in rows]),
+                'board_contrast': float(contrast), 'corner_spacing_px': float(spacing)}
+        return Detection(obs, central, rendered, diag)
+
+    # ---- the steps of detect -----------------------------------------------------------------
+    def _board_in_rendered(self, norm, board, previous, stop):
+        """
+        (inverse virtual depth w, render step px, board grid (rows, cols, 2) in the image
+        rendered at w, that image): ``previous``'s when it has them, else w estimated, the
+        image rendered and the board found in it (DetectionError naming w when it is not).
+        """
+        if previous is not None and 'board_grid' in previous.diagnostics:
+            d = previous.diagnostics
+            return (d['inverse_virtual_depth'], d['render_step_px'], d['board_grid'],
+                    previous.reference_image)
+        w = self.estimate_w(norm)
+        _check_stop(stop)
+        rendered, step = self.render(norm, w)
+        try:
+            if getattr(board, 'board_type', 'checkerboard') == 'charuco':
+                from lf_mpc_calib.features.charuco import charuco_grid
+                grid = charuco_grid(rendered, board)   # named by the markers, any part
+            else:
+                grid = find_board(rendered, board)
+                grid = resolve_orientation(rendered, grid, board)
+        except (DetectionError, cv2.error) as exc:
+            raise DetectionError(
+                f'board not found in the image rendered from the micro-images at inverse '
+                f'virtual depth {w:+.3f} ({rendered.shape[1]}x{rendered.shape[0]} px): '
+                f'{exc}') from None
+        return w, step, grid, rendered
+
+    def _measure_corners(self, norm, smooth, x0, w, contrast, spacing, half, r_valid, stop):
+        """
+        Measure each board corner x0 (C, 2) raw px in the micro-images: rows, one per corner
+        seen in at least min_views of them, of (corner id, micro-images (V,), points (V, 2),
+        fit residuals, refinement disk radii (V,)); x_fit (C, 2) and w_fit (C,) the fitted
+        corner and inverse virtual depth (NaN where unseen); counts (C,) micro-images per
+        corner; and how many corners needed the micro-images' rims.
+        """
+        opt = self.options
         rows = []
         x_fit = np.full_like(x0, np.nan)
         w_fit = np.full(len(x0), np.nan)
         counts = np.zeros(len(x0), int)
-        half, r_valid = self.windows(spacing, w)
         grads = image_gradients(norm)
         r_lit = np.full(len(r_valid), opt.radius_fraction * self.radius - 1.0)
         rim_corners = 0
@@ -236,19 +280,31 @@ class MicroImageCornerDetector:
                 continue
             rows.append((c_idx, m_idx, q, fit_res, disk[m_idx]))
             x_fit[c_idx], w_fit[c_idx], counts[c_idx] = xc, wc, len(m_idx)
-        kept = self.homography_check(x_fit, board, spacing)
-        rows = [r for r in rows if kept[r[0]]]
+        return rows, x_fit, w_fit, counts, rim_corners
+
+    def _aperture_corrected(self, rows, x_fit, w_fit, kept, board, half):
+        """(rows with their points less the main-lens aperture's cut, the moves subtracted
+        per row (V, 2)); rows left with fewer than min_views correctable micro-images are
+        dropped. Without the correction: the rows and zero moves."""
+        opt = self.options
         moves = [np.zeros((len(r[1]), 2)) for r in rows]
-        if opt.aperture_correction and rows:
-            measured = self._aperture_moves(rows, x_fit, w_fit, kept, board, half)
-            if measured is not None:   # rows the cut moves too far to correct are dropped
-                fixed, moves = [], []
-                for r, mv in zip(rows, measured):
-                    ok = np.all(np.isfinite(mv), axis=1)
-                    if ok.sum() >= opt.min_views:
-                        fixed.append((r[0], r[1][ok], r[2][ok] - mv[ok], r[3], r[4][ok]))
-                        moves.append(mv[ok])
-                rows = fixed
+        if not (opt.aperture_correction and rows):
+            return rows, moves
+        measured = self._aperture_moves(rows, x_fit, w_fit, kept, board, half)
+        if measured is None:
+            return rows, moves
+        fixed, moves = [], []   # rows the cut moves too far to correct are dropped
+        for r, mv in zip(rows, measured):
+            ok = np.all(np.isfinite(mv), axis=1)
+            if ok.sum() >= opt.min_views:
+                fixed.append((r[0], r[1][ok], r[2][ok] - mv[ok], r[3], r[4][ok]))
+                moves.append(mv[ok])
+        return fixed, moves
+
+    def _check_pose_corners(self, rows, board, w, half, r_valid):
+        """DetectionError, with the likely cause, unless the rows hold min_corners corners
+        not all on one line of the board (what a pose needs)."""
+        opt = self.options
         if len(rows) < opt.min_corners:
             reach = np.median(r_valid - RIM_WINDOW * half) / abs(w)
             per_point = np.pi * reach ** 2 / abs(np.linalg.det(self.lattice.basis))
@@ -259,14 +315,18 @@ class MicroImageCornerDetector:
                 + ('the board is too near the plane conjugate to the micro-lenses, move it '
                    'nearer or farther' if per_point < opt.min_views + 1 else
                    'the board is too blurred, too small in the micro-images or partly hidden'))
-        pts = board.points()
-        spread = np.linalg.svd(pts[[r[0] for r in rows], :2]
-                               - pts[[r[0] for r in rows], :2].mean(0), compute_uv=False)
+        found = board.points()[[r[0] for r in rows], :2]
+        spread = np.linalg.svd(found - found.mean(0), compute_uv=False)
         if spread[1] < 1e-6 * board.square:
             raise DetectionError(
                 f'the {len(rows)} board corners found in at least {opt.min_views} micro-images '
                 f'each lie on one line of the board (a pose needs 3 not on a line); at inverse '
                 f'virtual depth {w:+.3f} the board is too blurred or partly hidden')
+
+    def _observations(self, rows, board, pose):
+        """The rows as Observations: one ray (centre (2,), point - centre (2,)) per
+        micro-image of each corner, with the micro-image's lens type when known."""
+        pts = board.points()
         parts = []
         for c_idx, m_idx, q, *_ in rows:
             cen = self.centres[m_idx]
@@ -275,26 +335,7 @@ class MicroImageCornerDetector:
                 np.repeat(pts[c_idx][None], len(m_idx), axis=0),
                 np.column_stack([cen, q - cen]),
                 None if self.lens_types is None else self.lens_types[m_idx]))
-        obs = Observations.concatenate(parts)
-        central = np.where(kept[:, None] & (counts[:, None] > 0), x_fit / step, np.nan)
-        diag = {'inverse_virtual_depth': float(w), 'render_step_px': float(step),
-                'board_grid': grid,     # the board's corners in the rendered image (found)
-                'window': float(np.median(half)), 'rim_corners': int(rim_corners),
-                'corners_found': int(len(rows)), 'corners_total': int(board.n_points),
-                'rays': int(len(obs)),
-                'fit_residual_rms_px': float(np.sqrt(np.mean(np.concatenate(
-                    [r[3] for r in rows]) ** 2))),
-                'median_views': float(np.median(counts[counts > 0])),
-                'w_per_corner': w_fit,
-                'row_saddle': np.concatenate([saddle_strength(smooth, q, contrast)
-                                              for _, _, q, *_ in rows]),
-                # per row, for a tracker (features.micro_image_tracking): the micro-image,
-                # the aperture move subtracted, the refinement's disk; and the board contrast
-                'row_micro_image': np.concatenate([r[1] for r in rows]),
-                'row_move': np.concatenate(moves),
-                'row_disk': np.concatenate([r[4] for r in rows]),
-                'board_contrast': float(contrast), 'corner_spacing_px': float(spacing)}
-        return Detection(obs, central, rendered, diag)
+        return Observations.concatenate(parts)
 
     # ---- stages ------------------------------------------------------------------------------
     def normalise(self, raw):
