@@ -77,6 +77,22 @@ def register(subparsers):
 
 def run(args):
     """Run the session; returns the exit code."""
+    _check_arguments(args)
+    if getattr(args, 'ros', False):
+        from lf_mpc_calib.errors import UsageError
+        from lf_mpc_calib.ros import demo
+        from lf_mpc_calib.simulation.names import PRESETS
+        if args.preset not in PRESETS:
+            raise UsageError(f'unknown --preset {args.preset!r}; expected one of '
+                             f'{", ".join(PRESETS)}')
+        args.output_dir = args.output
+        return demo.run(args)
+    return _offline_session(args)
+
+
+def _check_arguments(args):
+    """UsageError (InvalidInputError for --lens-types) for options that do not go together;
+    sets --poses' offline default."""
     from lf_mpc_calib.errors import UsageError
     if getattr(args, 'live', None) is not None and not getattr(args, 'ros', False):
         raise UsageError('--live needs --ros (the decode node measures the stream)')
@@ -93,31 +109,19 @@ def run(args):
     if getattr(args, 'plan', False) and not getattr(args, 'ros', False):
         raise UsageError('--plan needs --ros (the calibration node suggests the poses)')
     _check_preset_lens_types(args)
-    if getattr(args, 'ros', False):
-        from lf_mpc_calib.ros import demo
-        from lf_mpc_calib.simulation.names import PRESETS
-        if args.preset not in PRESETS:
-            raise UsageError(f'unknown --preset {args.preset!r}; expected one of '
-                             f'{", ".join(PRESETS)}')
-        args.output_dir = args.output
-        return demo.run(args)
+
+
+def _offline_session(args):
+    """The demo without ROS: render, calibrate, compare, measure a new frame; returns 0."""
     import tempfile
 
-    from lf_mpc_calib.calibration.closed_form import aligned_truth
-    from lf_mpc_calib.camera.rotations import rotation_matrix
-    from lf_mpc_calib.features.corners import detect_corners
-    from lf_mpc_calib.io.images import read_float_image
-    from lf_mpc_calib.lenslet.white_image import make_decoder
-    from lf_mpc_calib.measurement.accuracy import corner_accuracy
-    from lf_mpc_calib.pipeline.offline import calibrate_raw, load_raw_dataset, write_outputs
-    from lf_mpc_calib.report.calibration import truth_in_calibration_frame, truth_table
+    from lf_mpc_calib.cli.plan import ideal_override
+    from lf_mpc_calib.pipeline.offline import load_raw_dataset, write_outputs
     from lf_mpc_calib.simulation.dataset import capture_poses, write_dataset
     from lf_mpc_calib.simulation.optics import default_board, preset
-    from lf_mpc_calib.simulation.render import render_raw
 
     start = time.perf_counter()
     out = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix='lf_demo_'))
-    from lf_mpc_calib.cli.plan import ideal_override
     camera = preset(args.preset, scale=DEMO_SCALE if args.scale is None else args.scale,
                     **ideal_override(args))
     board = default_board(camera)
@@ -135,21 +139,38 @@ def run(args):
 
     write_dataset(out / 'dataset', camera, board, rvecs[:-1], tvecs[:-1], seed=args.seed,
                   progress=rendered)
+    dataset = load_raw_dataset(out / 'dataset')
+    calib = _calibrated(dataset, camera, args.lens_types)
+    write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
+    _print_calibration(calib, camera)
+    _print_new_frame(camera, board, rvecs[-1:], tvecs[-1:], rng, dataset, calib)
+    print(f'\ncalibration file {out / "calibration.yaml"}, report {out / "report"}; '
+          f'{time.perf_counter() - start:.1f} s in all')
+    sys.stdout.flush()
+    return 0
+
+
+def _calibrated(dataset, camera, lens_types):
+    """The pipeline's run on the demo's data set, printing each frame's line; an uncertain
+    result kept (a demo shows its result and says so). Focused: corners in the micro-images
+    (pipeline.focused_raw), with ``lens_types`` (None: the preset's) told from the frames."""
+    from lf_mpc_calib.pipeline.offline import calibrate_raw
 
     def detected(k, total, path, message):
         print(f'  {path.name if path else "all"}: {message}')
 
-    dataset = load_raw_dataset(out / 'dataset')
-    # a demo shows its result even when the poses leave it uncertain, and says so below
-    focused = camera.camera_type == 'focused'
-    if focused:   # corners in the micro-images (pipeline.focused_raw)
-        from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
-        n_types = camera.mla.n_types if args.lens_types is None else args.lens_types
-        calib = calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True,
-                                      n_types=n_types)   # told from the frames, as for a user
-    else:
-        calib = calibrate_raw(dataset, progress=detected, accept_uncertain=True)
-    write_outputs(calib, out / 'calibration.yaml', report_dir=out / 'report', camera='lf_camera')
+    if camera.camera_type != 'focused':
+        return calibrate_raw(dataset, progress=detected, accept_uncertain=True)
+    from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
+    n_types = camera.mla.n_types if lens_types is None else lens_types
+    return calibrate_focused_raw(dataset, progress=detected, accept_uncertain=True,
+                                 n_types=n_types)   # told from the frames, as for a user
+
+
+def _print_calibration(calib, camera):
+    """Print the calibration against the truth: RMS, the parameter table, the principal
+    point, the told lens types, what was held and the acceptance verdict."""
+    from lf_mpc_calib.report.calibration import truth_in_calibration_frame, truth_table
     result = calib.result
     truth = truth_in_calibration_frame(calib.truth, result.model)   # as the report does
     print(f'\ncalibrated {len(calib.pose_frames)} poses, {len(calib.observations)} rays: '
@@ -159,9 +180,9 @@ def run(args):
         print(line)
     pp_est, pp_true = result.model.principal_point, truth.principal_point
     print(f'principal point {pp_est.round(3)} px, truth {pp_true.round(3)} px')
-    if focused and calib.lens_type_rule is not None:   # the told types against the simulator's
-        from lf_mpc_calib.lenslet.nearest import MicroImageLattice
-        from lf_mpc_calib.measurement.focused import micro_image_types
+    if camera.camera_type == 'focused' and calib.lens_type_rule is not None:
+        from lf_mpc_calib.lenslet.nearest import MicroImageLattice   # the told types against
+        from lf_mpc_calib.measurement.focused import micro_image_types   # the simulator's
         from lf_mpc_calib.simulation.focused_raw import type_agreement
         told = micro_image_types(calib.grid, calib.lens_type_rule)
         _, right = type_agreement(camera, MicroImageLattice(calib.grid).centres, told)
@@ -177,20 +198,20 @@ def run(args):
     for warning in verdict.warnings:
         print(f'WARNING: {warning}')
 
-    # ---- live measurement of a new frame with the calibrated model ----
-    raw = render_raw(camera, board, rvecs[-1], tvecs[-1], rng=rng).astype(np.float32)
-    if focused:
-        from lf_mpc_calib.measurement.focused import micro_image_types
-        from lf_mpc_calib.pipeline.focused_raw import focused_detector
-        types = None if calib.lens_type_rule is None else \
-            micro_image_types(calib.grid, calib.lens_type_rule)
-        detection = _focused_detection(focused_detector(dataset, calib.grid, lens_types=types),
-                                       raw, board, result)
-    else:
-        _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
-        detection = detect_corners(decoder.decode(raw), board, pose=0)
-    truth_new, rot, trans = aligned_truth(calib.truth, result.model,
-                                          rotation_matrix(rvecs[-1:]), tvecs[-1:])
+
+def _print_new_frame(camera, board, rvec, tvec, rng, dataset, calib):
+    """Render one more frame at the pose rvec, tvec (1, 3) (its noise from ``rng``), measure
+    the board's corners in 3-D with the calibrated model and print their error against the
+    truth and against the floor of the true model on the same detections."""
+    from lf_mpc_calib.calibration.closed_form import aligned_truth
+    from lf_mpc_calib.camera.rotations import rotation_matrix
+    from lf_mpc_calib.measurement.accuracy import corner_accuracy
+    from lf_mpc_calib.simulation.render import render_raw
+    result = calib.result
+    raw = render_raw(camera, board, rvec[0], tvec[0], rng=rng).astype(np.float32)
+    detection = _new_frame_detection(camera, raw, board, dataset, calib)
+    truth_new, rot, trans = aligned_truth(calib.truth, result.model, rotation_matrix(rvec),
+                                          tvec)
     acc = corner_accuracy(detection.observations, result.model, truth_new,
                           board.points() @ rot[0].T + trans[0])
     expected = board.points()[acc.ids] @ rot[0].T + trans[0]
@@ -203,10 +224,23 @@ def run(args):
           f'({acc.error_mm.mean() / acc.distance_m / 10:.3f} % of the distance)')
     print(f'floor (true model, same detections): mean {acc.floor_mm.mean():.3f} mm, max '
           f'{acc.floor_mm.max():.3f} mm; calibrated / floor = {acc.ratio:.2f}')
-    print(f'\ncalibration file {out / "calibration.yaml"}, report {out / "report"}; '
-          f'{time.perf_counter() - start:.1f} s in all')
-    sys.stdout.flush()
-    return 0
+
+
+def _new_frame_detection(camera, raw, board, dataset, calib):
+    """The board's Detection in the new frame ``raw``, as the calibration found it: in the
+    micro-images (focused, with the told lens types) or the decoded views."""
+    if camera.camera_type == 'focused':
+        from lf_mpc_calib.measurement.focused import micro_image_types
+        from lf_mpc_calib.pipeline.focused_raw import focused_detector
+        types = None if calib.lens_type_rule is None else \
+            micro_image_types(calib.grid, calib.lens_type_rule)
+        return _focused_detection(focused_detector(dataset, calib.grid, lens_types=types),
+                                  raw, board, calib.result)
+    from lf_mpc_calib.features.corners import detect_corners
+    from lf_mpc_calib.io.images import read_float_image
+    from lf_mpc_calib.lenslet.white_image import make_decoder
+    _, decoder = make_decoder(read_float_image(dataset.white), grid=calib.grid)
+    return detect_corners(decoder.decode(raw), board, pose=0)
 
 
 def _check_preset_lens_types(args):
