@@ -23,6 +23,14 @@ multi-focus cameras, exact rows with 0.1 px noise, 6 poses: sigma 1.1-1.2 px wit
 filling 0.44 of the view at the middle distance, the same with boards in the image corners or
 tilted 40 instead of 20 deg; 0.25-0.6 px with a 12 x 8 board filling 0.85 of the view at the
 nearest pose; benchmarks/bench_focused_raw.py): the advice asks for a larger board.
+
+Boards that count partly out of view (``partial_views``: a ChArUco board, whose markers name
+the corners it shows) change the advice of a conventional camera: no pose needs the whole
+board, and a principal point still short of its target asks for boards pushed partly out of
+view into the image corners (where a whole board rarely reaches, and where the principal
+point and the distortion are determined; ``benchmarks/bench_charuco.py``: 0.4-0.6 x the
+checkerboard's sigma over the same number of poses), naming the ``uncovered`` regions no
+captured corner has reached yet.
 """
 
 from dataclasses import dataclass, field
@@ -176,7 +184,8 @@ def _pose_geometry(result, board_points):
 
 
 def capture_guidance(result=None, *, poses=None, board_points=None, focus_distance=None,
-                     min_poses=MIN_POSES, camera_type='conventional'):
+                     min_poses=MIN_POSES, camera_type='conventional', partial_views=False,
+                     uncovered=()):
     """
     Guidance for the next capture.
 
@@ -184,7 +193,9 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
     poses: number of poses captured (default: those in ``result``); board_points (M, 3): the
     board's points in its frame (board centre depth; default the board origin);
     focus_distance: metres, when known from elsewhere (default: from k₃ when determined);
-    camera_type: 'conventional' or 'focused' (module docstring). Returns a
+    camera_type: 'conventional' or 'focused' (module docstring); partial_views: the board
+    counts partly out of view (a ChArUco board); uncovered: names of the image regions no
+    captured corner has reached (report.detections_overlay.region_names). Returns a
     :class:`CaptureGuidance`.
     """
     if camera_type not in DEPTH_ADVICE:
@@ -193,8 +204,10 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
     if result is None:
         n = int(poses or 0)
         more = max(min_poses - n, 1)
+        shown = ('the board, whole or partly out of view (its markers name the corners it '
+                 'shows)' if partial_views else 'the whole board')
         return CaptureGuidance(n, advice=(
-            f'capture {more} more pose{"s" if more > 1 else ""} showing the whole board '
+            f'capture {more} more pose{"s" if more > 1 else ""} showing {shown} '
             f'(at least {min_poses} are needed to calibrate)',))
     if camera_type == 'focused':        # either mirror image of the rays: one answer
         from lf_mpc_calib.calibration.focused import orient_focused
@@ -259,26 +272,40 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
                           f'{pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px; it rests on the '
                           f'board\'s extent and corner count, not on where the board sits)')
         else:
-            advice.append(f'add tilted poses near the image corners: principal point sigma '
-                          f'({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px)')
+            advice.append(_corner_advice(partial_views, uncovered) + f': principal point '
+                          f'sigma ({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} '
+                          'px)')
     return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice), camera_type)
 
 
+def _corner_advice(partial_views, uncovered):
+    """What to add for the principal point of a conventional camera (module docstring)."""
+    if not partial_views:
+        return 'add tilted poses near the image corners'
+    corners = [r for r in uncovered if '-' in r]        # 'top-left' ...: the image corners
+    where = f' (no corner captured yet: {", ".join(corners)})' if corners else ''
+    return 'add tilted poses with the board pushed partly out of view into the image corners' \
+        + where
+
+
 def guidance_so_far(observations, *, board_points=None, min_poses=MIN_POSES,
-                    calibrate_options=None, camera_type='conventional'):
+                    calibrate_options=None, camera_type='conventional', partial_views=False,
+                    uncovered=()):
     """
     Calibrate the poses captured so far (quietly) and return their :class:`CaptureGuidance`.
 
     observations: the Observations of every kept pose; board_points (M, 3): the board;
     calibrate_options: keyword arguments of ``lf_mpc_calib.calibration.calibrate``. Fewer than
     ``min_poses`` poses, or poses that do not calibrate yet, give the advice to add poses
-    (with the reason) instead of an error. Returns (CaptureGuidance, CalibrationResult or None).
+    (with the reason) instead of an error; partial_views, uncovered: as
+    :func:`capture_guidance`. Returns (CaptureGuidance, CalibrationResult or None).
     """
     from lf_mpc_calib.calibration.refine import calibrate
     from lf_mpc_calib.errors import LFCalibError
     n = int(np.unique(observations.pose).size) if len(observations) else 0
     if n < min_poses:
-        return capture_guidance(None, poses=n, min_poses=min_poses), None
+        return capture_guidance(None, poses=n, min_poses=min_poses,
+                                partial_views=partial_views), None
     try:
         result = calibrate(observations, **(calibrate_options or {}))
     except LFCalibError as exc:
@@ -286,4 +313,5 @@ def guidance_so_far(observations, *, board_points=None, min_poses=MIN_POSES,
             f'the {n} poses do not calibrate yet ({exc}): add poses tilted 15-30 deg about '
             f'both axes, {DEPTH_ADVICE[camera_type]}',)), None
     return capture_guidance(result, poses=n, board_points=board_points,
-                            camera_type=camera_type), result
+                            camera_type=camera_type, partial_views=partial_views,
+                            uncovered=uncovered), result

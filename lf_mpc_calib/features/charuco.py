@@ -42,6 +42,22 @@ def find_charuco(image, board, *, min_size=960, min_corners=6):
     ``image``). Raises BoardMismatchError for markers of another board (reason, ids seen,
     dictionary expected) and DetectionError when fewer than ``min_corners`` corners are found.
     """
+    ids, uv, m_ids, _ = read_charuco(image, board, min_size=min_size)
+    if len(ids) < min_corners:
+        raise DetectionError(f'{len(ids)} ChArUco corners found from {len(m_ids)} markers of '
+                             f'{board.dictionary} (need {min_corners})')
+    return ids, uv
+
+
+def read_charuco(image, board, *, min_size=960):
+    """
+    The markers of ``board`` in a 2-D image and the corners they name, checked against the
+    board (:func:`check_markers`).
+
+    Returns (ids (K,) int ascending, uv (K, 2) px, marker_ids (N,) int, marker_corners
+    (N, 4, 2) px), pixels of ``image``; K may be 0. Raises BoardMismatchError for markers of
+    another board and DetectionError with fewer than MIN_MARKERS markers.
+    """
     img = _as_uint8(image)
     factor = max(1, int(np.ceil(min_size / max(1, min(img.shape)))))
     big = cv2.resize(img, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC) \
@@ -52,14 +68,13 @@ def find_charuco(image, board, *, min_size=960, min_corners=6):
     if len(m_ids) < MIN_MARKERS:
         raise _no_markers(big, board, m_ids)
     check_markers(board, m_ids, m_corners)
-    if ids is None or len(ids) < min_corners:
-        raise DetectionError(
-            f'{0 if ids is None else len(ids)} ChArUco corners found from {len(m_ids)} '
-            f'markers of {board.dictionary} (need {min_corners})')
+    quads = (np.asarray(m_corners, float).reshape(-1, 4, 2) + 0.5) / factor - 0.5
+    if ids is None or not len(ids):
+        return np.empty(0, int), np.empty((0, 2)), m_ids, quads
     ids = ids.ravel().astype(int)
     uv = (corners.reshape(-1, 2).astype(float) + 0.5) / factor - 0.5
     order = np.argsort(ids)
-    return ids[order], uv[order]
+    return ids[order], uv[order], m_ids, quads
 
 
 def _detector(board):

@@ -23,11 +23,22 @@ _FLAGS = cv2.CALIB_CB_FAST_CHECK | cv2.CALIB_CB_ADAPTIVE_THRESH | cv2.CALIB_CB_N
 
 @dataclass(frozen=True, eq=False)
 class QuickLook:
-    """corners (C, 2) pixels of the image in board order (rows of ``board.cols``), or None;
-    reason: why there are none ('' when found)."""
+    """corners (C, 2) pixels of the image in board order (rows of ``board.cols``; a ChArUco
+    board's: NaN for the corners not seen), or None; reason: why there are none ('' when
+    found); marker_ids (N,), marker_corners (N, 4, 2) px: a ChArUco board's markers read
+    (None for a checkerboard)."""
 
     corners: np.ndarray
     reason: str = ''
+    marker_ids: np.ndarray = None
+    marker_corners: np.ndarray = None
+
+    @property
+    def found(self):
+        """Corners found (int)."""
+        if self.corners is None or self.reason:
+            return 0
+        return int(np.count_nonzero(np.isfinite(self.corners).all(axis=1)))
 
 
 def _stretched(img):
@@ -40,11 +51,14 @@ def _stretched(img):
 def quick_corners(image, board, *, min_size=480):
     """
     A :class:`QuickLook` for ``board`` (a Checkerboard) in ``image`` (rows, cols) float: the
-    image is upsampled by an integer factor to ``min_size`` px (shorter side, at most 4x).
+    image is upsampled by an integer factor to ``min_size`` px (shorter side, at most 4x). A
+    ChArUco board: :func:`quick_charuco`.
     """
     img = np.asarray(image, dtype=np.float32)
     if img.ndim != 2:
         raise ValueError(f'image must be 2-D (rows, cols), got shape {img.shape}')
+    if getattr(board, 'board_type', 'checkerboard') == 'charuco':
+        return quick_charuco(img, board)
     img = np.where(np.isfinite(img), img, 0.0).astype(np.float32)
     u8 = _stretched(img)
     f = int(np.clip(np.ceil(min_size / max(min(u8.shape), 1)), 1, 4))
@@ -63,4 +77,23 @@ def quick_corners(image, board, *, min_size=480):
     return QuickLook(grid.reshape(-1, 2), '')
 
 
-__all__ = ['QuickLook', 'quick_corners']
+def quick_charuco(image, board, *, min_size=480):
+    """
+    A :class:`QuickLook` for a ChArUco ``board`` in ``image`` (rows, cols): the markers read
+    and the corners they name (:func:`lf_mpc_calib.features.charuco.read_charuco`, upsampled
+    to ``min_size`` px, half the capture's), any part of the board; corners (C, 2) NaN where
+    not seen. Markers of another board give no corners and the reason (ids seen, dictionary
+    expected), the markers read kept for the picture.
+    """
+    from lf_mpc_calib.features.charuco import read_charuco
+    try:
+        ids, uv, m_ids, quads = read_charuco(image, board, min_size=min_size)
+    except DetectionError as exc:
+        return QuickLook(None, str(exc))
+    corners = np.full((board.n_points, 2), np.nan)
+    corners[ids] = uv
+    reason = '' if len(ids) else f'{len(m_ids)} markers but no corner between them'
+    return QuickLook(corners, reason, m_ids, quads)
+
+
+__all__ = ['QuickLook', 'quick_charuco', 'quick_corners']

@@ -10,6 +10,11 @@ live, from any raw frame, and of each capture, from the capture's own detection.
 - :func:`capture_picture`: a kept pose's reference image and the corners the capture found
   (``Detection.central_uv``: no second detection), with the same outlines and guidance.
 
+With a ChArUco board (partial views count) both also draw each corner's id and tint the image
+regions no captured corner has reached yet (:func:`uncovered_names` says which), and the live
+picture the markers read with their ids (:func:`lf_mpc_calib.features.quick_corners.
+quick_charuco`: the board found in part, or why not: markers of another board).
+
 Both read the session without changing it; the caller serialises them with captures.
 """
 
@@ -62,13 +67,50 @@ def live_picture(session, raw, lines=(), suggested=None):
     image, step = reference_image(session, raw)
     look = quick_corners(image, session.board)
     n = session.board.n_points
-    status = (f'live: board found, {n}/{n} corners' if not look.reason else
+    status = (f'live: board found, {look.found}/{n} corners' if not look.reason else
               f'live: {look.reason}')
+    outlines = captured_outlines(session, step)
+    extra = {}
+    if _partial_views(session.board):
+        status += '' if look.marker_ids is None else f' ({len(look.marker_ids)} markers read)'
+        extra, lines = _partial_marks(image.shape, outlines, lines)
+        extra['markers'] = None if look.marker_ids is None else (look.marker_ids,
+                                                                 look.marker_corners)
     return draw_detections(image, look.corners, board_size=(session.board.cols,
                                                             session.board.rows),
-                           outlines=captured_outlines(session, step), status=status,
-                           lines=lines, suggested=None if suggested is None else
-                           np.asarray(suggested, float) / step)
+                           outlines=outlines, status=status, lines=lines,
+                           suggested=None if suggested is None else
+                           np.asarray(suggested, float) / step, **extra)
+
+
+def uncovered_names(session):
+    """Names of the image regions (3 x 3 cells, report.detections_overlay.REGION_NAMES) that
+    no corner of a kept pose has reached yet; [] before the first capture."""
+    from lf_mpc_calib.report.detections_overlay import region_names, uncovered_regions
+    if not session.detections or session.view_size is None:
+        return []
+    points = np.concatenate([o.reshape(-1, 2) for o in captured_outlines(session, 1.0)])
+    width, height = session.view_size
+    return region_names(uncovered_regions(points, (height, width)))
+
+
+def _partial_views(board):
+    """Whether ``board`` counts partly out of view (a ChArUco board: markers name corners)."""
+    return getattr(board, 'board_type', 'checkerboard') == 'charuco'
+
+
+def _partial_marks(shape, outlines, lines):
+    """({corner_ids, uncovered} of draw_detections, lines with the regions the captured
+    corners (``outlines``) have not reached yet first) for a board seen in part."""
+    from lf_mpc_calib.report.detections_overlay import region_names, uncovered_regions
+    points = np.concatenate([np.asarray(o, float).reshape(-1, 2) for o in outlines]) \
+        if outlines else np.empty((0, 2))
+    mask = uncovered_regions(points, shape)
+    names = region_names(mask)
+    head = [f'no corner captured yet (tinted): {", ".join(names)}'] if names and \
+        len(names) < 9 else []
+    return {'corner_ids': True, 'uncovered': mask if len(names) < 9 else None}, \
+        head + list(lines)
 
 
 def capture_picture(session, pose, lines=()):
@@ -82,10 +124,14 @@ def capture_picture(session, pose, lines=()):
               f'{d.get("corners_total", "?")} corners')
     if 'views_used' in d:
         status += f' in {d["views_used"]} views'
+    outlines = captured_outlines(session, _step_of(det))
+    extra = {}
+    if _partial_views(session.board):
+        extra, lines = _partial_marks(np.shape(det.reference_image), outlines, lines)
     return draw_detections(det.reference_image, det.central_uv,
                            board_size=(session.board.cols, session.board.rows),
-                           outlines=captured_outlines(session, _step_of(det)), status=status,
-                           lines=lines)
+                           outlines=outlines, status=status, lines=lines, **extra)
 
 
-__all__ = ['capture_picture', 'captured_outlines', 'live_picture', 'reference_image']
+__all__ = ['capture_picture', 'captured_outlines', 'live_picture', 'reference_image',
+           'uncovered_names']

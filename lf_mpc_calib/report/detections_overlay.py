@@ -13,7 +13,12 @@ the image rendered from the micro-images of a focused one), upscales it by an in
 - the outline (convex hull of the corners) of every captured pose in :data:`OUTLINE`, with
   its pose number, and where ``~/suggest`` asks for the board next in :data:`SUGGESTED`;
 - below the image, a band of :data:`TEXT_LINES` lines: the status line (in the colour of the
-  corners, red when no board is found) and the guidance (:func:`guidance_lines`).
+  corners, red when no board is found) and the guidance (:func:`guidance_lines`);
+- for a ChArUco board (partial views): the markers read (outlined in :data:`MARKER`, each
+  with its id), every corner's id beside it, and the image regions no captured corner has
+  reached yet (:func:`uncovered_regions`: cells of a 3 x 3 grid, tinted :data:`UNCOVERED`),
+  where a board pushed partly out of view adds what the principal point and the distortion
+  rest on.
 
 The picture is (H, W, 3) uint8 RGB of :func:`picture_shape`. Pixel (u, v) of the reference
 image (pixel centres at integers) is drawn at ((u + 0.5) f - 0.5, (v + 0.5) f - 0.5).
@@ -30,6 +35,12 @@ RED = (255, 0, 0)
 OUTLINE = (0, 128, 255)
 SUGGESTED = (255, 0, 255)
 TEXT = (255, 255, 255)
+MARKER = (0, 255, 255)
+UNCOVERED = (255, 128, 0)
+REGION_NAMES = (('top-left', 'top', 'top-right'), ('left', 'centre', 'right'),
+                ('bottom-left', 'bottom', 'bottom-right'))
+"""Names of the cells of :func:`uncovered_regions` (rows top to bottom, columns left to
+right)."""
 QUALITY_COLOURS = (GREEN, YELLOW, RED)
 """Colour of a corner of quality 0 (good), 1 (weak), 2 (bad)."""
 
@@ -88,6 +99,28 @@ def corner_quality(uv, cols, rows):
     return np.where(found, quality, -1)
 
 
+def uncovered_regions(points, shape):
+    """
+    (3, 3) bool: the cells of a 3 x 3 grid over an image of ``shape`` (rows, cols) that none
+    of ``points`` (N, 2) px (NaN ignored) falls in; names in :data:`REGION_NAMES`.
+    """
+    rows, cols = (int(x) for x in shape[:2])
+    pts = np.asarray(points, float).reshape(-1, 2)
+    pts = pts[np.isfinite(pts).all(axis=1)]
+    covered = np.zeros((3, 3), bool)
+    gx = np.clip(np.floor(3 * (pts[:, 0] + 0.5) / max(cols, 1)), 0, 2).astype(int)
+    gy = np.clip(np.floor(3 * (pts[:, 1] + 0.5) / max(rows, 1)), 0, 2).astype(int)
+    inside = (pts[:, 0] > -0.5) & (pts[:, 0] < cols - 0.5) & (pts[:, 1] > -0.5) & \
+        (pts[:, 1] < rows - 0.5)
+    covered[gy[inside], gx[inside]] = True
+    return ~covered
+
+
+def region_names(mask):
+    """Names (list of str) of the True cells of a (3, 3) mask of :func:`uncovered_regions`."""
+    return [REGION_NAMES[r][c] for r, c in zip(*np.nonzero(np.asarray(mask, bool)))]
+
+
 def guidance_lines(status):
     """
     The guidance in words from a ``~/status`` mapping (``summary``: the one-line guidance of
@@ -136,7 +169,8 @@ def _wrap(lines, width_px):
 
 
 def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), status='',
-                    lines=(), min_side=MIN_SIDE, suggested=None):
+                    lines=(), min_side=MIN_SIDE, suggested=None, markers=None,
+                    corner_ids=False, uncovered=None):
     """
     The picture (H, W, 3) uint8 RGB (:func:`picture_shape`) of ``image`` (rows, cols) with
     ``corners_uv`` (C, 2) reference pixels (NaN where not found; None: no board) coloured by
@@ -144,7 +178,9 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
     (sequence of (K, 2) corner sets of captured poses; each drawn as its convex hull, numbered
     by its index), ``status`` (the first text line), ``lines`` (the guidance) and
     ``suggested`` (K, 2): the corners where the next board is suggested (drawn as their hull,
-    labelled 'suggested'), or None.
+    labelled 'suggested'), or None. A ChArUco board's: ``markers`` (ids (N,), corners
+    (N, 4, 2) px) outlined with their ids, ``corner_ids``: each found corner's id beside it,
+    ``uncovered`` (3, 3) bool: the image regions to tint (:func:`uncovered_regions`).
     """
     grey = _to_uint8(image)
     f = picture_scale(grey.shape, min_side)
@@ -152,6 +188,10 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
     out = np.zeros(shape, np.uint8)
     big = cv2.resize(grey, None, fx=f, fy=f, interpolation=cv2.INTER_LINEAR) if f > 1 else grey
     out[:big.shape[0], :, :] = big[..., None]
+    if uncovered is not None:
+        _tint_regions(out[:big.shape[0]], uncovered)
+    if markers is not None:
+        _draw_markers(out, markers, f)
     for k, pts in enumerate(outlines):
         pts = np.asarray(pts, float).reshape(-1, 2)
         pts = pts[np.isfinite(pts).all(axis=1)]
@@ -188,6 +228,9 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
             cv2.circle(out, (int(x), int(y)), max(f - 1, 1), col, -1)
             if c == 0:
                 cv2.circle(out, (int(x), int(y)), 2 * ring, col, 1, cv2.LINE_AA)
+            if corner_ids:
+                cv2.putText(out, str(c), (int(x) + ring, int(y) - ring), _FONT, 0.35, col, 1,
+                            cv2.LINE_AA)
     text = _wrap([status] if status else [], shape[1]) + _wrap(list(lines), shape[1])
     text = text[:TEXT_LINES]
     y0 = big.shape[0] + 4
@@ -197,5 +240,32 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
     return out
 
 
+def _tint_regions(image_part, mask):
+    """Blend UNCOVERED into the cells of ``image_part`` (H, W, 3) where ``mask`` (3, 3)."""
+    h, w = image_part.shape[:2]
+    ys, xs = np.linspace(0, h, 4).round().astype(int), np.linspace(0, w, 4).round().astype(int)
+    tint = np.array(UNCOVERED, np.float32)
+    for r, c in zip(*np.nonzero(np.asarray(mask, bool))):
+        cell = image_part[ys[r]:ys[r + 1], xs[c]:xs[c + 1]]
+        cell[:] = np.round(0.65 * cell + 0.35 * tint).astype(np.uint8)
+        cv2.rectangle(image_part, (int(xs[c]), int(ys[r])),
+                      (int(xs[c + 1]) - 1, int(ys[r + 1]) - 1), UNCOVERED, 1)
+
+
+def _draw_markers(out, markers, f):
+    """Outline each marker (ids (N,), corners (N, 4, 2) reference px) with its id."""
+    ids, quads = markers
+    for k, quad in zip(np.asarray(ids, int).ravel(), np.asarray(quads, float).reshape(-1, 4, 2)):
+        if not np.isfinite(quad).all():
+            continue
+        pts = _at(quad, f)
+        cv2.polylines(out, [pts.reshape(-1, 1, 2)], True, MARKER, 1, cv2.LINE_8)
+        (tw, th), _ = cv2.getTextSize(str(k), _FONT, 0.35, 1)
+        cx, cy = pts.mean(axis=0)
+        cv2.putText(out, str(k), (int(cx - tw / 2), int(cy + th / 2)), _FONT, 0.35, MARKER, 1,
+                    cv2.LINE_AA)
+
+
 __all__ = ['draw_detections', 'corner_quality', 'guidance_lines', 'picture_scale',
-           'picture_shape', 'GREEN', 'YELLOW', 'RED', 'OUTLINE', 'SUGGESTED', 'QUALITY_COLOURS']
+           'picture_shape', 'region_names', 'uncovered_regions', 'GREEN', 'YELLOW', 'RED',
+           'OUTLINE', 'SUGGESTED', 'MARKER', 'UNCOVERED', 'QUALITY_COLOURS', 'REGION_NAMES']

@@ -474,15 +474,20 @@ class CalibrationNode(Node):
         """Publish the capture guidance on ~/status; returns its one-line summary."""
         from lf_mpc_calib.calibration.determination import determination
         from lf_mpc_calib.calibration.guidance import capture_guidance, guidance_so_far
+        from lf_mpc_calib.pipeline.live_view import uncovered_names
         with self._lock:
             obs, s = self.session.observations, self.session
+            partial = getattr(s.board, 'board_type', 'checkerboard') == 'charuco'
+            where = dict(partial_views=partial,     # a ChArUco board counts in part
+                         uncovered=uncovered_names(s) if partial else ())
         points = s.board.points()
         if result is None:
             guide, result = guidance_so_far(obs, board_points=points, min_poses=s.min_poses,
                                             calibrate_options=s.calibrate_options,
-                                            camera_type=s.camera_type)
+                                            camera_type=s.camera_type, **where)
         else:
-            guide = capture_guidance(result, board_points=points, camera_type=s.camera_type)
+            guide = capture_guidance(result, board_points=points, camera_type=s.camera_type,
+                                     **where)
         status = dict(guide.to_dict(), summary=guide.summary())
         hand_eye = self._hand_eye_status()
         if hand_eye is not None:

@@ -3,22 +3,30 @@ the board partly out of view, the node counts each pose with the corners it show
 calibrates; nodes configured for another dictionary, a checkerboard or more corners than a
 pose shows refuse the frame with the reason and keep nothing."""
 
+import json
 import re
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402
+from rclpy.qos import QoSProfile  # noqa: E402
+from sensor_msgs.msg import Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from lf_mpc_calib.calibration.closed_form import aligned_truth  # noqa: E402
 from lf_mpc_calib.camera.rotations import rotation_matrix  # noqa: E402
 from lf_mpc_calib.errors import InvalidInputError  # noqa: E402
+from lf_mpc_calib.report.detections_overlay import MARKER, picture_scale  # noqa: E402
 from lf_mpc_calib.ros.calibration_node import CalibrationNode  # noqa: E402
+from lf_mpc_calib.ros.image_conversion import image_to_array  # noqa: E402
 from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
 from ros.background import spinning  # noqa: E402
-from ros.rclpy_helpers import call_service, wait_for  # noqa: E402
+from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, \
+    wait_for  # noqa: E402
 
 POSES = 7
 # a 9x7 ChArUco board of squares 2.25 x the default board's at the 0.4 crop (markers of
@@ -63,7 +71,8 @@ def charuco_run(ros_context, ros_executor, tmp_path_factory):
     ros_executor.add_node(helper)
     sim = SimCameraNode(context=ros_context, parameter_overrides=SIM)
     nodes = {
-        'charuco': _node(ros_context, out, '/charuco', BOARD),
+        'charuco': _node(ros_context, out, '/charuco', BOARD + [
+            Parameter('detections_rate', value=5.0)]),
         'dictionary': _node(ros_context, out, '/dictionary', BOARD + [
             Parameter('dictionary', value='DICT_5X5_250')]),
         'checkerboard': _node(ros_context, out, '/checkerboard', BOARD[:3]),
@@ -78,6 +87,8 @@ def charuco_run(ros_context, ros_executor, tmp_path_factory):
             wait_for(ros_executor, lambda node=node: node.session.ready, f'{name} white', 30.0)
         refusals = {k: call_service(ros_executor, clients[k]['capture'], timeout_sec=30.0)
                     for k in nodes if k != 'charuco'}
+        status = MessageCollector(helper, String, '/charuco/lf_calibration/status',
+                                  LATCHED_QOS)
         answers = []
         for k in range(POSES):
             if k:
@@ -86,8 +97,14 @@ def charuco_run(ros_context, ros_executor, tmp_path_factory):
                                         timeout_sec=30.0))
         calibrated = call_service(ros_executor, clients['charuco']['calibrate'],
                                   timeout_sec=60.0)
+        topic = nodes['charuco'].detections_topic
+        pictures = MessageCollector(helper, Image, '/charuco/lf_calibration/detections',
+                                    QoSProfile(depth=1))
+        wait_for(ros_executor, lambda: topic.live_cost_s > 0 and pictures.messages,
+                 'a live picture', 30.0)
         yield dict(sim=sim, nodes=nodes, refusals=refusals, answers=answers,
-                   calibrated=calibrated)
+                   calibrated=calibrated, status=[json.loads(m.data) for m in status.messages],
+                   live=image_to_array(pictures.last, max_pixels=10 ** 7))
     ros_executor.remove_node(helper)
     helper.destroy_node()
 
@@ -146,3 +163,22 @@ def test_charuco_node_refuses_a_pose_under_min_corners(charuco_run):
     assert found < 60
     assert not answer.success and '(need 60' in answer.message, answer.message
     assert charuco_run['nodes']['corners'].session.num_poses == 0
+
+
+def test_charuco_guidance_asks_for_the_board_in_part_not_whole(charuco_run):
+    advice = [a for st in charuco_run['status'] for a in st.get('advice', ())]
+    first = charuco_run['answers'][0].message
+    assert 'partly out of view' in first and 'whole board' not in first, first
+    assert not any('whole board' in a for a in advice), advice
+
+
+def test_charuco_pictures_draw_the_markers_and_the_corner_ids(charuco_run):
+    node = charuco_run['nodes']['charuco']
+    live = charuco_run['live']
+    view = node.session.decoder.view_shape
+    f = picture_scale(view)
+    # the live picture outlines the markers it reads (the last pose is partly in view)
+    markers = np.all(live[:f * view[0]] == np.array(MARKER, np.uint8), axis=-1)
+    assert markers.sum() > 4 * f * 10, markers.sum()
+    # every kept pose's picture is kept for ~/save
+    assert sorted(node.session.pictures) == list(range(node.session.num_poses))
