@@ -215,22 +215,7 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
     if corners_uv is not None:
         if board_size is None:
             raise ValueError('board_size (cols, rows) is needed to draw corners')
-        uv = np.asarray(corners_uv, float).reshape(-1, 2)
-        quality = corner_quality(uv, *board_size)
-        found = quality >= 0
-        if found.any():
-            colour = QUALITY_COLOURS[int(quality[found].max())]
-        ring = max(2 * f + 1, 4)
-        for c in np.nonzero(found)[0]:
-            x, y = _at(uv[c], f)
-            col = QUALITY_COLOURS[quality[c]]
-            cv2.circle(out, (int(x), int(y)), ring, col, 1, cv2.LINE_AA)
-            cv2.circle(out, (int(x), int(y)), max(f - 1, 1), col, -1)
-            if c == 0:
-                cv2.circle(out, (int(x), int(y)), 2 * ring, col, 1, cv2.LINE_AA)
-            if corner_ids:
-                cv2.putText(out, str(c), (int(x) + ring, int(y) - ring), _FONT, 0.35, col, 1,
-                            cv2.LINE_AA)
+        colour = _draw_corners(out, corners_uv, board_size, f, corner_ids)
     text = _wrap([status] if status else [], shape[1]) + _wrap(list(lines), shape[1])
     text = text[:TEXT_LINES]
     y0 = big.shape[0] + 4
@@ -238,6 +223,26 @@ def draw_detections(image, corners_uv=None, *, board_size=None, outlines=(), sta
         cv2.putText(out, line, (6, y0 + (n + 1) * _LINE_PX - 5), _FONT, _FONT_SCALE,
                     colour if (status and n == 0) else TEXT, 1, cv2.LINE_AA)
     return out
+
+
+def _draw_corners(out, corners_uv, board_size, f, corner_ids):
+    """Draw the found corners of ``corners_uv`` (C, 2) reference px coloured by quality (and
+    their ids); returns the colour of the worst (RED when none is found)."""
+    uv = np.asarray(corners_uv, float).reshape(-1, 2)
+    quality = corner_quality(uv, *board_size)
+    found = quality >= 0
+    ring = max(2 * f + 1, 4)
+    for c in np.nonzero(found)[0]:
+        x, y = _at(uv[c], f)
+        col = QUALITY_COLOURS[quality[c]]
+        cv2.circle(out, (int(x), int(y)), ring, col, 1, cv2.LINE_AA)
+        cv2.circle(out, (int(x), int(y)), max(f - 1, 1), col, -1)
+        if c == 0:
+            cv2.circle(out, (int(x), int(y)), 2 * ring, col, 1, cv2.LINE_AA)
+        if corner_ids:
+            cv2.putText(out, str(c), (int(x) + ring, int(y) - ring), _FONT, 0.35, col, 1,
+                        cv2.LINE_AA)
+    return QUALITY_COLOURS[int(quality[found].max())] if found.any() else RED
 
 
 def _tint_regions(image_part, mask):
