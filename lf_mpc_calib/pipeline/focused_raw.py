@@ -18,22 +18,19 @@ seen in enough micro-images are skipped with the reason.
 
 import dataclasses
 import time
-from pathlib import Path
 
 import numpy as np
 
-from lf_mpc_calib.calibration import calibrate
 from lf_mpc_calib.calibration.acceptance import check_accepted
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
-from lf_mpc_calib.errors import DegenerateConfigurationError, DetectionError, \
-    InvalidInputError, LFCalibError
+from lf_mpc_calib.errors import DetectionError, InvalidInputError, LFCalibError
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
-from lf_mpc_calib.lenslet.frame_check import frame_warnings
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
-from lf_mpc_calib.pipeline.offline import check_enough_poses, refusing_options
+from lf_mpc_calib.pipeline.offline import (
+    calibrate_kept, check_enough_poses, detect_frames, refusing_options)
 
 MIN_POSES = 3
 SIMULATED = 'simulated'
@@ -127,35 +124,20 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
         progress(0, len(dataset.frames), None, 'lens types: the simulator\'s true ones (given, '
                  'not told from the frames)')
     timings['grid'] = time.perf_counter() - t0
-    parts, detections, skipped, pose_frames, warned = [], [], [], [], []
-    total = len(dataset.frames)
-    for k, path in enumerate(dataset.frames):
+
+    def detected(raw, pose):
         t0 = time.perf_counter()
-        suspicions = []
         try:
-            raw = read_float_image(path)
-            suspicions = frame_warnings(raw, white)
-            found = det.detect(raw, dataset.board, pose=len(pose_frames))
-        except LFCalibError as exc:
-            reason = '; '.join([str(exc)] + suspicions)
-            skipped.append((Path(path), reason))
-            if progress:
-                progress(k, total, Path(path), f'skipped: {reason}')
-            continue
+            return det.detect(raw, dataset.board, pose=pose)
         finally:
             timings['detect'] += time.perf_counter() - t0
-        warned += [(Path(path), w) for w in suspicions]
-        pose_frames.append(Path(path))
-        parts.append(found.observations)
-        detections.append((Path(path), found))
-        if progress:
-            d = found.diagnostics
-            progress(k, total, Path(path),
-                     f'{len(found.observations)} observations, {d["corners_found"]}/'
-                     f'{d["corners_total"]} corners in {d["median_views"]:.0f} micro-images '
-                     f'(median), inverse virtual depth {d["inverse_virtual_depth"]:+.3f}')
-    check_enough_poses(pose_frames, total, skipped, min_poses)
-    obs = Observations.concatenate(parts)
+
+    total = len(dataset.frames)
+    found = detect_frames(dataset.frames, white, detected, _micro_images_summary,
+                          progress=progress, timings=timings, read_key='detect')
+    pose_frames, detections = found.pose_frames, found.detections
+    check_enough_poses(pose_frames, total, found.skipped, min_poses)
+    obs = Observations.concatenate(found.parts)
     if det.lens_types is None and int(n_types) > 1:
         obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)
         source = 'inferred'
@@ -166,14 +148,9 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
-    try:
-        result = orient_focused(calibrate(
-            obs, **{**with_raw_type_terms(obs, refusing_options(calibrate_options)),
-                    'camera_type': 'focused'}))
-    except DegenerateConfigurationError as exc:
-        raise DegenerateConfigurationError(
-            f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
-            f'{exc}') from exc
+    result = orient_focused(calibrate_kept(
+        obs, pose_frames, {**with_raw_type_terms(obs, refusing_options(calibrate_options)),
+                           'camera_type': 'focused'}))
     jackknife = covering_jackknife(obs, result)
     if jackknife is not None:
         result = jackknife.covering_result()
@@ -182,26 +159,40 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     noise = detections_corner_noise([d for _, d in detections], 'focused')
     verdict = check_accepted(result, corner_noise_px=noise, board_points=dataset.board.points(),
                              camera_type='focused', accept_uncertain=accept_uncertain)
-    truth = None
-    if dataset.camera is not None and dataset.camera.camera_type == 'focused':
-        w = None   # ray fractions per TRUE type (told labels may be in another order)
-        if dataset.camera.mla.n_types > 1:
-            from lf_mpc_calib.simulation.focused_raw import lens_types_of
-            w = np.bincount(lens_types_of(dataset.camera, obs.ijuv[:, :2]),
-                            minlength=dataset.camera.mla.n_types) / len(obs)
-        try:
-            truth = dataset.camera.ground_truth_model(
-                weights=w, centres=truth_centres(result.lens_types))
-        except LFCalibError:
-            truth = None
-    return RawCalibration(result, obs, pose_frames, detections, skipped, det.grid,
+    truth = _focused_truth(dataset.camera, obs, result)
+    return RawCalibration(result, obs, pose_frames, detections, found.skipped, det.grid,
                           tuple(det.grid.image_size), dataset.board, truth, timings,
                           dataset.name, None, noise, verdict.fit_ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
                           verdict.determination, camera_type='focused',
                           lens_type_rule=_type_rule(det, result),
                           lens_type_source=source if result.lens_types is not None else None,
-                          frame_warnings=warned, jackknife=jackknife, acceptance=verdict)
+                          frame_warnings=found.warned, jackknife=jackknife,
+                          acceptance=verdict)
+
+
+def _micro_images_summary(found):
+    """A focused frame's progress line: rays, corners, micro-images, inverse virtual depth."""
+    d = found.diagnostics
+    return (f'{len(found.observations)} observations, {d["corners_found"]}/'
+            f'{d["corners_total"]} corners in {d["median_views"]:.0f} micro-images '
+            f'(median), inverse virtual depth {d["inverse_virtual_depth"]:+.3f}')
+
+
+def _focused_truth(camera, obs, result):
+    """The simulated focused ``camera``'s true model for ``result`` (its rays' true lens
+    type shares as weights, at the lens-type terms' centres), or None (no such camera)."""
+    if camera is None or camera.camera_type != 'focused':
+        return None
+    w = None   # ray fractions per TRUE type (told labels may be in another order)
+    if camera.mla.n_types > 1:
+        from lf_mpc_calib.simulation.focused_raw import lens_types_of
+        w = np.bincount(lens_types_of(camera, obs.ijuv[:, :2]),
+                        minlength=camera.mla.n_types) / len(obs)
+    try:
+        return camera.ground_truth_model(weights=w, centres=truth_centres(result.lens_types))
+    except LFCalibError:
+        return None
 
 
 def covering_jackknife(obs, result):

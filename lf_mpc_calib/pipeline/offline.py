@@ -135,6 +135,77 @@ def check_enough_poses(pose_frames, total, skipped, min_poses):
             f'{min_poses} are needed (skipped: {reasons})')
 
 
+@dataclass(eq=False)
+class FrameDetections:
+    """
+    What :func:`detect_frames` found: pose_frames, the Path of each kept frame (pose index
+    order); parts, their Observations; detections, (Path, Detection) of each; skipped,
+    (Path, reason) of the others; warned, (Path, message) of kept frames that look wrong
+    (:func:`~lf_mpc_calib.lenslet.frame_check.frame_warnings`).
+    """
+
+    pose_frames: list = field(default_factory=list)
+    parts: list = field(default_factory=list)
+    detections: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    warned: list = field(default_factory=list)
+
+
+def detect_frames(frames, white, detect, summary, *, progress=None, timings=None,
+                  read_key='detect'):
+    """
+    Read each of ``frames`` and find the board in it: detect(raw (H, W) float, pose index)
+    -> Detection; an LFCalibError skips the frame, its reason joined by what
+    frame_warnings suspects of it against ``white`` (H, W). progress(index, total, Path,
+    message) after each frame: summary(Detection) -> message, or 'skipped: reason'. The
+    reading time is added to timings[read_key]. Returns a :class:`FrameDetections`.
+    """
+    found = FrameDetections()
+    total = len(frames)
+    for k, path in enumerate(frames):
+        suspicions = []
+        try:
+            t0 = time.perf_counter()
+            raw = read_float_image(path)
+            suspicions = frame_warnings(raw, white)
+            if timings is not None:
+                timings[read_key] += time.perf_counter() - t0
+            det = detect(raw, len(found.pose_frames))
+        except LFCalibError as exc:
+            reason = '; '.join([str(exc)] + suspicions)
+            found.skipped.append((Path(path), reason))
+            if progress:
+                progress(k, total, Path(path), f'skipped: {reason}')
+            continue
+        found.warned += [(Path(path), w) for w in suspicions]
+        found.pose_frames.append(Path(path))
+        found.parts.append(det.observations)
+        found.detections.append((Path(path), det))
+        if progress:
+            progress(k, total, Path(path), summary(det))
+    return found
+
+
+def calibrate_kept(obs, pose_frames, options):
+    """calibrate(obs, **options); a DegenerateConfigurationError names the kept poses'
+    frames (pose_frames, Paths) before its own figures."""
+    try:
+        return calibrate(obs, **options)
+    except DegenerateConfigurationError as exc:
+        raise DegenerateConfigurationError(
+            f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
+            f'{exc}') from exc
+
+
+def _views_summary(det):
+    """A conventional frame's progress line: rays, corners, views, line residual."""
+    d = det.diagnostics
+    return (f'{len(det.observations)} observations, {d["corners_found"]}/'
+            f'{d["corners_total"]} corners in {d["views_used"]}/'
+            f'{d["views_available"]} views, line residual '
+            f'{d["line_residual_rms_px"]:.3f} px')
+
+
 def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
                   calibrate_options=None, min_poses=MIN_POSES, strict_views=True,
                   progress=None, accept_uncertain=False):
@@ -166,60 +237,40 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
         raise DetectionError(f'white image {dataset.white}: {exc}') from exc
     use = decoder.valid if strict_views else decoder.bright
     timings['grid'] = time.perf_counter() - t0
-    parts, detections, skipped, pose_frames, warned = [], [], [], [], []
     view_size = None
-    total = len(dataset.frames)
-    for k, path in enumerate(dataset.frames):
-        suspicions = []
-        try:
-            t0 = time.perf_counter()
-            raw = read_float_image(path)
-            suspicions = frame_warnings(raw, white)
-            lf = dataclasses.replace(decoder.decode(raw), valid=use.copy())
-            t1 = time.perf_counter()
-            timings['decode'] += t1 - t0
-            det = detect_board_corners(lf, dataset.board, pose=len(pose_frames),
-                                       options=corner_options)
-            timings['detect'] += time.perf_counter() - t1
-        except LFCalibError as exc:
-            reason = '; '.join([str(exc)] + suspicions)
-            skipped.append((Path(path), reason))
-            if progress:
-                progress(k, total, Path(path), f'skipped: {reason}')
-            continue
-        warned += [(Path(path), w) for w in suspicions]
+
+    def decoded_and_detected(raw, pose):
+        nonlocal view_size
+        t0 = time.perf_counter()
+        lf = dataclasses.replace(decoder.decode(raw), valid=use.copy())
+        t1 = time.perf_counter()
+        timings['decode'] += t1 - t0
+        det = detect_board_corners(lf, dataset.board, pose=pose, options=corner_options)
+        timings['detect'] += time.perf_counter() - t1
         view_size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
-        pose_frames.append(Path(path))
-        parts.append(det.observations)
-        detections.append((Path(path), det))
-        if progress:
-            d = det.diagnostics
-            progress(k, total, Path(path),
-                     f'{len(det.observations)} observations, {d["corners_found"]}/'
-                     f'{d["corners_total"]} corners in {d["views_used"]}/'
-                     f'{d["views_available"]} views, line residual '
-                     f'{d["line_residual_rms_px"]:.3f} px')
-    check_enough_poses(pose_frames, total, skipped, min_poses)
-    obs = Observations.concatenate(parts)
+        return det
+
+    total = len(dataset.frames)
+    found = detect_frames(dataset.frames, white, decoded_and_detected, _views_summary,
+                          progress=progress, timings=timings, read_key='decode')
+    pose_frames, detections = found.pose_frames, found.detections
+    check_enough_poses(pose_frames, total, found.skipped, min_poses)
+    obs = Observations.concatenate(found.parts)
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
-    try:
-        result = calibrate(obs, **{**refusing_options(calibrate_options),
-                                   'camera_type': 'conventional'})
-    except DegenerateConfigurationError as exc:
-        raise DegenerateConfigurationError(
-            f'{len(pose_frames)} poses kept ({", ".join(p.name for p in pose_frames)}): '
-            f'{exc}') from exc
+    result = calibrate_kept(obs, pose_frames, {**refusing_options(calibrate_options),
+                                               'camera_type': 'conventional'})
     timings['calibrate'] = time.perf_counter() - t0
     noise = detections_corner_noise([d for _, d in detections])
     verdict = check_accepted(result, corner_noise_px=noise, board_points=dataset.board.points(),
                              accept_uncertain=accept_uncertain)
-    return RawCalibration(result, obs, pose_frames, detections, skipped, grid, view_size,
+    return RawCalibration(result, obs, pose_frames, detections, found.skipped, grid, view_size,
                           dataset.board, dataset.truth_for(grid), timings, dataset.name,
                           use, noise, verdict.fit_ratio,
                           getattr(dataset, 'camera_metadata', None), dataset.white,
-                          verdict.determination, frame_warnings=warned, acceptance=verdict)
+                          verdict.determination, frame_warnings=found.warned,
+                          acceptance=verdict)
 
 
 def detections_corner_noise(detections, camera_type='conventional'):
