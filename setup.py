@@ -21,6 +21,7 @@ setup(
     name=package_name,
     version=_version(),
     packages=find_packages(exclude=['test', 'test.*']),
+    package_data={'lf_mpc_calib.ros': ['fastdds_large_frames.xml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

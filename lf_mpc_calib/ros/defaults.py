@@ -280,6 +280,9 @@ def run_node(node_factory, args=None):
     """
     ``main()`` of a node: init, spin under a MultiThreadedExecutor, clean up.
 
+    Fast DDS gets the large-frame profile first, unless the user chose transports
+    (:func:`lf_mpc_calib.ros.transport.use_large_frame_transport`).
+
     SIGINT and SIGTERM (``docker stop``, systemd) end the node the same way, in any state: while
     it is built (rendering, loading) the construction is interrupted; while it spins, the spin
     loop ends within 0.1 s, the node's ``stop_waiting()`` (when it has one) ends the waits of
@@ -313,6 +316,8 @@ def run_node(node_factory, args=None):
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     unraisable_before, sys.unraisablehook = sys.unraisablehook, quiet_stop
     node, executor, code = None, None, 0
+    from lf_mpc_calib.ros.transport import use_large_frame_transport
+    use_large_frame_transport()     # camera-size frames between processes (transport.py)
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = node_factory()

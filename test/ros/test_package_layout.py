@@ -130,6 +130,8 @@ def test_colcon_build_installs_python_package_without_tests(colcon_install):
     assert len(site) == 1, f'expected one site-packages, got {site}'
     assert (site[0] / 'lf_mpc_calib' / '__init__.py').is_file()
     assert (site[0] / 'lf_mpc_calib' / 'ros' / '__init__.py').is_file()
+    # package data: the Fast DDS profile the nodes' main() points Fast DDS at (ros/transport.py)
+    assert (site[0] / 'lf_mpc_calib' / 'ros' / 'fastdds_large_frames.xml').is_file()
     assert not (site[0] / 'test').exists()
 
 
