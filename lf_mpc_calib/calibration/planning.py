@@ -152,6 +152,11 @@ class PoseConstraints:
     micro-image and type_depths_m ((lo, hi),) * T: the corner depths (Z, MPC frame) each
     type images sharply enough to be detected (its focus band); a ray counts only in a
     micro-image whose type's band holds its corner's Z. None: every type sees every depth.
+    min_corners: conventional cameras, None: the whole board in every view (a checkerboard);
+    N: a board that counts partly out of view (ChArUco, its markers naming the corners it
+    shows): a corner counts in the views it falls in (min_rays or more), a pose needs N such
+    corners not on one line, and candidates are drawn with the board centre up to the views'
+    edges (partly out of view, where the principal point and the distortion are determined).
     """
 
     views: np.ndarray
@@ -165,9 +170,14 @@ class PoseConstraints:
     min_rays: int = 2
     view_types: np.ndarray = None
     type_depths_m: tuple = None
+    min_corners: int = None
 
     def __post_init__(self):
         near, far = (float(v) for v in self.depth_range_m)
+        if self.min_corners is not None and not (
+                self.image_size is not None and int(self.min_corners) >= 4):
+            raise InvalidInputError(f'min_corners: expected None or >= 4 with image_size '
+                                    f'(conventional), got {self.min_corners!r}')
         if not near < far:
             raise InvalidInputError(f'depth_range_m: expected near < far, got {near}, {far}')
         if (self.image_size is None) == (self.micro_image_radius is None):
@@ -215,6 +225,17 @@ class PoseConstraints:
             return False
         band = self.excluded_depths_m
         return band is None or not band[0] < z < band[1]
+
+
+def _partial_rows(seen, board, min_corners, min_rays):
+    """(V * M,) bool of the rows of a partial view that count, from seen (V, M): the corners
+    in ``min_rays`` views or more; None when fewer than ``min_corners`` of them, or all on
+    one line of the board (M, 3), are left."""
+    keep = seen.sum(axis=0) >= min_rays
+    xy = board[keep, :2]
+    if keep.sum() < min_corners or np.linalg.matrix_rank(xy - xy.mean(axis=0), tol=1e-9) < 2:
+        return None
+    return (seen & keep[None, :]).ravel()
 
 
 @dataclass(frozen=True, eq=False)
@@ -348,8 +369,12 @@ class PosePlanner:
             m = c.margin_px
             ok &= ((uv[:, 0] >= m) & (uv[:, 0] <= w - 1 - m)
                    & (uv[:, 1] >= m) & (uv[:, 1] <= h - 1 - m))
-            if not ok.all():
+            if not ok.all() and c.min_corners is None:
                 return None   # the whole board in every view
+            if not ok.all():  # a partial view: the corners it shows in min_rays views
+                ok = _partial_rows(ok.reshape(v, n), self.board, c.min_corners, c.min_rays)
+                if ok is None:
+                    return None
         else:
             ok &= np.einsum('nk,nk->n', uv, uv) < c.micro_image_radius ** 2
             if c.view_types is not None:          # multi-focus: the type's focus band
@@ -661,6 +686,8 @@ class PosePlanner:
             lo = np.array([x.min(), y.min()])
             hi = np.array([x.max(), y.max()])
         mid, half = (lo + hi) / 2, np.abs(hi - lo) / 2
+        if c.min_corners is not None:      # partial views count: centres up to the edges
+            return mid - half, mid + half
         return mid - 0.5 * half, mid + 0.5 * half
 
     def suggest(self, n_candidates=CANDIDATES, refine=REFINE_ROUNDS):

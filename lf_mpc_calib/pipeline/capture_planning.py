@@ -9,7 +9,10 @@ calibration where the calibration has it, else fitted under the model:
 :func:`~lf_mpc_calib.calibration.board_pose.fit_board_pose`) and asks
 :class:`~lf_mpc_calib.calibration.planning.PosePlanner` for the next board pose (A-optimal on
 sigma / target). Conventional cameras: the candidates' rows are predicted in the decoder's
-usable views, a view's size from the white image. Focused cameras: in every micro-image of
+usable views, a view's size from the white image; a checkerboard whole in every view (its
+squares inside each), a ChArUco board also partly out of view with the corners it shows
+(:func:`partial_view_corners`: the session's min_corners, which a capture needs too).
+Focused cameras: in every micro-image of
 the lenslet grid, a corner seen where it falls within FOCUSED_RADIUS_FRACTION of half the
 pitch of the centre (in >= 2 micro-images), outside the band ``focus_band_m`` around the
 plane conjugate to the micro-lenses (Z = 0 of the MPC frame). Multi-focus cameras (lens_types
@@ -250,7 +253,18 @@ def session_constraints(session, depth_range_m, settings, poses=None, band_notes
         size = (int(lf.views.shape[3]), int(lf.views.shape[2]))
     return PoseConstraints(views=views.astype(float), depth_range_m=tuple(depth_range_m),
                            image_size=tuple(size), max_tilt_deg=settings.max_tilt_deg,
-                           max_roll_deg=settings.max_roll_deg)
+                           max_roll_deg=settings.max_roll_deg,
+                           min_corners=partial_view_corners(session))
+
+
+def partial_view_corners(session):
+    """The fewest corners a partial view of the session's board counts with (a ChArUco
+    board: its corner options' min_corners, default 6), or None: the whole board (a
+    checkerboard)."""
+    if getattr(session.board, 'board_type', 'checkerboard') != 'charuco':
+        return None
+    from lf_mpc_calib.features.corners import CornerOptions
+    return int((session.corner_options or CornerOptions()).min_corners)
 
 
 def _type_constraints(session, settings, poses=None, band_notes=None):
@@ -455,7 +469,8 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
                           target_k_pct=settings.target_k_pct,
                           target_pp_px=settings.target_pp_px, rng=rng,
                           pose_filter=(outline_filter(model, session.board, constraints)
-                                       if constraints.image_size is not None else None),
+                                       if constraints.image_size is not None
+                                       and constraints.min_corners is None else None),
                           arm=arm, target_mount_mm=settings.target_mount_mm,
                           target_mount_deg=settings.target_mount_deg)
     robot = session.robot_poses if arm is not None else [None] * len(rvecs)
