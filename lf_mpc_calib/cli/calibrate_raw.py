@@ -280,7 +280,7 @@ def board_from_args(args):
 
 def run(args):
     """Run calibrate-raw; returns the exit code."""
-    from lf_mpc_calib.calibration.guidance import capture_guidance
+    from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
     from lf_mpc_calib.pipeline.offline import load_raw_dataset, write_outputs
     if getattr(args, 'camera_type', 'auto') == 'conventional':
         check_lens_types(args.lens_types, 'conventional', '--camera-type conventional')
@@ -288,18 +288,6 @@ def run(args):
                                demosaic=args.bayer, grid=args.grid, topic=args.topic,
                                dark=args.dark)
     out = sys.stdout
-
-    def progress(index, total, path, message):
-        if args.quiet:
-            return
-        if path is None:
-            print(message, file=out, flush=True)
-        elif message.startswith('skipped: '):
-            print(f'[{index + 1}/{total}] {path.name}: {message}', file=sys.stderr, flush=True)
-        else:
-            print(f'[{index + 1}/{total}] {path.name}: {message}', file=out, flush=True)
-
-    from lf_mpc_calib.pipeline.hand_eye import robot_poses_for_dataset
     folder = Path(args.dataset)
     robot = (robot_poses_for_dataset(folder, args.robot_poses) if folder.is_dir()
              or args.robot_poses else None)
@@ -307,7 +295,8 @@ def run(args):
     # with robot poses the calibration written is the joint one: that is the one whose
     # determination is checked (the arm determines the principal point better)
     accept = args.accept_uncertain or robot is not None
-    result_run, camera_type = calibrate_dataset(args, dataset, accept=accept, progress=progress,
+    result_run, camera_type = calibrate_dataset(args, dataset, accept=accept,
+                                                progress=_progress_printer(args.quiet, out),
                                                 out=out)
     for path, reason in result_run.skipped:
         print(f'warning: skipped {path}: {reason}', file=sys.stderr)
@@ -325,10 +314,42 @@ def run(args):
                                   getattr(result_run, 'jackknife', None))
     written = write_outputs(result_run, args.output, report_dir=args.report, hand_eye=mapping,
                             hand_eye_result=he, jackknife=jackknife)
+    joint = he is not None and 'joint_calibration' in he.extras
+    if joint:
+        print('camera-only calibration (before the hand-eye; kept in the report):', file=out)
+    _print_calibration(result_run, camera_type, out)
+    for line in [] if jackknife is None else jackknife.summary():
+        print(line, file=out)
+    if joint:
+        print_joint_calibration(he, out)
+    _print_pose_set(result_run, camera_type, determined, out)
+    for p in written[:2]:
+        print(f'wrote {p}', file=out)
+    if args.report:
+        print(f'wrote report into {args.report} ({len(written) - 2} files)', file=out)
+    return 0
+
+
+def _progress_printer(quiet, out):
+    """progress(index, total, path, message) of calibrate_dataset: a frame's line to ``out``
+    (a skipped one's to stderr), a line without a frame as it is; nothing when ``quiet``."""
+    def progress(index, total, path, message):
+        if quiet:
+            return
+        if path is None:
+            print(message, file=out, flush=True)
+        elif message.startswith('skipped: '):
+            print(f'[{index + 1}/{total}] {path.name}: {message}', file=sys.stderr, flush=True)
+        else:
+            print(f'[{index + 1}/{total}] {path.name}: {message}', file=out, flush=True)
+    return progress
+
+
+def _print_calibration(result_run, camera_type, out):
+    """Print the calibration: poses, rays, RMS, the intrinsics and distortion, what was held,
+    the model fit against the corner noise and the lens types' terms."""
     r = result_run.result
     m = r.model
-    if he is not None and 'joint_calibration' in he.extras:
-        print('camera-only calibration (before the hand-eye; kept in the report):', file=out)
     print(f'{len(result_run.pose_frames)} poses, {len(result_run.observations)} rays: RMS '
           f'reprojection {r.rms_reprojection_px:.4f} px, ray {r.rms_ray_reprojection_mm:.4f} mm'
           f'{"" if r.converged else " (NOT converged: " + str(r.message) + ")"}', file=out)
@@ -338,20 +359,23 @@ def run(args):
     print(f'model fit: RMS {r.rms_reprojection_px:.3f} px = {result_run.fit_ratio:.2f} x the '
           f'corner noise {result_run.corner_noise_px:.3f} px measured across '
           f'{"micro-images" if camera_type == "focused" else "views"}', file=out)
-    if r.lens_types is not None:
-        from lf_mpc_calib.report.raw_calibration import lens_type_residuals
-        lt = r.lens_types
-        source = getattr(result_run, 'lens_type_source', None)
-        print(f'{lt.n_types} micro-lens types ({_SOURCES.get(source, source)}):', file=out)
-        for t, line in enumerate(lens_type_residuals(r, result_run.observations)):
-            print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
-                  f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
-                  f'{lt.offset_std_px[t][0]:.3f} px{lt.view_text(t)}', file=out)
-    for line in [] if jackknife is None else jackknife.summary():
-        print(line, file=out)
-    if he is not None and 'joint_calibration' in he.extras:
-        print_joint_calibration(he, out)
-    guidance = capture_guidance(r, board_points=result_run.board.points(),
+    if r.lens_types is None:
+        return
+    from lf_mpc_calib.report.raw_calibration import lens_type_residuals
+    lt = r.lens_types
+    source = getattr(result_run, 'lens_type_source', None)
+    print(f'{lt.n_types} micro-lens types ({_SOURCES.get(source, source)}):', file=out)
+    for t, line in enumerate(lens_type_residuals(r, result_run.observations)):
+        print(f'  {line}; scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
+              f'offset ({lt.offset_px[t][0]:+.3f}, {lt.offset_px[t][1]:+.3f}) +- '
+              f'{lt.offset_std_px[t][0]:.3f} px{lt.view_text(t)}', file=out)
+
+
+def _print_pose_set(result_run, camera_type, determined, out):
+    """Print the guidance on the pose set and, from ``determined`` (a Determination), what
+    the poses leave undetermined (accepted with --accept-uncertain) or uncertain."""
+    from lf_mpc_calib.calibration.guidance import capture_guidance
+    guidance = capture_guidance(result_run.result, board_points=result_run.board.points(),
                                 camera_type=camera_type)
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
@@ -361,11 +385,6 @@ def run(args):
               file=out)
     for warning in determined.warnings:
         print(f'WARNING: {warning}', file=out)
-    for p in written[:2]:
-        print(f'wrote {p}', file=out)
-    if args.report:
-        print(f'wrote report into {args.report} ({len(written) - 2} files)', file=out)
-    return 0
 
 
 def calibrate_dataset(args, dataset, *, accept, progress, out):
