@@ -416,20 +416,18 @@ def _rotation_and_type(centres, lattice):
         raise DetectionError(
             f'inconsistent pitch: only {np.count_nonzero(good)} of {len(d1)} spots have their '
             f'nearest neighbour within 20 % of the median distance {nn:.2f} px')
+    neighbours = (centres, sub[good], idx[good], dist[good], nn)
     if lattice == 'auto':
-        ratio6 = float(np.median(dist[good, 6] / d1[good]))
-        lattice = 'hex' if ratio6 < 1.25 else 'rect'
+        # the symmetry the neighbour directions share: 6-fold (hex) or 4-fold (rect). (The
+        # 6th neighbour's distance over the 1st's, tried before, is 1.2-1.27 on a hexagonal
+        # array of 7 px touching micro-images, whose first candidates sit on whole pixels:
+        # a 0.07 px jitter of the lenses tipped it to 'rect', and the grid was refused.)
+        vec = centres[idx[good, 1:7]] - sub[good, None, :]                  # (G, 6, 2)
+        ang = np.arctan2(vec[..., 1], vec[..., 0])
+        six, four = (abs(np.mean(np.exp(1j * n * ang[:, :n]))) for n in (6, 4))
+        lattice = 'hex' if six > four else 'rect'
     nfold = 6 if lattice == 'hex' else 4
-    vec = centres[idx[good, 1:nfold + 1]] - sub[good, None, :]           # (G, nfold, 2)
-    vec = vec.reshape(-1, 2)
-    length = np.hypot(vec[:, 0], vec[:, 1])
-    if lattice == 'hex':
-        keep = np.abs(length - nn) < 0.2 * nn
-    else:
-        keep = length < 1.3 * float(np.median(dist[good, 4]))
-    vec, length = vec[keep], length[keep]
-    ang = np.arctan2(vec[:, 1], vec[:, 0])
-    z = np.mean(np.exp(1j * nfold * ang))
+    z, length, ang = _direction_coherence(lattice, *neighbours)
     if abs(z) < 0.5:
         raise DetectionError(
             f'no consistent {lattice} lattice: neighbour directions do not share a '
@@ -448,6 +446,21 @@ def _rotation_and_type(centres, lattice):
         across = np.abs(np.abs(rel) - np.pi / 2) < np.pi / 12
         row_spacing = float(np.median(length[across])) if np.any(across) else pitch
     return lattice, rot, pitch, row_spacing
+
+
+def _direction_coherence(lattice, centres, sub, idx, dist, nn):
+    """(z: the mean of exp(i n angle) over the neighbour vectors, n = 6 for 'hex', 4 for
+    'rect'; their lengths (M,) and angles (M,)) of spots ``sub`` (G, 2) and their 7 nearest
+    ``idx``/``dist`` (G, 7) among ``centres``; nn the median nearest distance."""
+    nfold = 6 if lattice == 'hex' else 4
+    vec = (centres[idx[:, 1:nfold + 1]] - sub[:, None, :]).reshape(-1, 2)
+    length = np.hypot(vec[:, 0], vec[:, 1])
+    if lattice == 'hex':
+        keep = np.abs(length - nn) < 0.2 * nn
+    else:
+        keep = length < 1.3 * float(np.median(dist[:, 4]))
+    length, ang = length[keep], np.arctan2(vec[keep, 1], vec[keep, 0])
+    return np.mean(np.exp(1j * nfold * ang)), length, ang
 
 
 def _neighbour_distance(kind, pitch, row_spacing):
