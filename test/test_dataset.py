@@ -10,7 +10,7 @@ from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.dataset import (
     append_frames, board_in_view, capture_board, load_poses, random_poses, read_dataset,
     write_dataset)
-from lf_mpc_calib.simulation.optics import Checkerboard, default_board, preset, PRESETS
+from lf_mpc_calib.simulation.optics import IDEAL, Checkerboard, default_board, preset, PRESETS
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
 
 
@@ -50,7 +50,7 @@ def test_appended_frames_are_those_one_write_renders(tmp_path):
     # plan appends the captures it adds after checking its data set (cli/plan.py); without
     # sensor noise the appended frame is the one a single write of every pose renders, and
     # the ground truth and manifest list every pose (an ideal sensor: no shot noise)
-    cam = preset('lytro', scale=0.06, sensor__response=None)
+    cam = preset('lytro', scale=0.06, **IDEAL)
     board = default_board(cam)
     rvecs, tvecs = random_poses(cam, board, 3, rng=np.random.default_rng(2))
     write_dataset(tmp_path / 'once', cam, board, rvecs, tvecs, samples=2, noise=0.0)

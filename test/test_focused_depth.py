@@ -13,7 +13,7 @@ from lf_mpc_calib.measurement.focused import (FocusedMeasurer, rendered_depth_po
 from lf_mpc_calib.measurement.focused_depth import MicroImageDepth
 from lf_mpc_calib.simulation.focused_raw import (board_depth_truth, board_pose, lens_types_of,
                                                  scene_depth_truth)
-from lf_mpc_calib.simulation.optics import Checkerboard, preset
+from lf_mpc_calib.simulation.optics import IDEAL, Checkerboard, preset
 from lf_mpc_calib.simulation.render import less_dark, render_raw, render_scene, render_white
 from lf_mpc_calib.simulation.scene import focused_planes_scene
 from lf_mpc_calib.simulation.scene_dataset import focused_depth_truth
@@ -72,7 +72,7 @@ def multifocus_planes():
 
 
 def _multifocus_planes(**sensor):
-    """multifocus_planes on the preset's realistic sensor, or ``sensor__response=None``."""
+    """multifocus_planes on the preset's realistic sensor, or ``**IDEAL``."""
     cam = preset('focused-multifocus', scale=0.5, **sensor)
     white = less_dark(cam, render_white(cam, samples=8))   # as calibrate-raw hands it on
     rng = np.random.default_rng(3)
@@ -104,7 +104,7 @@ def test_multi_focus_depth_of_planes_uses_each_types_terms_and_focus(multifocus_
     # the same frame without the types (every neighbour compared, one scale) is worse, by
     # more than the realistic sensor's noise lets one see (there both 0.19 %): on an ideal
     # sensor 0.16 % against 0.09 % with the types
-    _, ideal, ideal_raw, ideal_w, ideal_truth, _ = _multifocus_planes(sensor__response=None)
+    _, ideal, ideal_raw, ideal_w, ideal_truth, _ = _multifocus_planes(**IDEAL)
     ideal_norm = ideal.live.normalise(ideal_raw.astype(np.float32))
     blind = MicroImageCornerDetector(ideal.white, ideal.grid)
     errors = []

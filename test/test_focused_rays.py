@@ -13,13 +13,14 @@ from lf_mpc_calib.measurement.focused import FocusedMeasurer, type_class_map
 from lf_mpc_calib.simulation.dataset import ground_truth_file
 from lf_mpc_calib.simulation.focused_observations import focused_observations
 from lf_mpc_calib.simulation.focused_raw import board_pose, lens_types_of
-from lf_mpc_calib.simulation.optics import Checkerboard, preset
+from lf_mpc_calib.simulation.optics import Checkerboard, LATTICE_LENSES, preset
 from lf_mpc_calib.simulation.render import less_dark, quantize, render_raw, render_white
 
 
 @pytest.fixture(scope='module')
 def scene():
-    cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0)
+    # lattice lenses: the rays' micro-images are the optics' (realistic lenses sit off them)
+    cam = preset('focused-keplerian', scale=0.5, sensor__noise=0.0, **LATTICE_LENSES)
     board = Checkerboard(8, 5, 0.5 * cam.field_of_view(cam.scene_distance)[1] / 7)
     rv, tv = board_pose(cam, board, 1.25 * cam.scene_distance, (12.0, -9.0, 4.0))
     # white and frame with the dark frame subtracted, as calibrate-raw and a node given its

@@ -47,8 +47,11 @@ def sweep_camera(fill, pitch_px, rotation_deg, lattice, size, *, offset_px=(0.37
 
 
 def true_centres(camera):
-    """Every true micro-image centre (N, 2) inside the raw image (raw px); a multi-focus
-    camera's types have their own (Camera.micro_image_centres)."""
+    """Every true micro-image centre (N, 2) inside the raw image (raw px) where the lattice
+    puts it: a multi-focus camera's types have their own (Camera.micro_image_centres); each
+    lens's own offset (REALISTIC_MLA's centre_jitter, 0.07 px here) is no lattice's to follow."""
+    from lf_mpc_calib.simulation.optics import apply_overrides
+    camera = apply_overrides(camera, mla__centre_jitter=0.0)
     q0, r, c, _ = camera.image_lattice()
     w, h = camera.sensor.size
     # (2 px beyond the image, so that strays at the border are judged against the truth)

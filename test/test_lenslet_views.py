@@ -4,7 +4,7 @@ import numpy as np
 
 from lf_mpc_calib.lenslet.decode import Decoder
 from lf_mpc_calib.lenslet.views import aperture_radius, clean_views
-from lf_mpc_calib.simulation.optics import Checkerboard as SimBoard, preset
+from lf_mpc_calib.simulation.optics import IDEAL, Checkerboard as SimBoard, preset
 from lf_mpc_calib.simulation.render import render_raw, render_white
 
 
@@ -56,7 +56,7 @@ def test_clean_views_sample_the_model_rays_exactly_other_views_do_not():
     # Lytro optics (hex lenslets nearly touching: 9.94 px pitch, 4.77 px bright disk) on a
     # small crop, rendered with the ground truth's own rays (one per pixel); an ideal sensor:
     # the check is exact to interpolation round-off, which shot noise and PRNU are not
-    camera = preset('lytro', scale=0.12, sensor__response=None)
+    camera = preset('lytro', scale=0.12, **IDEAL)
     err, dec = _ramp_view_errors(camera)
     radius = aperture_radius(render_white(camera, samples=1), dec.grid)
     # The bright disk is 4.77 px, but neighbours begin 0.2 px further out: the estimate lies

@@ -10,12 +10,12 @@ from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.board import Checkerboard
 from lf_mpc_calib.camera.model import point_ray_distance
 from lf_mpc_calib.simulation.focused_observations import focused_observations
-from lf_mpc_calib.simulation.optics import Camera, preset
+from lf_mpc_calib.simulation.optics import Camera, LATTICE_LENSES, preset
 from lf_mpc_calib.simulation.render import render_white
 
 
 def _scene(name, seed, scale=0.5):
-    cam = preset(name, scale=scale)
+    cam = preset(name, scale=scale, **LATTICE_LENSES)    # the truth exact: lattice lenses
     board = Checkerboard(6, 4, 0.5 * cam.field_of_view(cam.scene_distance)[0] / 7)
     rng = np.random.default_rng(seed)
     rv, tv = [], []
@@ -40,7 +40,7 @@ def test_multifocus_preset_types_and_roundtrip():
     back = Camera.from_dict(cam.to_dict())
     assert back.mla.type_gap_offsets == cam.mla.type_gap_offsets
     # one type: the per-type truth is None and micro-image centres are the lattice's
-    single = preset('focused-keplerian', scale=0.2)
+    single = preset('focused-keplerian', scale=0.2, **LATTICE_LENSES)
     assert single.ground_truth_lens_types() is None
     kl = single.micro_image_of(single.lenslet_grid().centres())[0]
     np.testing.assert_allclose(single.micro_image_centres(kl), single.lattice_centres(kl),

@@ -7,7 +7,7 @@ import pytest
 
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.optics import (
-    Camera, Checkerboard, default_board, MainLens, preset, PRESETS)
+    IDEAL, Camera, Checkerboard, default_board, MainLens, preset, PRESETS)
 
 
 def _traced_mpc_rays(cam, q, kl):
@@ -37,8 +37,8 @@ def _conventional_samples(cam, rng, n=300):
 @pytest.mark.parametrize('name', ['lytro', 'illum'])
 @pytest.mark.parametrize('upright', [False, True])
 def test_ground_truth_conventional_matches_traced_rays(name, upright):
-    cam = preset(name, scale=0.15, sensor__upright=upright,
-                 main_lens__distortion=(0.3, -0.2))
+    cam = preset(name, scale=0.15, sensor__upright=upright,   # lenses on the lattice: exact
+                 main_lens__distortion=(0.3, -0.2), **IDEAL)
     q, ijuv, kl = _conventional_samples(cam, np.random.default_rng(3))
     expected = cam.ground_truth_model().rays(ijuv)
     traced = _traced_mpc_rays(cam, q, kl)
@@ -64,7 +64,7 @@ def test_ground_truth_conventional_values_follow_notes():
 @pytest.mark.parametrize('name', ['focused-keplerian', 'focused-galilean'])
 @pytest.mark.parametrize('upright', [False, True])
 def test_ground_truth_focused_matches_traced_rays(name, upright):
-    cam = preset(name, scale=0.3, sensor__upright=upright)
+    cam = preset(name, scale=0.3, sensor__upright=upright, **IDEAL)   # lattice lenses
     rng = np.random.default_rng(5)
     g = cam.lenslet_grid()
     n = 300
@@ -95,7 +95,7 @@ def test_ground_truth_focused_refuses_distortion():
 
 @pytest.mark.parametrize('name', PRESETS)
 def test_lenslet_grid_matches_lens_lattice(name):
-    cam = preset(name, scale=0.1)
+    cam = preset(name, scale=0.1, **IDEAL)      # realistic lenses sit off it: test_sensor_response
     g = cam.lenslet_grid()
     centres = g.centres()
     # every grid centre is a micro-image centre of the optics (projection of its lens centre)

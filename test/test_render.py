@@ -6,7 +6,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.simulation.optics import Checkerboard, preset
+from lf_mpc_calib.simulation.optics import IDEAL, Checkerboard, preset
 from lf_mpc_calib.simulation.render import (
     bayer_gains, pixel_turns, quantize, render_raw, render_white, sample_pattern)
 
@@ -56,7 +56,7 @@ def _expected_shade(model, ijuv, board, rvec, tvec):
 def test_render_raw_matches_ground_truth_rays(name, scale):
     # the ray tracer against the model, exact to float rounding: an ideal sensor (the
     # realistic one's shot noise and PRNU are not exact)
-    cam = preset(name, scale=scale, sensor__response=None)
+    cam = preset(name, scale=scale, **IDEAL)
     board = Checkerboard(3, 3, 0.55 * cam.field_of_view(cam.scene_distance)[0] / 6)
     rvec = np.array([0.35, -0.25, 0.1])
     rv, tv = _board_pose(cam, board, rvec, cam.scene_distance)
@@ -82,7 +82,7 @@ def test_render_raw_matches_ground_truth_rays(name, scale):
 def test_render_white_spots_centred_on_grid():
     # the optics' spot centroids to 0.05 px and the disk's area: an ideal sensor (dust, PRNU
     # and the pedestal move a centroid; the grid tests check the realistic whites)
-    cam = preset('lytro', scale=0.08, sensor__response=None)
+    cam = preset('lytro', scale=0.08, **IDEAL)
     white = render_white(cam, samples=9)
     g = cam.lenslet_grid()
     centres = g.centres()
@@ -101,7 +101,7 @@ def test_render_white_spots_centred_on_grid():
     assert np.median(err[central]) < 0.05
     # without the cos^4 falloff the aperture disk fills pi r^2 of each cell
     flat = render_white(preset('lytro', scale=0.08, sensor__natural_vignetting=False,
-                               sensor__response=None), samples=9)
+                               **IDEAL), samples=9)
     mass = np.bincount(n, flat.ravel(), len(centres))
     cell = g.pitch * g.row_spacing
     fill = np.pi * cam.micro_image_radius ** 2 / cell
@@ -153,11 +153,11 @@ def test_render_focus_plane_gives_uniform_micro_images():
 
 def test_render_bayer_noise_and_quantize():
     # the mosaic's gains and the Gaussian noise exactly: an ideal sensor
-    cam = preset('lytro', scale=0.05, sensor__bayer='rggb', sensor__response=None)
+    cam = preset('lytro', scale=0.05, sensor__bayer='rggb', **IDEAL)
     white = render_white(cam)
     gains = bayer_gains(cam)
     assert gains[0, 0] == 0.8 and gains[0, 1] == 1.0 and gains[1, 1] == 0.7
-    flat = preset('lytro', scale=0.05, sensor__response=None)
+    flat = preset('lytro', scale=0.05, **IDEAL)
     np.testing.assert_allclose(white, np.clip(render_white(flat) * gains, 0, 1), atol=1e-12)
     board = Checkerboard(3, 3, 0.004)
     rv, tv = _board_pose(flat, board, np.zeros(3), 0.3)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.simulation.optics import default_board, preset
+from lf_mpc_calib.simulation.optics import IDEAL, default_board, preset
 from lf_mpc_calib.simulation.render import render_raw, render_scene
 from lf_mpc_calib.simulation.scene import (
     BoardSurface, depth_truth, planes_scene, Scene, strips_scene, TexturedPlane)
@@ -14,7 +14,7 @@ from lf_mpc_calib.simulation.scene import (
 def camera():
     # an ideal sensor: render_raw and render_scene are compared to float rounding, and the
     # realistic sensor draws each image's shot noise from its own pixels
-    return preset('lytro', scale=0.15, sensor__response=None)
+    return preset('lytro', scale=0.15, **IDEAL)
 
 
 def test_board_scene_renders_like_render_raw(camera):

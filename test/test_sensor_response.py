@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lf_mpc_calib.lenslet.estimate import estimate_grid_with_quality
-from lf_mpc_calib.simulation.optics import preset
+from lf_mpc_calib.simulation.optics import IDEAL, preset
 from lf_mpc_calib.simulation.render import render_white
 from lf_mpc_calib.simulation.sensor_response import SensorResponse
 
@@ -73,15 +73,17 @@ def test_presets_plan_and_demo_are_realistic_by_default_and_ideal_on_request():
     from lf_mpc_calib.cli.plan import ideal_override
     from lf_mpc_calib.simulation.optics import REALISTIC_SENSOR, conventional_camera
     for name in ('lytro', 'lab-square', 'focused-keplerian', 'focused-multifocus'):
-        assert preset(name, scale=0.1).sensor.response == REALISTIC_SENSOR, name
-        assert preset(name, scale=0.1, sensor__response=None).sensor.response is None
+        real, ideal = preset(name, scale=0.1), preset(name, scale=0.1, **IDEAL)
+        assert real.sensor.response == REALISTIC_SENSOR, name
+        assert (real.mla.centre_jitter, real.mla.focal_jitter) == (0.1e-6, 0.005)
+        assert ideal.sensor.response is None
+        assert (ideal.mla.centre_jitter, ideal.mla.focal_jitter) == (0.0, 0.0)
     assert conventional_camera('lytro', scale=0.1).sensor.response == REALISTIC_SENSOR
     parser = build_parser()
     for argv in (['plan', '--preset', 'lytro', '--target-k-sigma', '1', '--target-pp-sigma',
                   '1', '-o', 'x'], ['demo']):
         assert ideal_override(parser.parse_args(argv)) == {}
-        assert ideal_override(parser.parse_args(argv + ['--ideal'])) == \
-            {'sensor__response': None}
+        assert ideal_override(parser.parse_args(argv + ['--ideal'])) == IDEAL
 
 
 def test_sensor_figures_are_those_its_fields_state():
@@ -143,3 +145,22 @@ def test_lab_square_white_gives_its_grid_and_decodes():
     assert np.median(d) < 0.05 and d.max() < 0.15, (np.median(d), d.max())
     lf = Decoder(est.grid, white=white, views=15).decode(white)
     assert lf.valid.sum() >= 100 and lf.view_shape == est.grid.shape[::-1]
+
+
+def test_realistic_lenses_sit_off_their_lattice_points_and_focal_lengths():
+    """REALISTIC_MLA: each lens 0.1 um rms off its lattice point, its focal length 0.5 % rms
+    off the nominal one, fixed per lens (the same camera twice, the same lenses), kept by the
+    camera's dictionary (ground_truth.yaml)."""
+    from lf_mpc_calib.simulation.optics import Camera
+    real, ideal = preset('focused-keplerian', scale=0.3), preset('focused-keplerian',
+                                                                 scale=0.3, **IDEAL)
+    kl = real.micro_image_of(real.lenslet_grid().centres())[0]
+    assert len(kl) > 300
+    shift = real.lens_centres(kl) - ideal.lens_centres(kl)
+    assert 0.08e-6 < np.sqrt(np.mean(shift ** 2)) < 0.12e-6
+    spread = real.lens_focal_lengths(kl) / real.mla.focal_length - 1.0
+    assert 0.004 < np.std(spread) < 0.006 and abs(np.mean(spread)) < 0.001
+    np.testing.assert_array_equal(ideal.lens_focal_lengths(kl), ideal.mla.focal_length)
+    again = Camera.from_dict(real.to_dict())
+    np.testing.assert_array_equal(again.lens_focal_lengths(kl), real.lens_focal_lengths(kl))
+    np.testing.assert_array_equal(again.lens_centres(kl), real.lens_centres(kl))

@@ -64,9 +64,10 @@ def register(subparsers):
                         "(15 Hz) for SECONDS (10 with the flag): the decode node's rates and "
                         '3-D error against the truth of every frame')
     p.add_argument('--ideal', action='store_true',
-                   help='an ideal sensor: the irradiance itself (no shot or read noise, PRNU, '
-                        'black level, hot pixels or dust). Default: the '
-                        'realistic sensor response of the presets (docs/simulation.md)')
+                   help='an ideal camera: the irradiance itself (no shot or read noise, PRNU, '
+                        'black level, hot pixels, dust or lens jitter). Default: the '
+                        'realistic sensor and lenses of the presets (every lens off its '
+                        'lattice point and focal length; docs/simulation.md)')
     from lf_mpc_calib.ros.demo_plan import add_plan_arguments
     add_plan_arguments(p)
     p.add_argument('-o', '--output', '--output-dir', default=None, metavar='DIR',

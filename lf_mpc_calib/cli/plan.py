@@ -97,16 +97,18 @@ def register(subparsers):
                         'calibrate them as calibrate-raw does and plan more while its sigmas '
                         'are over the target)')
     p.add_argument('--ideal', action='store_true',
-                   help='an ideal sensor: the irradiance itself (no shot or read noise, PRNU, '
-                        'black level, hot pixels or dust). Default: the '
-                        'realistic sensor response of the presets (docs/simulation.md)')
+                   help='an ideal camera: the irradiance itself (no shot or read noise, PRNU, '
+                        'black level, hot pixels, dust or lens jitter). Default: the '
+                        'realistic sensor and lenses of the presets (every lens off its '
+                        'lattice point and focal length; docs/simulation.md)')
     add_dataset_output_arguments(p)
     p.set_defaults(func=run)
 
 
 def ideal_override(args):
-    """The preset override of ``--ideal`` ({} without it: the realistic sensor)."""
-    return {'sensor__response': None} if getattr(args, 'ideal', False) else {}
+    """The preset overrides of ``--ideal`` ({} without it: the realistic sensor and lenses)."""
+    from lf_mpc_calib.simulation.optics import IDEAL
+    return dict(IDEAL) if getattr(args, 'ideal', False) else {}
 
 
 def default_samples(camera):

@@ -96,9 +96,11 @@ def register(subparsers):
     p.add_argument('--upright', action='store_true',
                    help='read the sensor out turned by 180 degrees (upright raw image)')
     p.add_argument('--ideal', action='store_true',
-                   help='an ideal sensor: the irradiance itself (no shot or read noise, PRNU, '
-                        'black level, hot pixels or dust; no dark frame). Default: the '
-                        'realistic sensor response of the presets (docs/simulation.md)')
+                   help='an ideal camera: the irradiance itself (no shot or read noise, PRNU, '
+                        'black level, hot pixels, dust or lens jitter; no dark frame). '
+                        'Default: the '
+                        'realistic sensor and lenses of the presets (every lens off its '
+                        'lattice point and focal length; docs/simulation.md)')
     p.add_argument('--scene', choices=('board', 'planes'), default='board',
                    help='board: the checkerboard at --poses poses; planes: textured planes and '
                         'the board with depth truth per frame (default: %(default)s)')
@@ -218,8 +220,9 @@ def run(args):
         overrides['sensor__bit_depth'] = args.bit_depth
     if args.upright:
         overrides['sensor__upright'] = True
-    if args.ideal:                  # the presets read out with the realistic sensor
-        overrides['sensor__response'] = None
+    if args.ideal:                  # the presets: realistic sensor and lenses
+        from lf_mpc_calib.simulation.optics import IDEAL
+        overrides.update(IDEAL)
     camera = preset(args.preset, scale=args.scale, **overrides)
     if args.lattice_layout != 'rows' or args.lattice_rotation != 0.0 or args.portrait:
         from lf_mpc_calib.simulation.lattice_turn import turn_lattice

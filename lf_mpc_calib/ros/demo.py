@@ -331,14 +331,14 @@ def run(args, out=None):
     start, cpu_start = time.perf_counter(), time.process_time()
     from lf_mpc_calib.ros.defaults import SIM_PRESET, SIM_SCALE
     from lf_mpc_calib.simulation.dataset import FOCUSED_CAPTURE_POSES, capture_board
-    from lf_mpc_calib.simulation.optics import preset
+    from lf_mpc_calib.simulation.optics import IDEAL, preset
     name = getattr(args, 'preset', None) or SIM_PRESET
     focused = preset(name, scale=SIM_SCALE).camera_type == 'focused'
     scale = args.scale if args.scale is not None else \
         FOCUSED_DEMO_SCALE if focused else \
         PLANNED_ARM_DEMO_SCALE if (getattr(args, 'plan', False)
                                    and getattr(args, 'hand_eye', None)) else SIM_SCALE
-    ideal = {'sensor__response': None} if getattr(args, 'ideal', False) else {}
+    ideal = dict(IDEAL) if getattr(args, 'ideal', False) else {}
     camera = preset(name, scale=scale, **ideal)
     if (args.poses is None and not focused and not getattr(args, 'plan', False)
             and not getattr(args, 'hand_eye', None) and getattr(args, 'live', None) is None

@@ -102,7 +102,7 @@ class SimCameraNode(Node):
         from lf_mpc_calib.ros.image_conversion import array_to_image
         from lf_mpc_calib.simulation.dataset import (
             FOCUSED_SAMPLES, capture_board, capture_poses, ground_truth_file)
-        from lf_mpc_calib.simulation.optics import PRESETS, preset
+        from lf_mpc_calib.simulation.optics import IDEAL, PRESETS, preset
         from lf_mpc_calib.simulation.render import quantize
 
         p = D.declare_parameters(self, [
@@ -134,9 +134,10 @@ class SimCameraNode(Node):
              D.at_least(0)),
             ('noise', -1.0, 'sensor noise sigma (fraction of full scale); < 0: the preset\'s',
              None),
-            ('ideal_sensor', False, 'an ideal sensor: the irradiance itself (false: the '
-             "presets' realistic sensor, with shot and read noise, PRNU, black level, hot "
-             'pixels and dust; docs/simulation.md)', None),
+            ('ideal_sensor', False, 'an ideal camera: the irradiance itself, every lens on '
+             "its lattice point (false: the presets' realistic sensor, with shot and read "
+             'noise, PRNU, black level, hot pixels and dust, and lenses off their lattice '
+             'points and focal lengths; docs/simulation.md)', None),
             ('camera_name', '', "camera name (frame ids); '': from the namespace (cam1 in "
              f'/cam1), {D.CAMERA_NAME} at the root', None),
             ('scene', 'board', "what the camera sees: 'board' or 'planes' (textured planes at "
@@ -161,7 +162,7 @@ class SimCameraNode(Node):
         ])
         p['camera_name'] = D.camera_name_of(self, p['camera_name'])
         self.camera = preset(p['preset'], scale=p['scale'],
-                             **({'sensor__response': None} if p['ideal_sensor'] else {}))
+                             **(IDEAL if p['ideal_sensor'] else {}))
         if p['samples'] == 0:
             p['samples'] = FOCUSED_SAMPLES if self.camera.camera_type == 'focused' else 4
         self.params = p

@@ -69,6 +69,7 @@ beyond the board). A main-lens distortion is not representable by Eq. 18 for foc
 
 from dataclasses import dataclass, replace
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -164,7 +165,9 @@ class MicroLensArray:
     offset (2,) m: centre of lens (0, 0) relative to the optical axis; hex_parity as in
     LensletGrid; focal_length f_m (m) of the thin micro-lenses, or None for pinholes (the
     renderer then samples no lens aperture); centre_jitter (m): standard deviation of a fixed
-    pseudo-random displacement of each pinhole centre (0: ideal lattice), seeded by jitter_seed.
+    pseudo-random displacement of each pinhole centre (0: ideal lattice), seeded by jitter_seed;
+    focal_jitter: relative standard deviation of each lens's focal length about its nominal
+    (or its type's) value (0: all equal), seeded by jitter_seed too.
     Multi-focus arrays (Raytrix-like): type_focal_lengths (T,) the focal length of each of T
     interleaved lens types (type of lens (k, l): ((l mod 2) + k) mod T, :meth:`lens_type`) and
     type_gap_offsets (T,) m: the shift of each type's rear principal plane, so that type T
@@ -182,6 +185,7 @@ class MicroLensArray:
     jitter_seed: int = 0
     type_focal_lengths: tuple = None
     type_gap_offsets: tuple = None
+    focal_jitter: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, 'pitch', _positive('pitch', self.pitch))
@@ -205,6 +209,11 @@ class MicroLensArray:
         if not (np.isfinite(jitter) and jitter >= 0):
             raise InvalidInputError(f'centre_jitter must be >= 0, got {self.centre_jitter!r}')
         object.__setattr__(self, 'centre_jitter', jitter)
+        spread = float(self.focal_jitter)
+        if not (np.isfinite(spread) and 0 <= spread < 0.2):
+            raise InvalidInputError(
+                f'focal_jitter must be in [0, 0.2) (a relative spread), got {self.focal_jitter!r}')
+        object.__setattr__(self, 'focal_jitter', spread)
         if (self.type_focal_lengths is None) != (self.type_gap_offsets is None):
             raise InvalidInputError('type_focal_lengths and type_gap_offsets go together '
                                     '(both None for a single lens type)')
@@ -568,7 +577,25 @@ class Camera:
         ideal = self.pixel_to_sensor(self.lattice_centres(kl)) * (self.D / (self.D + self.gap))
         if self.mla.centre_jitter == 0.0:
             return ideal
-        return ideal + self.mla.centre_jitter * _hash_normal(kl, self.mla.jitter_seed)
+        return ideal + self.mla.centre_jitter * self._lens_normals(kl)[:, :2]
+
+    def _lens_normals(self, kl):
+        """Each lens's fixed standard normals (N, 3) of lattice indices kl (N, 2): its
+        centre's (2, seeded by jitter_seed) and its focal length's (seed + 1); a table over
+        the sensor's lenses, looked up (the renderer asks for every pixel's lens)."""
+        kl = np.asarray(kl, dtype=np.int64).reshape(-1, 2)
+        corners = [(0, 0), (self.sensor.width, 0), (0, self.sensor.height),
+                   (self.sensor.width, self.sensor.height)]
+        corner_kl = self.micro_image_of(np.asarray(corners, dtype=float))[0]
+        lo, hi = corner_kl.min(axis=0) - 3, corner_kl.max(axis=0) + 3
+        table = _normals_table(self.mla.jitter_seed, int(lo[0]), int(lo[1]),
+                               int(hi[0] - lo[0]) + 1, int(hi[1] - lo[1]) + 1)
+        rel = kl - lo
+        inside = np.all((rel >= 0) & (rel < np.array(table.shape[:2])), axis=1)
+        if inside.all():
+            return table[rel[:, 0], rel[:, 1]]
+        seed = self.mla.jitter_seed
+        return np.column_stack([_hash_normal(kl, seed), _hash_normal(kl, seed + 1)[:, 0]])
 
     def lens_gaps(self, kl):
         """Image-side gap (N,) m of the lenses kl (N, 2): gap + the type's offset."""
@@ -578,12 +605,19 @@ class Camera:
         return self.gap + np.asarray(self.mla.type_gap_offsets)[self.mla.lens_type(kl)]
 
     def lens_focal_lengths(self, kl):
-        """Micro-lens focal length (N,) m (None for pinhole arrays) of the lenses kl (N, 2)."""
+        """Micro-lens focal length (N,) m (None for pinhole arrays) of the lenses kl (N, 2):
+        the array's (or the lens type's), each off it by its fixed ``focal_jitter`` share."""
         kl = np.asarray(kl).reshape(-1, 2)
-        if self.mla.n_types == 1:
-            f = self.mla.focal_length
-            return None if f is None else np.full(len(kl), f)
-        return np.asarray(self.mla.type_focal_lengths)[self.mla.lens_type(kl)]
+        mla = self.mla
+        if mla.n_types == 1:
+            if mla.focal_length is None:
+                return None
+            f = np.full(len(kl), mla.focal_length)
+        else:
+            f = np.asarray(mla.type_focal_lengths)[mla.lens_type(kl)]
+        if mla.focal_jitter == 0.0:
+            return f
+        return f * (1.0 + mla.focal_jitter * self._lens_normals(kl)[:, 2])
 
     def micro_image_centres(self, kl):
         """
@@ -871,6 +905,7 @@ class Camera:
                     'offset_m': list(mla.offset), 'row_spacing_m': mla.row_spacing,
                     'hex_parity': mla.hex_parity, 'focal_length_m': mla.focal_length,
                     'centre_jitter_m': mla.centre_jitter, 'jitter_seed': mla.jitter_seed,
+                    'focal_jitter': mla.focal_jitter,
                     'type_focal_lengths_m': None if mla.type_focal_lengths is None
                     else list(mla.type_focal_lengths),
                     'type_gap_offsets_m': None if mla.type_gap_offsets is None
@@ -897,7 +932,8 @@ class Camera:
                                mla.get('hex_parity', 0), mla.get('focal_length_m'),
                                mla.get('centre_jitter_m', 0.0), mla.get('jitter_seed', 0),
                                _tuple_or_none(mla.get('type_focal_lengths_m')),
-                               _tuple_or_none(mla.get('type_gap_offsets_m'))),
+                               _tuple_or_none(mla.get('type_gap_offsets_m')),
+                               mla.get('focal_jitter', 0.0)),
                 Sensor(s['width'], s['height'], s['pixel_pitch_m'], s.get('bayer'),
                        s.get('noise', 0.0), s.get('bit_depth', 8), s.get('upright', False),
                        s.get('natural_vignetting', True),
@@ -910,6 +946,17 @@ class Camera:
 
 def _tuple_or_none(values):
     return None if values is None else tuple(values)
+
+
+@lru_cache(maxsize=8)
+def _normals_table(seed, k0, l0, nk, nl):
+    """Camera._lens_normals of the lenses k0..k0+nk-1, l0..l0+nl-1: (nk, nl, 3), read-only."""
+    k, l_ = np.meshgrid(np.arange(k0, k0 + nk), np.arange(l0, l0 + nl), indexing='ij')
+    kl = np.column_stack([k.ravel(), l_.ravel()])
+    table = np.column_stack([_hash_normal(kl, seed), _hash_normal(kl, seed + 1)[:, 0]])
+    table = table.reshape(nk, nl, 3)
+    table.setflags(write=False)
+    return table
 
 
 def _hash_normal(kl, seed):
@@ -940,6 +987,19 @@ REALISTIC_SENSOR = _realistic_sensor()
 :func:`conventional_camera`'s) sensor reads out with it; ``sensor__response=None`` (``--ideal``
 of simulate, plan and demo) renders the irradiance itself."""
 
+REALISTIC_MLA = {'centre_jitter': 0.1e-6, 'focal_jitter': 0.005}
+"""Every preset's micro-lens array is made as a real one is (docs/simulation.md): each lens
+0.1 um rms off its lattice point (the real guv white's micro-image centres lie on a smooth
+lattice within 0.014 px of 6.5 um) and its focal length 0.5 % rms off the nominal one."""
+
+LATTICE_LENSES = {'mla__centre_jitter': 0.0, 'mla__focal_jitter': 0.0}
+"""Overrides of :func:`preset`: every lens on its lattice point with its nominal focal length
+(where the ground-truth model is exact: the calibration models the array as a lattice)."""
+
+IDEAL = {'sensor__response': None, **LATTICE_LENSES}
+"""Overrides of :func:`preset` for the ideal camera (``--ideal``, ``ideal_sensor``): the
+irradiance itself read out by LATTICE_LENSES."""
+
 
 def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, focus, f_number,
                   rotation, offset_px, fill, barrel, bit_depth, lattice='hex', gap=None):
@@ -956,7 +1016,7 @@ def _conventional(name, *, scale, width, height, pixel, lens_pitch_px, focal, fo
         zb = 0.5 * focal
         main = replace(main, barrel_distance=zb, barrel_radius=ra + 0.22 * zb)
     mla = MicroLensArray(pitch, lattice, rotation, (offset_px[0] * pixel, offset_px[1] * pixel),
-                         focal_length=b)
+                         focal_length=b, **REALISTIC_MLA)
     sensor = Sensor(w, h, pixel, bit_depth=bit_depth, response=REALISTIC_SENSOR)
     return Camera(main, mla, sensor, b, 'conventional', name, focus, scale)
 
@@ -1021,7 +1081,8 @@ def _focused(name, *, scale, galilean):
     f_number = focal / (fill * pitch * (D + b) / b)
     main = MainLens(focal, f_number, z_f)
     w, h = max(8, int(round(2048 * scale))), max(8, int(round(1536 * scale)))
-    mla = MicroLensArray(pitch, 'hex', 0.003, (0.31 * pitch, -0.17 * pitch), focal_length=f_m)
+    mla = MicroLensArray(pitch, 'hex', 0.003, (0.31 * pitch, -0.17 * pitch), focal_length=f_m,
+                         **REALISTIC_MLA)
     sensor = Sensor(w, h, pixel, bit_depth=8, response=REALISTIC_SENSOR)
     return Camera(main, mla, sensor, b, 'focused', name, scene, scale)
 
@@ -1053,8 +1114,9 @@ def preset(name, *, scale=1.0, **overrides):
     with three interleaved lens types, Raytrix-like: :func:`_multi_focus`). overrides: any
     field of Camera (``gap``, ``name`` ...) or ``main_lens__FIELD``, ``mla__FIELD``,
     ``sensor__FIELD`` (e.g. ``sensor__bayer='rggb'``, ``sensor__noise=0.01``,
-    ``main_lens__distortion=(0.1, 0)``). The sensor reads out with :data:`REALISTIC_SENSOR`;
-    ``sensor__response=None`` gives an ideal one (the irradiance itself).
+    ``main_lens__distortion=(0.1, 0)``). The sensor reads out with :data:`REALISTIC_SENSOR`
+    and the lenses are made as :data:`REALISTIC_MLA` says; ``**IDEAL`` gives the ideal camera
+    (``sensor__response=None`` alone: an ideal sensor behind the real lenses).
     """
     scale = _positive('scale', scale)
     if scale > 1.0:

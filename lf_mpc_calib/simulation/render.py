@@ -269,7 +269,8 @@ def _render_rows(camera, scene, pattern, y0, y1):
     # per-pixel gap and micro-lens focal length (multi-focus arrays differ per lens type)
     b = camera.gap if camera.mla.n_types == 1 else camera.lens_gaps(kl)
     step = camera.sigma * camera.sensor.pixel_pitch
-    f_m = camera.mla.focal_length if camera.mla.n_types == 1 else camera.lens_focal_lengths(kl)
+    f_m = camera.mla.focal_length if camera.mla.n_types == 1 and camera.mla.focal_jitter == 0 \
+        else camera.lens_focal_lengths(kl)
     lens_r = 0.5 * camera.mla.pitch if f_m is not None else 0.0
     ml = camera.main_lens
     inv_z = ml.inverse_focus
