@@ -80,11 +80,12 @@ def board_in_view(camera, board, rvec, tvec, *, margin_px=None):
     Whether the whole board (with its margin) is seen, ``margin_px`` inside the raw image.
 
     The outline is projected by the chief rays of the main lens (Camera.project_chief);
-    margin_px defaults to one micro-image pitch. Points behind the camera are out of view.
+    margin_px defaults to one micro-image pitch. Points behind the camera, or not 5 % beyond
+    its focal length (the main lens images them nowhere near the sensor), are out of view.
     """
     rmat, t = camera.pose_to_physical(rvec, tvec)
     pts = board.outline() @ rmat.T + t
-    if np.any(pts[:, 2] <= camera.main_lens.focal_length * 2):
+    if np.any(pts[:, 2] <= camera.main_lens.focal_length * 1.05):
         return False
     q = camera.project_chief(pts)
     m = camera.micro_image_pitch if margin_px is None else float(margin_px)
@@ -163,7 +164,14 @@ def capture_depth_range(camera):
     board blurs out of the micro-lenses' focus: 1 corner found).
     """
     if camera.camera_type != 'focused':
-        return CAPTURE_DEPTHS
+        # CAPTURE_DEPTHS of the distance beyond the main lens's focal length (the magnification
+        # spread they give): the same for a lens focused far beyond it (lytro, illum: F under
+        # 3 % of the focus distance); lab-square's 200 mm lens focused at 0.33 m would put
+        # the nearest board at 0.198 m, inside the focal length, where it images nowhere
+        f = camera.main_lens.focal_length / camera.scene_distance
+        if f < 0.05:
+            return CAPTURE_DEPTHS
+        return tuple(f + d * (1.0 - f) for d in CAPTURE_DEPTHS)
     zf = 1.0 / camera.main_lens.inverse_focus / camera.scene_distance
     return (max(0.6, 1.25 * zf), 1.5) if zf < 1.0 else (0.65, min(1.5, 0.65 * zf))
 
