@@ -1148,62 +1148,99 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
     _check_options(loss, f_scale, max_iterations, solver)
     grouped = validate_observations(obs, planar=True)     # once for every solve below
     init = _initial_solution(obs, method, grouped)
-    method = init.method
     if not distortion:
-        zero = {n: 0.0 for n in DISTORTION_NAMES}
-        init = type(init)(model=init.model.replace(**zero),
-                          rotation_vectors=init.rotation_vectors,
-                          translations=init.translations, pose_ids=init.pose_ids,
-                          method=init.method, conditioning=init.conditioning)
-        fixed = tuple(n for n in PARAMETER_NAMES if n in set(fixed) | set(DISTORTION_NAMES))
-    problem = _problem(obs, lens_type_terms, grouped)     # shared by every refinement
-    solutions = {}          # id(result): (result, its _Solution), for warm starts and summary
-
-    def solve(start, held_fixed, solve_loss, begin=None):
-        r, sol = _refine(obs, start, fix=held_fixed, loss=solve_loss, f_scale=f_scale,
-                         max_iterations=max_iterations, progress=progress, solver=solver,
-                         method=method, lens_type_terms=lens_type_terms, problem=problem,
-                         start=begin, summary=False)
-        solutions[id(r)] = (r, sol)
-        return r
-
+        init, fixed = _without_distortion(init, fixed)
+    refits = _Refits(obs, _problem(obs, lens_type_terms, grouped), init.method, loss,
+                     dict(f_scale=f_scale, max_iterations=max_iterations, progress=progress,
+                          solver=solver, lens_type_terms=lens_type_terms))
     if loss != 'linear':
         # a robust loss from a poor start can settle on the wrong minimum (outliers also
         # spoil the closed form): reach the least-squares minimum first, then robustify
-        first = solve(init, fixed, 'linear')
-        robust = solve(first, fixed, loss)
-        result = replace(robust, initial=init.model,
-                         iterations=first.iterations + robust.iterations)
-        solutions[id(result)] = (result, solutions[id(robust)][1])
+        first = refits.solve(init, fixed, 'linear')
+        robust = refits.solve(first, fixed, loss)
+        result = refits.relabel(robust, initial=init.model,
+                                iterations=first.iterations + robust.iterations)
     else:
-        result = solve(init, fixed, loss)
-    if not result.converged and method == 'exact':
-        result, init, method = _retry_from_paper(obs, grouped, solve, fixed, loss, result, init)
-        labelled = replace(result, method=method)
-        solutions[id(labelled)] = (labelled, solutions[id(result)][1])
-        result = labelled
+        result = refits.solve(init, fixed, loss)
+    if not result.converged and refits.method == 'exact':
+        result, init, refits.method = _retry_from_paper(obs, grouped, refits.solve, fixed, loss,
+                                                        result, init)
+        result = refits.relabel(result, method=refits.method)
     held = {}
     if distortion == 'auto':
-        def refit(start, held_fixed, hold=None):
-            begin = None
-            if hold is not None:
-                begin = _held_start(problem[2], solutions[id(start)][1], hold, loss, f_scale)
-                if begin is None:
-                    names = (hold,) if isinstance(hold, str) else hold
-                    start = replace(start, model=start.model.replace(**{n: 0.0 for n in names}))
-            return solve(start, held_fixed, loss, begin)
-
-        def predict(start, names, candidates):
-            return _hold_prediction(problem[2], solutions[id(start)][1], names, candidates,
-                                    loss, f_scale)
         radial = {}
         if camera_type == 'focused':
-            result, fixed, radial = _hold_radial_of_focused(obs, result, fixed, refit)
-        result, held = _hold_undetermined(obs, result, fixed, refit, predict)
+            result, fixed, radial = _hold_radial_of_focused(obs, result, fixed, refits.refit)
+        result, held = _hold_undetermined(obs, result, fixed, refits.refit, refits.predict)
         held = {**radial, **held}
-    result = _with_summary(result, solutions[id(result)][1])
+    result = _with_summary(result, refits.solution(result))
     if held:
         result = replace(result, initial=init.model, held=held)
+    _check_refined(result, raise_on_failure)
+    return result
+
+
+def _without_distortion(init, fixed):
+    """(the closed-form solution ``init`` with k_1..k_4 at 0, ``fixed`` with them held)."""
+    zero = {n: 0.0 for n in DISTORTION_NAMES}
+    init = type(init)(model=init.model.replace(**zero), rotation_vectors=init.rotation_vectors,
+                      translations=init.translations, pose_ids=init.pose_ids,
+                      method=init.method, conditioning=init.conditioning)
+    return init, tuple(n for n in PARAMETER_NAMES if n in set(fixed) | set(DISTORTION_NAMES))
+
+
+class _Refits:
+    """
+    The refinements of one :func:`calibrate` call on one problem (shared by all of them),
+    each result's _Solution kept by the result's id: for warm starts of the refits that hold
+    a term (:func:`_held_start`), their predictions (:func:`_hold_prediction`) and the summary.
+    ``method``: the closed form the refinements started from (changed by a retry).
+    """
+
+    def __init__(self, obs, problem, method, loss, options):
+        self.obs, self.problem, self.method, self.loss = obs, problem, method, loss
+        self.options = options      # f_scale, max_iterations, progress, solver, lens_type_terms
+        self._solutions = {}        # id(result): (result, its _Solution)
+
+    def solve(self, start, held_fixed, solve_loss, begin=None):
+        """The refinement from ``start`` (a result or closed-form solution) with
+        ``held_fixed`` held, under ``solve_loss``; ``begin``: a warm start or None."""
+        r, sol = _refine(self.obs, start, fix=held_fixed, loss=solve_loss, method=self.method,
+                         problem=self.problem, start=begin, summary=False, **self.options)
+        self._solutions[id(r)] = (r, sol)
+        return r
+
+    def relabel(self, result, **changes):
+        """``result`` with ``changes`` (dataclasses.replace), its solution kept with it."""
+        changed = replace(result, **changes)
+        self._solutions[id(changed)] = (changed, self.solution(result))
+        return changed
+
+    def solution(self, result):
+        """The _Solution of a result this object refined."""
+        return self._solutions[id(result)][1]
+
+    def refit(self, start, held_fixed, hold=None):
+        """Refine ``start`` again with ``held_fixed`` held; ``hold``: the term(s) newly held
+        at 0, started warm from the linearised solution where it can."""
+        begin = None
+        if hold is not None:
+            begin = _held_start(self.problem[2], self.solution(start), hold, self.loss,
+                                self.options['f_scale'])
+            if begin is None:
+                names = (hold,) if isinstance(hold, str) else hold
+                start = replace(start, model=start.model.replace(**{n: 0.0 for n in names}))
+        return self.solve(start, held_fixed, self.loss, begin)
+
+    def predict(self, start, names, candidates):
+        """:func:`_hold_prediction` of holding ``names`` from ``start``'s solution."""
+        return _hold_prediction(self.problem[2], self.solution(start), names, candidates,
+                                self.loss, self.options['f_scale'])
+
+
+def _check_refined(result, raise_on_failure):
+    """ConvergenceError when the refinement did not converge (with ``raise_on_failure``) or
+    left an RMS reprojection error above MAX_RMS_PX (always: wrong units or columns)."""
     if raise_on_failure and not result.converged:
         raise ConvergenceError(
             f'the refinement did not converge after {result.iterations} iterations: '
@@ -1214,7 +1251,6 @@ def calibrate(obs, *, method='exact', distortion='auto', fix=(), loss='linear', 
             f'(limit {MAX_RMS_PX:g} px): the model does not describe these observations; '
             f'expected (i, j, u, v) in pixels and the board in metres (check the units and '
             f'the columns of the table)')
-    return result
 
 
 def pose_information(obs, model, rotation_vectors, translations, *, fix=(), clustered=False):
