@@ -56,6 +56,13 @@ def scene(tmp_path_factory):
     return dict(folder=folder, frames=frames, corners=corners, board=board)
 
 
+def _frame_stats(msg, processed):
+    """The ~/stats mapping of ``msg`` when it is that of the ``processed``-th frame, or None."""
+    stats = yaml.safe_load(msg.data)
+    frames = stats.get('frames', {})
+    return stats if 'points' in stats and frames.get('processed') == processed else None
+
+
 @pytest.fixture(scope='module')
 def published(ros_context, ros_executor, scene):
     """The decode node's ~/points and ~/stats for the ChArUco frame, then the other one."""
@@ -72,9 +79,11 @@ def published(ros_context, ros_executor, scene):
         wait_for_subscribers(ros_executor, pub)
         for k, name in enumerate(('charuco', 'other')):
             pub.publish(array_to_image(scene['frames'][name], 'mono8'))
-            wait_for(ros_executor, lambda k=k: len(points.messages) > k and
-                     len(stats.messages) > k, f'the {name} frame measured', 60.0)
-            got[name] = (points.messages[k], yaml.safe_load(stats.messages[k].data))
+            # the frame's stats (an input stall while it is measured has its own)
+            wait_for(ros_executor, lambda k=k: len(points.messages) > k and any(
+                _frame_stats(m, k + 1) for m in stats.messages), f'the {name} frame', 60.0)
+            got[name] = (points.messages[k], next(
+                _frame_stats(m, k + 1) for m in stats.messages if _frame_stats(m, k + 1)))
     ros_executor.remove_node(helper)
     helper.destroy_node()
     return got
