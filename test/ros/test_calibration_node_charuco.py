@@ -62,47 +62,57 @@ def _node(ros_context, out, namespace, extra):
                                Parameter('output_dir', value=str(out / namespace.strip('/')))])
 
 
+MISCONFIGURED = {'dictionary': [Parameter('dictionary', value='DICT_5X5_250')],
+                 'checkerboard': None, 'corners': [Parameter('min_corners', value=60)]}
+"""Nodes configured for another dictionary, a checkerboard, more corners than a pose shows."""
+
+
+def _refusals(ros_context, ros_executor, helper, out, grid_file):
+    """{name: (the ~/capture answer of the pose shown, poses kept)} of the MISCONFIGURED
+    nodes, given the ChArUco node's lenslet grid (its estimation, seconds, spared)."""
+    grid = [Parameter('grid_file', value=str(grid_file))]
+    nodes = {k: _node(ros_context, out, f'/{k}',
+                      (BOARD[:3] if extra is None else BOARD + extra) + grid)
+             for k, extra in MISCONFIGURED.items()}
+    with spinning(ros_context, *nodes.values()):
+        for name, node in nodes.items():
+            wait_for(ros_executor, lambda node=node: node.session.ready, f'{name} white', 30.0)
+        return {k: (call_service(ros_executor, helper.create_client(
+            Trigger, f'/{k}/lf_calibration/capture'), timeout_sec=30.0),
+            node.session.num_poses) for k, node in nodes.items()}
+
+
 @pytest.fixture(scope='module')
 def charuco_run(ros_context, ros_executor, tmp_path_factory):
-    """Captures of every pose by the ChArUco node (after one capture of the first pose by
-    each misconfigured node), then a calibration."""
+    """One capture of the first pose by each misconfigured node, captures of every pose by
+    the ChArUco node, then a calibration and a live picture."""
+    import yaml
     out = tmp_path_factory.mktemp('charuco')
     helper = rclpy.create_node('charuco_helper', context=ros_context)
     ros_executor.add_node(helper)
     sim = SimCameraNode(context=ros_context, parameter_overrides=SIM)
-    nodes = {
-        'charuco': _node(ros_context, out, '/charuco', BOARD + [
-            Parameter('detections_rate', value=5.0)]),
-        'dictionary': _node(ros_context, out, '/dictionary', BOARD + [
-            Parameter('dictionary', value='DICT_5X5_250')]),
-        'checkerboard': _node(ros_context, out, '/checkerboard', BOARD[:3]),
-        'corners': _node(ros_context, out, '/corners', BOARD + [
-            Parameter('min_corners', value=60)]),
-    }
-    with spinning(ros_context, sim, *nodes.values()):
-        clients = {k: {s: helper.create_client(Trigger, f'/{k}/lf_calibration/{s}')
-                       for s in ('capture', 'calibrate')} for k in nodes}
+    node = _node(ros_context, out, '/charuco', BOARD + [Parameter('detections_rate', value=5.0)])
+    with spinning(ros_context, sim, node):
+        c = {s: helper.create_client(Trigger, f'/charuco/lf_calibration/{s}')
+             for s in ('capture', 'calibrate')}
         next_pose = helper.create_client(Trigger, '/lf_sim_camera/next_pose')
-        for name, node in nodes.items():
-            wait_for(ros_executor, lambda node=node: node.session.ready, f'{name} white', 30.0)
-        refusals = {k: call_service(ros_executor, clients[k]['capture'], timeout_sec=30.0)
-                    for k in nodes if k != 'charuco'}
+        wait_for(ros_executor, lambda: node.session.ready, 'the white image', 60.0)
+        grid_file = out / 'grid.yaml'
+        grid_file.write_text(yaml.safe_dump({'lenslet_grid': node.session.grid.to_dict()}))
+        refusals = _refusals(ros_context, ros_executor, helper, out, grid_file)
         status = MessageCollector(helper, String, '/charuco/lf_calibration/status',
                                   LATCHED_QOS)
         answers = []
         for k in range(POSES):
             if k:
                 assert call_service(ros_executor, next_pose).success
-            answers.append(call_service(ros_executor, clients['charuco']['capture'],
-                                        timeout_sec=30.0))
-        calibrated = call_service(ros_executor, clients['charuco']['calibrate'],
-                                  timeout_sec=60.0)
-        topic = nodes['charuco'].detections_topic
+            answers.append(call_service(ros_executor, c['capture'], timeout_sec=30.0))
+        calibrated = call_service(ros_executor, c['calibrate'], timeout_sec=60.0)
         pictures = MessageCollector(helper, Image, '/charuco/lf_calibration/detections',
                                     QoSProfile(depth=1))
-        wait_for(ros_executor, lambda: topic.live_cost_s > 0 and pictures.messages,
-                 'a live picture', 30.0)
-        yield dict(sim=sim, nodes=nodes, refusals=refusals, answers=answers,
+        wait_for(ros_executor, lambda: node.detections_topic.live_cost_s > 0 and
+                 pictures.messages, 'a live picture', 30.0)
+        yield dict(sim=sim, node=node, refusals=refusals, answers=answers,
                    calibrated=calibrated, status=[json.loads(m.data) for m in status.messages],
                    live=image_to_array(pictures.last, max_pixels=10 ** 7))
     ros_executor.remove_node(helper)
@@ -125,7 +135,7 @@ def test_charuco_node_counts_partial_views(charuco_run):
 
 
 def test_charuco_node_calibrates_partial_views_against_the_truth(charuco_run):
-    sim, node = charuco_run['sim'], charuco_run['nodes']['charuco']
+    sim, node = charuco_run['sim'], charuco_run['node']
     assert charuco_run['calibrated'].success, charuco_run['calibrated'].message
     result = node.session.result
     poses = [k for k, a in enumerate(charuco_run['answers']) if a.success]
@@ -142,27 +152,27 @@ def test_charuco_node_calibrates_partial_views_against_the_truth(charuco_run):
 
 
 def test_charuco_node_refuses_another_dictionary_naming_both(charuco_run):
-    answer = charuco_run['refusals']['dictionary']
+    answer, kept = charuco_run['refusals']['dictionary']
     assert not answer.success
     assert 'configured dictionary DICT_5X5_250' in answer.message, answer.message
     assert re.search(r'markers of DICT_4X4_250: ids \[\d+', answer.message), answer.message
-    assert charuco_run['nodes']['dictionary'].session.num_poses == 0
+    assert kept == 0
 
 
 def test_checkerboard_node_refuses_a_charuco_board(charuco_run):
-    answer = charuco_run['refusals']['checkerboard']
+    answer, kept = charuco_run['refusals']['checkerboard']
     assert not answer.success and 'board_type: charuco' in answer.message, answer.message
-    assert charuco_run['nodes']['checkerboard'].session.num_poses == 0
+    assert kept == 0
 
 
 def test_charuco_node_refuses_a_pose_under_min_corners(charuco_run):
-    answer = charuco_run['refusals']['corners']
+    answer, kept = charuco_run['refusals']['corners']
     first = charuco_run['answers'][0]
     assert first.success, first.message     # the same frame, with the default minimum
     found = int(re.match(r'pose 0: (\d+)/', first.message).group(1))
     assert found < 60
     assert not answer.success and '(need 60' in answer.message, answer.message
-    assert charuco_run['nodes']['corners'].session.num_poses == 0
+    assert kept == 0
 
 
 def test_charuco_guidance_asks_for_the_board_in_part_not_whole(charuco_run):
@@ -173,7 +183,7 @@ def test_charuco_guidance_asks_for_the_board_in_part_not_whole(charuco_run):
 
 
 def test_charuco_pictures_draw_the_markers_and_the_corner_ids(charuco_run):
-    node = charuco_run['nodes']['charuco']
+    node = charuco_run['node']
     live = charuco_run['live']
     view = node.session.decoder.view_shape
     f = picture_scale(view)
