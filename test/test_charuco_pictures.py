@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lf_mpc_calib.calibration.guidance import capture_guidance
-from lf_mpc_calib.camera.board import CharucoBoard
+from lf_mpc_calib.camera.board import CharucoBoard, Checkerboard
 from lf_mpc_calib.features.quick_corners import quick_corners
 from lf_mpc_calib.report.detections_overlay import (
     draw_detections, MARKER, picture_scale, region_names, UNCOVERED, uncovered_regions)
@@ -140,3 +140,22 @@ def test_guidance_before_calibration_asks_for_the_whole_board_only_without_marke
     assert 'showing the whole board' in whole.advice[0]
     assert 'whole board' not in part.advice[0] and 'partly out of view' in part.advice[0]
     assert 'capture 2 more poses' in part.advice[0]
+
+
+def test_calibrate_raw_guidance_names_the_image_corners_its_charuco_poses_missed(
+        sufficient_result):
+    from types import SimpleNamespace
+
+    from lf_mpc_calib.cli.calibrate_raw import pose_set_guidance
+    # two poses' corners in the central views (240 x 320): the top-left and centre cells
+    uv = [np.array([[10.0, 10.0], [60.0, 50.0]]), np.array([[160.0, 120.0], [np.nan] * 2])]
+    dets = [(f'frame_{k}.png', SimpleNamespace(central_uv=c, reference_image=np.zeros(SHAPE)))
+            for k, c in enumerate(uv)]
+    run = SimpleNamespace(result=_wide_pp(sufficient_result), board=BOARD, detections=dets)
+    advice = pose_set_guidance(run, 'conventional').advice[-1]
+    assert 'pushed partly out of view into the image corners (no corner captured yet: ' \
+        'top-right, bottom-left, bottom-right)' in advice, advice
+    checker = SimpleNamespace(result=run.result, board=Checkerboard(6, 4, 0.02),
+                              detections=dets)
+    assert pose_set_guidance(checker, 'conventional').advice[-1].startswith(
+        'add tilted poses near the image corners')

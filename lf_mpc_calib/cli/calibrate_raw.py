@@ -374,9 +374,7 @@ def _print_calibration(result_run, camera_type, out):
 def _print_pose_set(result_run, camera_type, determined, out):
     """Print the guidance on the pose set and, from ``determined`` (a Determination), what
     the poses leave undetermined (accepted with --accept-uncertain) or uncertain."""
-    from lf_mpc_calib.calibration.guidance import capture_guidance
-    guidance = capture_guidance(result_run.result, board_points=result_run.board.points(),
-                                camera_type=camera_type)
+    guidance = pose_set_guidance(result_run, camera_type)
     print(f'pose set: {guidance.summary()}', file=out)
     for advice in guidance.advice[1:]:
         print(f'  also: {advice}', file=out)
@@ -385,6 +383,27 @@ def _print_pose_set(result_run, camera_type, determined, out):
               file=out)
     for warning in determined.warnings:
         print(f'WARNING: {warning}', file=out)
+
+
+def pose_set_guidance(result_run, camera_type):
+    """
+    The CaptureGuidance of a run's pose set (calibration.guidance.capture_guidance). A
+    ChArUco board counts partly out of view: its advice sends the board into the image
+    corners the kept poses' corners have not reached (conventional: in the central views,
+    ``detections`` (path, Detection) of the run).
+    """
+    from lf_mpc_calib.calibration.guidance import capture_guidance
+    from lf_mpc_calib.report.detections_overlay import region_names, uncovered_regions
+    partial = getattr(result_run.board, 'board_type', 'checkerboard') == 'charuco'
+    uncovered = []
+    dets = [d for _, d in getattr(result_run, 'detections', ())
+            if d.reference_image is not None]
+    if partial and camera_type != 'focused' and dets:
+        points = np.concatenate([np.asarray(d.central_uv, float).reshape(-1, 2) for d in dets])
+        uncovered = region_names(uncovered_regions(points, np.shape(dets[0].reference_image)))
+    return capture_guidance(result_run.result, board_points=result_run.board.points(),
+                            camera_type=camera_type, partial_views=partial,
+                            uncovered=uncovered)
 
 
 def calibrate_dataset(args, dataset, *, accept, progress, out):
