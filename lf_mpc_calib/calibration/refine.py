@@ -650,6 +650,57 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
     grouped, lens_type_terms, pb = problem
     _check_options(loss, f_scale, max_iterations, solver)
     free, fixed = _free_mask(fix)
+    poses = _start_poses(initial, grouped)
+    theta = initial.model.to_vector()
+    if pb.types is not None:
+        theta = np.concatenate([theta, pb.types.initial(getattr(initial, 'lens_types', None))])
+        free = np.concatenate([free, np.ones(pb.types.size, dtype=bool)])
+    lm = _LM(pb, free, loss, f_scale)
+    first = None
+    if start is not None:
+        theta, poses, first = start
+    if solver == 'lm':
+        theta, poses, res, neq, robust, cost_f, it, converged, message = lm.run(
+            theta, poses, int(max_iterations), progress, first=first)
+    else:
+        theta, poses, res, it, converged, message = _run_trf(
+            pb, free, theta, poses, loss, f_scale, int(max_iterations), progress)
+        # the covariance from the final (undamped) Jacobian ('lm' has it from its last
+        # accepted step)
+        res_f, jac_f = pb.evaluate(theta, poses)
+        cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
+        neq, robust = lm.normal_equations(rs, js), (rs, js)
+    cov, scores = _honest_covariance(lm, pb, neq, robust, cost_f)
+    pb.recycle(robust[1])
+    stddev, model_cov = _model_stddev(cov, free)
+    lens_types = None
+    if pb.types is not None:
+        n_model = int(free[:N_MODEL].sum())
+        lens_types = pb.types.terms_with_std(
+            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:], theta[:N_MODEL])
+        # decoded rays (ray reprojection error) see the type-corrected (u, v)
+        obs = replace(obs, ijuv=lens_types.corrected_ijuv(obs.ijuv, obs.lens_type))
+    model = MPCModel.from_vector(theta[:N_MODEL])
+    residuals = np.empty((pb.n, 2))
+    residuals[pb.order] = -res.T                      # measured - predicted, input order
+    rv_f, tr_f = poses[:, :3].copy(), poses[:, 3:].copy()
+    args = (model, obs, rv_f, tr_f, grouped.pose_ids, residuals)
+    errors = error_summary(*args) if summary else _residual_summary(residuals)
+    init_model = getattr(initial, 'initial', None)
+    init_model = initial.model if not isinstance(init_model, MPCModel) else init_model
+    return CalibrationResult(
+        model=model, initial=init_model, rotation_vectors=rv_f, translations=tr_f,
+        pose_ids=grouped.pose_ids.copy(), stddev=stddev, iterations=int(it),
+        converged=bool(converged), message=message, fixed=fixed,
+        method=method if method is not None else getattr(initial, 'method', 'exact'),
+        loss=loss, cost=float(cost_f), lens_types=lens_types, covariance=model_cov,
+        **errors), _Solution(theta, poses, free, neq, float(cost_f), args, scores,
+                             (2 * pb.n, int(free.sum()) + N_POSE * pb.n_poses))
+
+
+def _start_poses(initial, grouped):
+    """``initial``'s poses as (P, 6) [rotation vector, translation] in sorted pose-id order;
+    InvalidInputError unless they are finite (P, 3) arrays for the observed pose ids."""
     rv = np.asarray(initial.rotation_vectors, dtype=float)
     tr = np.asarray(initial.translations, dtype=float)
     ids = np.asarray(initial.pose_ids)
@@ -664,65 +715,30 @@ def _refine(obs, initial, *, fix=(), loss='linear', f_scale=1.0,
     if not (np.all(np.isfinite(rv)) and np.all(np.isfinite(tr))):
         raise InvalidInputError('initial poses contain NaN or inf')
     perm = np.argsort(ids)
-    poses = np.hstack([rv[perm], tr[perm]])
-    theta = initial.model.to_vector()
-    if pb.types is not None:
-        theta = np.concatenate([theta, pb.types.initial(getattr(initial, 'lens_types', None))])
-        free = np.concatenate([free, np.ones(pb.types.size, dtype=bool)])
-    lm = _LM(pb, free, loss, f_scale)
-    first = None
-    if start is not None:
-        theta, poses, first = start
-    if solver == 'lm':
-        theta, poses, res, neq, robust, cost, it, converged, message = lm.run(
-            theta, poses, int(max_iterations), progress, first=first)
-    else:
-        theta, poses, res, it, converged, message = _run_trf(
-            pb, free, theta, poses, loss, f_scale, int(max_iterations), progress)
-    # covariance from the final (undamped) Jacobian ('lm' has it from its last accepted step)
-    if solver == 'lm':
-        cost_f = cost
-    else:
-        res_f, jac_f = pb.evaluate(theta, poses)
-        cost_f, rs, js = _robust(loss, f_scale, res_f, jac_f)
-        neq, robust = lm.normal_equations(rs, js), (rs, js)
-    cov, scores = _honest_covariance(lm, pb, neq, robust, cost_f)
-    pb.recycle(robust[1])
+    return np.hstack([rv[perm], tr[perm]])
+
+
+def _model_stddev(cov, free):
+    """({name: sigma} of PARAMETER_NAMES, NaN where held or no covariance; the free model
+    parameters' covariance block (F, F) or None) from the covariance ``cov`` of the free
+    parameters (``free`` (10 + K,) bool, the model's first)."""
     stddev = {n: float('nan') for n in PARAMETER_NAMES}
+    if cov is None:
+        return stddev, None
     n_model = int(free[:N_MODEL].sum())
-    model_cov = None if cov is None else cov[:n_model, :n_model].copy()
-    if cov is not None:
-        for k, idx in enumerate(np.flatnonzero(free[:N_MODEL])):
-            stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0)))
-    lens_types = None
-    if pb.types is not None:
-        lens_types = pb.types.terms_with_std(
-            theta[N_MODEL:], None if cov is None else cov[n_model:, n_model:], theta[:N_MODEL])
-        # decoded rays (ray reprojection error) see the type-corrected (u, v)
-        obs = replace(obs, ijuv=lens_types.corrected_ijuv(obs.ijuv, obs.lens_type))
-    model = MPCModel.from_vector(theta[:N_MODEL])
-    residuals = np.empty((pb.n, 2))
-    residuals[pb.order] = -res.T                      # measured - predicted, input order
-    rv_f, tr_f = poses[:, :3].copy(), poses[:, 3:].copy()
-    args = (model, obs, rv_f, tr_f, grouped.pose_ids, residuals)
-    if summary:
-        errors = error_summary(*args)
-    else:
-        errors = dict(residuals_px=residuals, rms_ray_reprojection_mm=float('nan'),
-                      rms_reprojection_px=float(np.sqrt(np.mean(
-                          np.einsum('nk,nk->n', residuals, residuals)))),
-                      per_pose_rms_px=np.empty(0), view_ids=np.empty((0, 2)),
-                      per_view_rms_px=np.empty(0))
-    init_model = getattr(initial, 'initial', None)
-    init_model = initial.model if not isinstance(init_model, MPCModel) else init_model
-    return CalibrationResult(
-        model=model, initial=init_model, rotation_vectors=rv_f, translations=tr_f,
-        pose_ids=grouped.pose_ids.copy(), stddev=stddev, iterations=int(it),
-        converged=bool(converged), message=message, fixed=fixed,
-        method=method if method is not None else getattr(initial, 'method', 'exact'),
-        loss=loss, cost=float(cost_f), lens_types=lens_types, covariance=model_cov,
-        **errors), _Solution(theta, poses, free, neq, float(cost_f), args, scores,
-                             (2 * pb.n, int(free.sum()) + N_POSE * pb.n_poses))
+    for k, idx in enumerate(np.flatnonzero(free[:N_MODEL])):
+        stddev[PARAMETER_NAMES[idx]] = float(np.sqrt(max(cov[k, k], 0.0)))
+    return stddev, cov[:n_model, :n_model].copy()
+
+
+def _residual_summary(residuals):
+    """The error fields of a result made without its summary: the residuals (N, 2) px and
+    their RMS; the ray and per-pose / per-view errors NaN or empty (:func:`_with_summary`)."""
+    return dict(residuals_px=residuals, rms_ray_reprojection_mm=float('nan'),
+                rms_reprojection_px=float(np.sqrt(np.mean(
+                    np.einsum('nk,nk->n', residuals, residuals)))),
+                per_pose_rms_px=np.empty(0), view_ids=np.empty((0, 2)),
+                per_view_rms_px=np.empty(0))
 
 
 def _with_summary(result, solution):
