@@ -138,6 +138,16 @@ def _parse_views(views):
     return view_indices(n_i), view_indices(n_j)
 
 
+def _shifted_rows(grid):
+    """(the lens rows (R,) a hexagonal grid shifts by half a pitch, the first of them (0 or
+    1)); a rectangular grid: (none, None)."""
+    rows = grid.shape[1]
+    if grid.lattice != 'hex':
+        return np.zeros(0, dtype=int), None
+    return (np.flatnonzero((np.arange(rows) + grid.hex_parity) % 2 == 1),
+            (1 - grid.hex_parity) % 2)
+
+
 class Decoder:
     """
     Reusable raw -> light-field decoder for one lenslet grid.
@@ -213,64 +223,21 @@ class Decoder:
         self._dtype = None
         cols, rows = grid.shape
         self._rows, self._cols = rows, cols
-        # lens centres in view layout: lens k = u of row v (shifted rows: the lens right of u)
-        l_, k = np.mgrid[0:rows, 0:cols]
-        centres = grid.centres_of(np.column_stack([k.ravel(), l_.ravel()])).reshape(rows, cols, 2)
-        e_r = grid.row_vector / grid.pitch
-        e_c = grid.column_vector / grid.row_spacing
-        source = plain = None
+        source = None
         if white is not None:
             white = self._check_raw(white, 'white', check_dtype=False)
             source = self._prepare(white)       # demosaicked once: for the maps and the gain
-        if source is not None and white_centroids:
-            plain = np.ascontiguousarray(source if source.ndim == 2 else source.mean(axis=2))
-            floor = white_level_floor(plain)
-        pos = (centres[None, None] + self.i_values[None, :, None, None, None] * e_r
-               + self.j_values[:, None, None, None, None] * e_c).astype(np.float32)
-        if plain is not None:       # the white's weighting undone (white_weighting)
-            pos = np.stack(white_centroid_positions(plain, pos[..., 0], pos[..., 1],
-                                                    floor=floor), axis=-1)
-        self._maps = {}
-        for jj in range(len(self.j_values)):
-            for ii in range(len(self.i_values)):
-                mx, my = pos[jj, ii, ..., 0], pos[jj, ii, ..., 1]
-                if self.exact:
-                    self._maps[jj, ii] = (np.ascontiguousarray(mx), np.ascontiguousarray(my))
-                else:
-                    self._maps[jj, ii] = cv2.convertMaps(mx, my, cv2.CV_16SC2)
-        if grid.lattice == 'hex':
-            self._shifted = np.flatnonzero((np.arange(rows) + grid.hex_parity) % 2 == 1)
-            self._s0 = (1 - grid.hex_parity) % 2
-        else:
-            self._shifted = np.zeros(0, dtype=int)
-            self._s0 = None
+        pos = self._sample_positions(source if white_centroids else None)
+        self._maps = {key: self._remap_map(pos[key]) for key in np.ndindex(pos.shape[:2])}
+        self._shifted, self._s0 = _shifted_rows(grid)
         self._gain = None
         self._central_gain = None
         if white is not None:
             self._dtype = white.dtype
-            wl = self._resample_hex(self._remap_all(source))
-            c = self._central_position()
-            central = wl[c]
-            bright = float(np.percentile(central, 99)) if central.size else 0.0
-            if bright <= 0:
-                raise InvalidInputError('white image decodes to a dark central view; is it a '
-                                        'white image of this grid?')
-            axes = tuple(range(2, wl.ndim))
-            level = np.median(wl, axis=axes)
-            self.bright = level >= min_white * float(np.median(central))
-            ref = np.percentile(central.reshape(-1, *wl.shape[4:]), 99, axis=0)
-            ref = np.asarray(ref, dtype=np.float32)
-            with np.errstate(divide='ignore', invalid='ignore'):
-                gain = np.where(wl > 0.1 * ref, ref / wl, 0.0).astype(np.float32)
-            gain[~self.bright] = 0.0
+            self.bright, gain, radius = self._white_gains(source, min_white)
             self._gain = gain
-            radius = aperture_radius(source if source.ndim == 2 else source.mean(axis=2), grid)
         else:
-            ii, jj = np.meshgrid(self.i_values, self.j_values)
-            self.bright = np.hypot(ii, jj) <= 0.5 * grid.pitch - 1.0
-            gain = np.zeros((len(self.j_values), len(self.i_values), rows, cols), np.float32)
-            gain[self.bright] = 1.0
-            radius = None
+            self.bright, gain, radius = self._uniform_gains()
         self.masked = None
         if bad_pixels is not None:
             gain = self._mask_bad(gain, bad_pixels)
@@ -281,6 +248,65 @@ class Decoder:
                 self.valid = clean
         self._gain_a, self._gain_b = self._fused_gain(gain)
         self._gain_cache = {}
+
+    def _sample_positions(self, white):
+        """
+        Raw (x, y) px (n_j, n_i, rows, cols, 2) float32 of every view's sample of every lens
+        (lens k = u of row v; shifted rows: the lens right of u): the lens centre plus the
+        view's offset along the row and column vectors, moved by the (demosaicked) ``white``
+        so that its weighting is undone (white_weighting), or not (None).
+        """
+        grid, rows, cols = self.grid, self._rows, self._cols
+        l_, k = np.mgrid[0:rows, 0:cols]
+        centres = grid.centres_of(np.column_stack([k.ravel(), l_.ravel()])).reshape(rows, cols, 2)
+        e_r = grid.row_vector / grid.pitch
+        e_c = grid.column_vector / grid.row_spacing
+        pos = (centres[None, None] + self.i_values[None, :, None, None, None] * e_r
+               + self.j_values[:, None, None, None, None] * e_c).astype(np.float32)
+        if white is None:
+            return pos
+        plain = np.ascontiguousarray(white if white.ndim == 2 else white.mean(axis=2))
+        return np.stack(white_centroid_positions(plain, pos[..., 0], pos[..., 1],
+                                                 floor=white_level_floor(plain)), axis=-1)
+
+    def _remap_map(self, pos):
+        """OpenCV remap maps of one view's sample positions (rows, cols, 2): float (exact) or
+        fixed-point."""
+        mx, my = pos[..., 0], pos[..., 1]
+        if self.exact:
+            return np.ascontiguousarray(mx), np.ascontiguousarray(my)
+        return cv2.convertMaps(mx, my, cv2.CV_16SC2)
+
+    def _white_gains(self, source, min_white):
+        """(bright (n_j, n_i) bool, devignetting gains (n_j, n_i, rows, cols[, C]) float32, the
+        micro-images' aperture radius px) from the demosaicked white ``source``: a view is
+        bright at min_white of the central view's median level; a sample's gain brings it to
+        the central view's 99th percentile, 0 below a tenth of it or in a dark view."""
+        wl = self._resample_hex(self._remap_all(source))
+        central = wl[self._central_position()]
+        bright = float(np.percentile(central, 99)) if central.size else 0.0
+        if bright <= 0:
+            raise InvalidInputError('white image decodes to a dark central view; is it a '
+                                    'white image of this grid?')
+        level = np.median(wl, axis=tuple(range(2, wl.ndim)))
+        lit = level >= min_white * float(np.median(central))
+        ref = np.percentile(central.reshape(-1, *wl.shape[4:]), 99, axis=0)
+        ref = np.asarray(ref, dtype=np.float32)
+        with np.errstate(divide='ignore', invalid='ignore'):
+            gain = np.where(wl > 0.1 * ref, ref / wl, 0.0).astype(np.float32)
+        gain[~lit] = 0.0
+        radius = aperture_radius(source if source.ndim == 2 else source.mean(axis=2), self.grid)
+        return lit, gain, radius
+
+    def _uniform_gains(self):
+        """(bright, gains 1 in a bright view and 0 elsewhere, radius None) without a white:
+        a view is bright when its offset lies within pitch / 2 - 1 px of the centre."""
+        ii, jj = np.meshgrid(self.i_values, self.j_values)
+        bright = np.hypot(ii, jj) <= 0.5 * self.grid.pitch - 1.0
+        gain = np.zeros((len(self.j_values), len(self.i_values), self._rows, self._cols),
+                        np.float32)
+        gain[bright] = 1.0
+        return bright, gain, None
 
     def gains(self):
         """Devignetting gains (n_j, n_i, rows, cols[, C]) of every sample (0: left out)."""
