@@ -213,13 +213,7 @@ def read_raytrix_xml(path, image_size=None):
     the lattice, a distortion entry other than none, or no image size.
     """
     root = _parse(path)
-    if image_size is None:
-        image_size = sibling_image_size(path)
-        if image_size is None:
-            raise InvalidInputError(
-                f'RayCalibData {path} holds no image size: give it (--image RAW) or put the raw '
-                f'image beside the file with the same stem ({Path(path).stem}.png)')
-    w, h = (int(x) for x in image_size)
+    w, h = _image_size(path, image_size)
     offset = _pair(path, root, 'offset')
     diameter = _scalar(path, root, 'diameter')
     rotation = _scalar(path, root, 'rotation')
@@ -227,7 +221,44 @@ def read_raytrix_xml(path, image_size=None):
     tcp = _scalar(path, root, 'tcp', required=False)
     bx = _pair(path, root, 'lens_base_x')
     by = _pair(path, root, 'lens_base_y')
-    if not 2.0 <= diameter <= np.hypot(w, h):
+    _check_hexagonal_lattice(path, diameter, bx, by, np.hypot(w, h))
+    _check_distortion(path, root)
+    basis = np.column_stack([bx, by])
+    classes, ranges = _lens_types(path, root, basis)
+    # lens units (y up) -> raw pixels (x right, y down), turned by -rotation
+    c, s = np.cos(rotation), np.sin(rotation)
+    to_px = diameter * np.array([[c, s], [-s, c]]) @ np.diag([1.0, -1.0])
+    centre = np.array([(w - 1) / 2.0 + offset[0], (h - 1) / 2.0 - offset[1]])
+    row = to_px @ bx
+    angle = row_direction('hex', float(np.arctan2(row[1], row[0])))
+    grid = numbered_grid('hex', diameter, diameter * np.sqrt(3) / 2, angle, centre, (w, h))
+    ab = np.rint(np.linalg.solve(to_px @ basis, (grid.centres() - centre).T).T).astype(np.int64)
+    pattern = (ab[:, 0] - ab[:, 1]) % 3 if len(classes) == 3 else np.zeros(len(ab), np.int64)
+    type_of_pattern = np.zeros(3, np.int64)
+    for t, k in enumerate(classes):
+        type_of_pattern[k] = t
+    return RaytrixGrid(grid, type_of_pattern[pattern], np.asarray(ranges, float), centre,
+                       lens_border, tcp)
+
+
+def _image_size(path, image_size):
+    """(width, height) px: ``image_size`` given, else that of the image beside the file
+    ``path`` with its stem (InvalidInputError when there is none)."""
+    if image_size is None:
+        image_size = sibling_image_size(path)
+        if image_size is None:
+            raise InvalidInputError(
+                f'RayCalibData {path} holds no image size: give it (--image RAW) or put the raw '
+                f'image beside the file with the same stem ({Path(path).stem}.png)')
+    w, h = (int(x) for x in image_size)
+    return w, h
+
+
+def _check_hexagonal_lattice(path, diameter, bx, by, diagonal):
+    """InvalidInputError unless the file ``path``'s lens diameter is from 2 px to the image
+    ``diagonal`` and its lens_base_x, lens_base_y (2,) are unit steps (lens units) 60 or 120
+    degrees apart."""
+    if not 2.0 <= diameter <= diagonal:
         raise InvalidInputError(f'RayCalibData {path}: field \'diameter\' must be from 2 px to '
                                 f'the image diagonal, got {diameter:g}')
     for name, b in (('lens_base_x', bx), ('lens_base_y', by)):
@@ -241,8 +272,15 @@ def read_raytrix_xml(path, image_size=None):
             f'RayCalibData {path}: lens_base_x {bx.tolist()} and lens_base_y {by.tolist()} '
             f'must be 60 or 120 degrees apart (a hexagonal lattice), got '
             f'{np.degrees(np.arccos(np.clip(cos_angle, -1, 1))):.4f} degrees')
-    _check_distortion(path, root)
-    basis = np.column_stack([bx, by])
+
+
+def _lens_types(path, root, basis):
+    """
+    (the 3-type pattern class (0-2) of each lens type, by id; its depth range [min, max])
+    of the file's lens_type entries (none: one type of any depth); InvalidInputError for ids
+    other than 0..T-1, T other than 1 or 3, offsets off the lattice (``basis`` (2, 2), lens
+    units), an empty depth range, or three types not of the three classes.
+    """
     types = sorted(root.findall('lens_type'), key=lambda e: e.attrib.get('id', ''))
     ids = [e.attrib.get('id') for e in types]
     if ids != [str(n) for n in range(len(ids))]:
@@ -275,22 +313,8 @@ def read_raytrix_xml(path, image_size=None):
                     f'RayCalibData {path}: sub_grid_base {sg.tolist()} must join two lenses of '
                     f'one type (a step of the 3-type pattern)')
     if not ranges:
-        ranges = [[0.0, float('inf')]]
-        classes = [0]
-    # lens units (y up) -> raw pixels (x right, y down), turned by -rotation
-    c, s = np.cos(rotation), np.sin(rotation)
-    to_px = diameter * np.array([[c, s], [-s, c]]) @ np.diag([1.0, -1.0])
-    centre = np.array([(w - 1) / 2.0 + offset[0], (h - 1) / 2.0 - offset[1]])
-    row = to_px @ bx
-    angle = row_direction('hex', float(np.arctan2(row[1], row[0])))
-    grid = numbered_grid('hex', diameter, diameter * np.sqrt(3) / 2, angle, centre, (w, h))
-    ab = np.rint(np.linalg.solve(to_px @ basis, (grid.centres() - centre).T).T).astype(np.int64)
-    pattern = (ab[:, 0] - ab[:, 1]) % 3 if len(classes) == 3 else np.zeros(len(ab), np.int64)
-    type_of_pattern = np.zeros(3, np.int64)
-    for t, k in enumerate(classes):
-        type_of_pattern[k] = t
-    return RaytrixGrid(grid, type_of_pattern[pattern], np.asarray(ranges, float), centre,
-                       lens_border, tcp)
+        return [0], [[0.0, float('inf')]]
+    return classes, ranges
 
 
 __all__ = ['RaytrixGrid', 'read_raytrix_xml', 'sibling_image_size']
