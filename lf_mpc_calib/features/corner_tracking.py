@@ -94,32 +94,68 @@ class CornerTracker:
 
     # ---- tracking -----------------------------------------------------------------------
     def _track(self, lightfield, pose):
-        opt, board, prev = self.options, self.board, self._state
+        """(Detection, the next state) of ``lightfield`` found from the previous frame's
+        lines across views; TrackingLost when the board moved too far or changed."""
+        board, prev = self.board, self._state
         views, i_values, j_values, valid = checked_views(lightfield)
         if views.shape != prev['shape'] or not np.array_equal(valid, prev['valid']):
             raise TrackingLost('the usable views changed')
         n_j, n_i = views.shape[:2]
         m = board.n_points
-        half = prev['half']
         jj, ii = np.meshgrid(j_values, i_values, indexing='ij')
         ij_all = np.column_stack([ii.ravel(), jj.ravel()]).astype(float)
         design = np.column_stack([np.ones(len(ij_all)), ij_all])
         pred = np.einsum('vk,mkc->vmc', design, prev['coef'])           # (V, M, 2)
         jc, ic = prev['centre']
         flat_c = jc * n_i + ic
-
         central = views[jc, ic].astype(np.float32)
-        ref_c = _refine_patches(views, [(jc, ic)], pred[flat_c][None], half, opt)[0]
+        ref_c, half, motion, dist, ok_c = self._track_central(views, (jc, ic), central,
+                                                              pred[flat_c], prev['half'])
+        shift = np.where(ok_c[:, None], motion, np.median(motion[ok_c], axis=0))
+        uv = np.full((n_j * n_i, m, 2), np.nan)
+        found = np.zeros((n_j * n_i, m), bool)
+        uv[flat_c, ok_c] = ref_c[ok_c]
+        found[flat_c] = ok_c
+        others = [(a, b) for a in range(n_j) for b in range(n_i)
+                  if valid[a, b] and (a, b) != (jc, ic)]
+        flats = np.array([a * n_i + b for a, b in others], int)
+        uv[flats], found[flats] = self._track_others(views, others, pred[flats] + shift[None],
+                                                     half, central, ref_c[ok_c])
+        found, residual_rms, dropped, n_found = self._kept_on_lines(ij_all, uv, found)
+        obs = observation_rows(lightfield, board, pose, uv, found, n_i)
+        central_uv = np.where(found[flat_c][:, None], uv[flat_c], np.nan)
+        diagnostics = {
+            'tracked': True, 'motion_px': float(np.median(dist[ok_c])), 'off_line': dropped,
+            'views_used': int(np.count_nonzero(found.any(axis=1))),
+            'views_available': int(np.count_nonzero(valid)),
+            'corners_found': n_found, 'corners_total': m,
+            'views_per_corner': found.sum(axis=0).astype(int),
+            'line_residual_rms_px': float(residual_rms), 'window': half,
+            'central_view': (int(i_values[ic]), int(j_values[jc])),
+        }
+        state = dict(prev, coef=fit_lines(ij_all, uv, found)[0], corners=n_found, half=half)
+        return Detection(obs, central_uv, central, diagnostics), state
+
+    def _track_central(self, views, centre, central, pred_c, half):
+        """
+        Refine the corners predicted at pred_c (M, 2) in the central view ``centre`` (j, i),
+        whose pixels are ``central`` (float32):
+        (refined (M, 2), the window half-size used, motion (M, 2), its length (M,), ok (M,)
+        bool: refined within the motion limit). TrackingLost when too few are, the board
+        moved too far, is no longer a grid or its corners' labels do not hold.
+        """
+        opt, board = self.options, self.board
+        ref_c = _refine_patches(views, [centre], pred_c[None], half, opt)[0]
         # the full search's window follows the corner spacing of this frame: refine again
         # when it changed (cornerSubPix's answer depends on its window)
         spacing_grid = ref_c.reshape(board.rows, board.cols, 2)
         if np.isfinite(spacing_grid).all() and window_for(spacing_grid, opt.window) != half:
             half = window_for(spacing_grid, opt.window)
-            ref_c = _refine_patches(views, [(jc, ic)], pred[flat_c][None], half, opt)[0]
-        motion = ref_c - pred[flat_c]
+            ref_c = _refine_patches(views, [centre], pred_c[None], half, opt)[0]
+        motion = ref_c - pred_c
         dist = np.linalg.norm(motion, axis=1)
         limit = float(half if self.max_motion is None else self.max_motion)
-        have = np.isfinite(pred[flat_c, :, 0])
+        have = np.isfinite(pred_c[:, 0])
         ok_c = np.isfinite(dist) & (dist < limit)
         if np.count_nonzero(ok_c) < self.min_kept * np.count_nonzero(have):
             moved = np.nanmedian(dist) if np.isfinite(dist).any() else np.inf
@@ -134,25 +170,27 @@ class CornerTracker:
             raise TrackingLost(f'the central corners are no longer a view of the board (grid '
                                f'error {err:.2f} of a square, limit {opt.max_grid_error})')
         _check_labels(central, ref_c, ok_c, board, opt)
+        return ref_c, half, motion, dist, ok_c
 
-        shift = np.where(ok_c[:, None], motion, np.median(motion[ok_c], axis=0))
-        uv = np.full((n_j * n_i, m, 2), np.nan)
-        found = np.zeros((n_j * n_i, m), bool)
-        uv[flat_c, ok_c] = ref_c[ok_c]
-        found[flat_c] = ok_c
-        others = [(a, b) for a in range(n_j) for b in range(n_i)
-                  if valid[a, b] and (a, b) != (jc, ic)]
-        flats = np.array([a * n_i + b for a, b in others], int)
-        start = pred[flats] + shift[None]
+    def _track_others(self, views, others, start, half, central, central_found):
+        """(uv (O, M, 2), found (O, M) bool) of the corners refined from ``start`` (O, M, 2)
+        in the views ``others`` [(j, i)]: found where the step stays under max_step and the
+        contrast is min_contrast of the central corners' (central_found (K, 2)); NaN where
+        not found."""
+        opt = self.options
         ref, contrast = _refine_patches(views, others, start, half, opt, contrast=True)
         step = np.linalg.norm(ref - start, axis=2)
         ok = np.isfinite(step) & (step < opt.max_step)
         if opt.min_contrast > 0:
-            central_contrast = np.median(_window_contrast(central, ref_c[ok_c], half))
+            central_contrast = np.median(_window_contrast(central, central_found, half))
             ok &= contrast >= opt.min_contrast * central_contrast
-        uv[flats] = np.where(ok[..., None], ref, np.nan)
-        found[flats] = ok
+        return np.where(ok[..., None], ref, np.nan), ok
 
+    def _kept_on_lines(self, ij_all, uv, found):
+        """(found (V, M) less the corner views off their lines across views and the corners
+        in fewer than min_views, the lines' RMS residual px, the views dropped, the corners
+        kept); TrackingLost when too many were dropped or too few corners are left."""
+        opt = self.options
         refined = int(found.sum())
         found, residual_rms, dropped = robust_lines(ij_all, uv, found, opt.line_threshold)
         if dropped > self.max_off_line * max(refined, 1):
@@ -161,23 +199,10 @@ class CornerTracker:
         per_corner = found.sum(axis=0)
         found &= (per_corner >= opt.min_views)[None, :]
         n_found = int(np.count_nonzero(found.any(axis=0)))
-        if n_found < self.min_kept * prev['corners']:
-            raise TrackingLost(f'{n_found} corners tracked of the {prev["corners"]} of the '
-                               f'previous frame (limit {self.min_kept:.0%})')
-
-        obs = observation_rows(lightfield, board, pose, uv, found, n_i)
-        central_uv = np.where(found[flat_c][:, None], uv[flat_c], np.nan)
-        diagnostics = {
-            'tracked': True, 'motion_px': float(np.median(dist[ok_c])), 'off_line': dropped,
-            'views_used': int(np.count_nonzero(found.any(axis=1))),
-            'views_available': int(np.count_nonzero(valid)),
-            'corners_found': n_found, 'corners_total': m,
-            'views_per_corner': found.sum(axis=0).astype(int),
-            'line_residual_rms_px': float(residual_rms), 'window': half,
-            'central_view': (int(i_values[ic]), int(j_values[jc])),
-        }
-        state = dict(prev, coef=fit_lines(ij_all, uv, found)[0], corners=n_found, half=half)
-        return Detection(obs, central_uv, central, diagnostics), state
+        if n_found < self.min_kept * self._state['corners']:
+            raise TrackingLost(f'{n_found} corners tracked of the {self._state["corners"]} of '
+                               f'the previous frame (limit {self.min_kept:.0%})')
+        return found, residual_rms, dropped, n_found
 
 
 def _state_from(lightfield, det, board):
