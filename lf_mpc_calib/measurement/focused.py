@@ -269,20 +269,36 @@ class FocusedMeasurer:
         (:class:`lf_mpc_calib.measurement.focused_depth.MicroImageDepth`, searched near the
         rendered image's w; NaN where unknown or without a pinhole); rays: also the RaySet of
         the decimated raw pixels (``rays``, intensity devignetted in [0, 1]); all_views:
-        accepted for LiveMeasurer's signature (no views here).
+        accepted for LiveMeasurer's signature (no views here). The same as :meth:`render`
+        then :meth:`find_points`.
         """
         del all_views
+        meas, frame = self.render(raw, rays=rays, depth=depth)
+        if frame is None or self.board is None or not points:
+            return meas
+        return self.find_points(meas, frame)
+
+    def render(self, raw, *, rays=False, depth=False):
+        """
+        :meth:`measure` without the corners: (Measurement without points, frame), frame the
+        :class:`RenderedFrame` that :meth:`find_points` takes (None when nothing was rendered:
+        no white yet, or the reason in the Measurement). The corners of one frame may be
+        found in another thread while the next frame is rendered (the decode node does).
+        """
         import time
         from lf_mpc_calib.errors import DetectionError
         from lf_mpc_calib.io.images import as_float_image
         from lf_mpc_calib.measurement.live import Measurement
         none = (np.zeros(0, int), np.zeros((0, 3)), np.zeros(0, int), np.zeros(0))
         if self.detector is None:
-            return Measurement(None, None, *none, reason='no white image yet')
-        img = as_float_image(raw, 'raw')
-        img = img.mean(axis=2) if img.ndim == 3 else img
+            return Measurement(None, None, *none, reason='no white image yet'), None
         kind = np.asarray(raw).dtype
         top = float(np.iinfo(kind).max) if kind in (np.uint8, np.uint16) else 1.0
+        if np.ndim(raw) == 2 and top > 1.0:     # the normalising is scale-free: no float
+            img, scale = np.asarray(raw), top    # copy of the frame (10 ms at 4080 x 3068)
+        else:
+            img = as_float_image(raw, 'raw')
+            img, scale = (img.mean(axis=2) if img.ndim == 3 else img), 1.0
         det = self.detector
         timings, ray_set = {}, None
         if rays:    # the raw pixels' own rays: no rendering needed
@@ -292,7 +308,7 @@ class FocusedMeasurer:
                 self.rays = FocusedRays(det, self.model, ray_step=self.ray_step,
                                         lens_step=self.ray_lens_step, types=self.types,
                                         terms=self.terms)
-            ray_set = self.rays.ray_set(img, 1.0)
+            ray_set = self.rays.ray_set(img, scale)
             timings['rays'] = time.perf_counter() - t0
         t0 = time.perf_counter()
         try:
@@ -300,7 +316,8 @@ class FocusedMeasurer:
             center_norm, w = self.live.render_normalised(norm)
             center = center_norm * np.float32(top)
         except DetectionError as exc:
-            return Measurement(None, None, *none, reason=str(exc), rays=ray_set, timings=timings)
+            return Measurement(None, None, *none, reason=str(exc), rays=ray_set,
+                               timings=timings), None
         try:
             pinhole = rendered_pinhole(self.model, w, center.shape[::-1])
         except InvalidInputError:
@@ -315,15 +332,26 @@ class FocusedMeasurer:
             depth_map = np.full(center.shape, np.nan, np.float32) if pinhole is None else \
                 self.depth.depth_image(norm, self.model, w, pinhole.size)
             timings['depth'] = time.perf_counter() - t0
-        if self.board is None or not points:
-            return Measurement(None, center, *none, reason='no board to measure',
-                               rays=ray_set, timings=timings, pinhole=pinhole, depth=depth_map)
+        meas = Measurement(None, center, *none, reason='no board to measure', rays=ray_set,
+                           timings=timings, pinhole=pinhole, depth=depth_map)
+        return meas, RenderedFrame(img, norm, center_norm, w, self.search)
+
+    def find_points(self, meas, frame):
+        """
+        The board's corners in a frame :meth:`render` gave (``meas``, ``frame``), triangulated:
+        ``meas`` with the points, ``corner_search`` and the 'detect' and 'triangulate' timings.
+        Calls for one measurer come one at a time, in the order of the frames.
+        """
+        import dataclasses
+        import time
+        timings = dict(meas.timings)
+        if self.board is None or frame.search is None:
+            return meas
         t0 = time.perf_counter()
-        obs, search, why = self.search.find(img, norm, center_norm, w)
+        obs, search, why = frame.search.find(frame.img, frame.norm, frame.center_norm, frame.w)
         timings['detect'] = time.perf_counter() - t0
         if obs is None:
-            return Measurement(None, center, *none, reason=why, rays=ray_set, timings=timings,
-                               corner_search=search, pinhole=pinhole, depth=depth_map)
+            return dataclasses.replace(meas, reason=why, timings=timings, corner_search=search)
         t0 = time.perf_counter()
         pts, keys = triangulate_rows(self.model, obs, terms=self.terms)
         ijuv = obs.ijuv if self.terms is None else \
@@ -337,6 +365,24 @@ class FocusedMeasurer:
         resid = np.sqrt(np.bincount(pos[ok], weights=d * d, minlength=len(ids))
                         / np.maximum(n, 1))
         timings['triangulate'] = time.perf_counter() - t0
-        return Measurement(None, center, ids, pts, n, resid, rays=ray_set, timings=timings,
-                           corner_search=search, pinhole=pinhole, depth=depth_map,
-                           observations=obs)
+        return dataclasses.replace(meas, point_ids=ids, points=pts, rays_per_point=n,
+                                   residual_m=resid, reason='', timings=timings,
+                                   corner_search=search, observations=obs)
+
+
+@dataclass(frozen=True, eq=False)
+class RenderedFrame:
+    """
+    What :meth:`FocusedMeasurer.find_points` needs of a rendered frame: img (H, W) the raw
+    frame (uint8 / uint16 as it came, else float32 in [0, 1]); norm (H, W) float32 it
+    normalised by the white; center_norm (h, w) float32 the rendered image in normalised
+    units; w its inverse virtual depth; search the measurer's CornerSearch at the time (None:
+    no board), so a frame rendered before a new white is not searched with the new white's
+    tracker.
+    """
+
+    img: np.ndarray
+    norm: np.ndarray
+    center_norm: np.ndarray
+    w: float
+    search: object

@@ -58,18 +58,19 @@ class LiveCenterRenderer:
         self.w_estimates = self.w_refines = 0
 
     def normalise(self, img):
-        """(H, W) raw frame -> normalised f32 frame (as MicroImageCornerDetector.normalise)."""
+        """(H, W) raw frame, float or uint8 / uint16 (the result does not depend on the scale)
+        -> normalised f32 frame (as MicroImageCornerDetector.normalise)."""
         if img.shape != self.shape:
             raise InvalidInputError(f'the frame is {img.shape[1]} x {img.shape[0]}, the white '
                                     f'and calibration are {self.shape[1]} x {self.shape[0]}')
-        img = img.astype(np.float32, copy=False)
+        if img.dtype.kind == 'f':
+            img = img.astype(np.float32, copy=False)
         sample = img.ravel()[self._lit_sample] * self._inv_white.ravel()[self._lit_sample]
         k = int(0.99 * (sample.size - 1))
         top = float(np.partition(sample, k)[k])
         if not top > 0:
             raise DetectionError('the raw frame is black inside the micro-images')
-        norm = cv2.multiply(img, self._inv_white, scale=1.0 / top)
-        return norm
+        return cv2.multiply(img, self._inv_white, scale=1.0 / top, dtype=cv2.CV_32F)
 
     def update_w(self, norm):
         """The cached w, checked or estimated again when due (see the module docstring)."""

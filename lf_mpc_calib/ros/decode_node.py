@@ -14,6 +14,13 @@ Subscribes ``image_raw`` (depth 1, best effort, or reliable with ``image_reliabi
 bayer_*8/16, rgb8, bgr8 with any ``step`` padding). Frames are processed on a worker thread,
 newest first: a frame arriving while one is processed replaces the waiting one (counted as
 dropped), so the node keeps up with its input or drops frames and never queues without bound.
+With a focused calibration and a board the corners of a frame are found in a second thread
+(``lf_decoder_points``) while the next frame is rendered, so ``~/center`` (and depth) keep
+their own rate beside ``~/points`` on a 2-core machine; that thread also takes the newest
+rendered frame (one it did not reach is counted ``points_skipped``). Run as a process
+(``main()``), the node gives Fast DDS the large-frame profile of
+:mod:`lf_mpc_calib.ros.transport` (raw frames of several MB between processes; the camera
+driver needs it too).
 
 Publishes per processed frame (header stamp of the raw frame, frame id the optical frame):
 
@@ -67,8 +74,11 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   the distance where the views agree). A depth set-up the calibration cannot serve (empty
   range, range behind the camera, too little disparity) is logged once per cause and the
   other outputs go on;
-- ``~/rate`` (std_msgs/Float32): frames processed per second (last 2 s or 10 frames);
-- ``~/stats`` (std_msgs/String, YAML): rate, latency and per-stage milliseconds (convert,
+- ``~/rate`` (std_msgs/Float32): frames processed per second (last 2 s or 10 frames; focused
+  with a board: frames whose ``~/center`` went out);
+- ``~/stats`` (std_msgs/String, YAML), once per frame (focused with a board: once when its
+  center went out, with the last corners found, and once when its corners did, latency then
+  up to the corners): rate, latency and per-stage milliseconds (convert,
   decode, rectify: the central view, detect: the corners, triangulate, rays, depth, cloud,
   refocus, views: the mosaic, publish: the rest; a stage not run is absent), frame
   counters, how the corners were found (``corners``: tracked, re-acquired or full search and
@@ -139,7 +149,7 @@ class DecodeNode(Node):
     def __init__(self, **kwargs):
         super().__init__(self.NODE_NAME, **kwargs)
         self._stop = threading.Event()
-        self._worker = None
+        self._worker = self._points_worker = None
         try:
             self._setup()
         except Exception:
@@ -173,7 +183,11 @@ class DecodeNode(Node):
         self._Float32, self._String = Float32, String
         self._lock = threading.Lock()          # measurer, calibration and pending frame
         self._wake = threading.Condition(self._lock)
+        self._points_wake = threading.Condition(self._lock)   # the points thread's
         self._pending = None                   # newest raw Image waiting to be processed
+        self._points_pending = None            # newest rendered frame waiting for corners
+        self._corners = {'points': 0, 'reason': '', 'corners': '', 'full_search_ms': None}
+        self.points_skipped = 0                # focused: rendered, corners not looked for
         self.calibration = None                # CalibrationFile
         self.measurer = None                   # LiveMeasurer (replaced, never mutated)
         self._white = None
@@ -255,6 +269,9 @@ class DecodeNode(Node):
         self._worker = threading.Thread(target=self._work, name='lf_decoder_worker',
                                         daemon=True)
         self._worker.start()
+        self._points_worker = threading.Thread(target=self._points_work, daemon=True,
+                                               name='lf_decoder_points')
+        self._points_worker.start()
         self.get_logger().info(
             f'calibration from {p["calibration_file"] or p["calibration_topic"]}, white from '
             f'{p["white_image_file"] or D.WHITE_TOPIC}, views {tuple(p["views"])}, board '
@@ -434,7 +451,7 @@ class DecodeNode(Node):
         from lf_mpc_calib.measurement.focused import FocusedMeasurer
         from lf_mpc_calib.ros.image_conversion import array_to_image
         from lf_mpc_calib.ros.messages import (camera_info, depth_image, pinhole_camera_info,
-                                               points_cloud, ray_cloud)
+                                               ray_cloud)
         t0 = time.perf_counter()
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
@@ -456,18 +473,15 @@ class DecodeNode(Node):
         want_cloud = self.cloud_pub.get_subscription_count() > 0
         depth = {'depth': want_cloud or self.depth_pub.get_subscription_count() > 0} \
             if focused else {}
-        meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
-                                all_views=want_views, **depth)
+        split = focused and measurer.board is not None   # corners in the points thread
+        if split:
+            meas, frame = measurer.render(pixels, rays=want_rays, **depth)
+        else:
+            frame = None
+            meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
+                                    all_views=want_views, **depth)
         if not focused:
             meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
-        elif meas.corner_search.startswith(('tracked', 're-acquired')):
-            self.causes.clear('tracking')
-        elif meas.corner_search.startswith(('full search: tracking kept',
-                                            'full search running: tracking kept')):
-            self.causes.error('tracking', 'corner tracking lost the board and could not '
-                              're-acquire it on 2 frames (the figures: "corners" on ~/stats): '
-                              'the whole frame is searched beside the stream (seconds, '
-                              '"full_search_ms" on ~/stats) until the board is found again')
         t2 = time.perf_counter()
 
         header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
@@ -504,41 +518,121 @@ class DecodeNode(Node):
         if meas.rays is not None:
             self.rays_pub.publish(ray_cloud(meas.rays, frame_id=self.optical_frame,
                                             stamp=msg.header.stamp))
-        if measurer.board is not None:
-            self.points_pub.publish(points_cloud(
-                meas.points, meas.point_ids, meas.rays_per_point, meas.residual_m,
-                frame_id=self.optical_frame, stamp=msg.header.stamp))
+        if measurer.board is not None and not split:
+            self._publish_points(msg, meas)
         t3 = time.perf_counter()
         self.causes.clear('frames')
-        drift = self._watch_drift(measurer, meas)
-
-        now = time.monotonic()
-        with self._lock:
-            self.frames_processed += 1
-            self._times.append(now)
-            while len(self._times) > 2 and now - self._times[0] > 2.0:
-                self._times.popleft()
-            times = list(self._times)
-            counts = dict(received=self.frames_received, processed=self.frames_processed,
-                          dropped=self.frames_dropped, bad=self.bad_images)
-        rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
         stages = {'convert': t1 - t0, **meas.timings,
                   'publish': t3 - t2 - meas.timings.get('views', 0.0)}
-        stats = {'rate_hz': round(rate, 3), 'latency_ms': round((t3 - t0) * 1e3, 2),
+        if frame is not None:   # the points thread counts the frame when its corners are out
+            self._hand_to_points((msg, measurer, meas, frame, t0, stages))
+            self._publish_stats(stages, t3 - t0, counted=False)
+        else:
+            corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
+            self._publish_stats(stages, t3 - t0, corners=corners, counted=True)
+
+    def _publish_points(self, msg, meas):
+        from lf_mpc_calib.ros.messages import points_cloud
+        self.points_pub.publish(points_cloud(
+            meas.points, meas.point_ids, meas.rays_per_point, meas.residual_m,
+            frame_id=self.optical_frame, stamp=msg.header.stamp))
+
+    def _corner_stats(self, measurer, meas, drift):
+        """The ~/stats entries of a frame's corners (also the focused tracking's cause)."""
+        if meas.corner_search.startswith(('tracked', 're-acquired')):
+            self.causes.clear('tracking')
+        elif meas.corner_search.startswith(('full search: tracking kept',
+                                            'full search running: tracking kept')):
+            self.causes.error('tracking', 'corner tracking lost the board and could not '
+                              're-acquire it on 2 frames (the figures: "corners" on ~/stats): '
+                              'the whole frame is searched beside the stream (seconds, '
+                              '"full_search_ms" on ~/stats) until the board is found again')
+        corners = {'points': int(len(meas.point_ids)), 'reason': meas.reason,
+                   'corners': meas.corner_search, 'full_search_ms': _full_search_ms(measurer)}
+        if drift is not None:
+            corners['calibration_drift'] = drift
+        return corners
+
+    def _publish_stats(self, stages, latency_s, *, corners=None, counted, center=True):
+        """~/stats (and ~/rate when ``center``: a frame's center went out) of one frame;
+        ``corners``: its corners' entries (None: the last ones found, the points thread's);
+        ``counted``: the frame counts as processed (once its stats are in ``last_stats``)."""
+        now = time.monotonic()
+        with self._lock:
+            if center:
+                self._times.append(now)
+                while len(self._times) > 2 and now - self._times[0] > 2.0:
+                    self._times.popleft()
+            if corners is not None:
+                self._corners = corners
+            corners = self._corners
+            times = list(self._times)
+            counts = dict(received=self.frames_received,
+                          processed=self.frames_processed + int(counted),
+                          dropped=self.frames_dropped, bad=self.bad_images)
+            if self.points_skipped:
+                counts['points_skipped'] = self.points_skipped
+        rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
+        stats = {'rate_hz': round(rate, 3), 'latency_ms': round(latency_s * 1e3, 2),
                  'stages_ms': {k: round(v * 1e3, 2) for k, v in stages.items()},
-                 'frames': counts, 'points': int(len(meas.point_ids)),
-                 'reason': meas.reason, 'corners': meas.corner_search,
-                 'full_search_ms': _full_search_ms(measurer),
+                 'frames': counts, **{k: v for k, v in corners.items()
+                                      if k != 'calibration_drift'},
                  'problems': dict(self.causes.active)}
         stats['input'] = self.input.as_dict()
-        if drift is not None:
-            stats['calibration_drift'] = drift
+        if 'calibration_drift' in corners:
+            stats['calibration_drift'] = corners['calibration_drift']
         if self.parameter_problems:
             stats['parameter_problems'] = list(self.parameter_problems)
         self.last_stats = stats
-        self.rate_pub.publish(self._Float32(data=float(rate)))
+        if counted:
+            with self._lock:
+                self.frames_processed += 1
+        if center:
+            self.rate_pub.publish(self._Float32(data=float(rate)))
         import yaml
         self.stats_pub.publish(self._String(data=yaml.safe_dump(stats, sort_keys=False)))
+
+    # ---- the focused corners, beside the next frame's render ----------------------------
+    def _hand_to_points(self, item):
+        """Queue a rendered frame for the points thread, newest first: a frame still waiting
+        there is replaced (counted processed, its corners skipped)."""
+        with self._lock:
+            if self._points_pending is not None:
+                self.frames_processed += 1
+                self.points_skipped += 1
+            self._points_pending = item
+            self._points_wake.notify()
+
+    def _points_work(self):
+        while not self._stop.is_set():
+            with self._lock:
+                while self._points_pending is None and not self._stop.is_set():
+                    self._points_wake.wait(0.5)
+                if self._stop.is_set():
+                    return
+                item, self._points_pending = self._points_pending, None
+            try:
+                self._process_points(*item)
+            except LFCalibError as exc:
+                self.causes.error('frames', f'corners not measured: {exc}')
+            except Exception as exc:  # noqa: B902 - a bad frame must not end the thread
+                if self._stop.is_set():
+                    return
+                self.causes.error('frames', f'corners not measured: {type(exc).__name__}: '
+                                  f'{exc}')
+
+    def _process_points(self, msg, measurer, meas, frame, t0, stages):
+        """Find, triangulate and publish one rendered frame's corners; its ~/stats."""
+        meas = measurer.find_points(meas, frame)
+        t = time.perf_counter()
+        self._publish_points(msg, meas)
+        corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
+        publish = stages['publish'] + time.perf_counter() - t
+        stages = {**{k: v for k, v in stages.items() if k != 'publish'},
+                  **{k: v for k, v in meas.timings.items() if k not in stages},
+                  'publish': publish}
+        self._publish_stats(stages, time.perf_counter() - t0, corners=corners, counted=True,
+                            center=False)
 
     def _check_frame(self, pixels):
         """Name a frame that is (nearly) the white image or transposed against it under
@@ -685,8 +779,10 @@ class DecodeNode(Node):
         if getattr(self, '_wake', None) is not None:
             with self._lock:
                 self._wake.notify_all()
-        if self._worker is not None and self._worker is not threading.current_thread():
-            self._worker.join(timeout=10.0)
+                self._points_wake.notify_all()
+        for worker in (self._worker, getattr(self, '_points_worker', None)):
+            if worker is not None and worker is not threading.current_thread():
+                worker.join(timeout=10.0)
         if hasattr(getattr(self, 'measurer', None), 'close'):
             self.measurer.close(timeout=1.0)     # a focused full search beside the stream
         return super().destroy_node()
