@@ -92,8 +92,10 @@ def image_qos(reliability='best_effort'):
     QoS of the nodes' image_raw subscriptions: the sensor-data profile with depth 1.
 
     Only the newest frame waits. 'best_effort' matches any publisher; 'reliable' only reliable
-    ones, but gets large frames across processes (Fast DDS loses most best-effort samples of
-    a few MB there: measured 4 of 60 one-megapixel frames).
+    ones, but gets large frames across processes where the publisher runs with Fast DDS's
+    default 512 KB shared-memory segment (it loses most best-effort samples of a few MB
+    there: measured 4 of 60 one-megapixel frames); with the nodes' large-frame profile on
+    the publisher both get them all (:mod:`lf_mpc_calib.ros.transport`).
     """
     from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
     qos = QoSProfile(depth=1, history=qos_profile_sensor_data.history,
