@@ -60,6 +60,92 @@ start needs more: a Galilean frame set with a 17-row pose started 44 % off stopp
 35 % off (principal point 238 px), and converged within 200 to 1 % (bench_focused_raw, seed 3)."""
 
 
+def _projection_gradient(model, x, y, r2, g, a_u, a_v):
+    """
+    (radial: k_1 or k_2 nonzero, M = d (u, v) / d q as its rows' entries (mu_x, mu_y, mv_x,
+    mv_y), each (n,) or a scalar) at the distorted points x, y (n,) of radius^2 r2 and
+    radial factor g (n,); a_u, a_v = 1 / k_u, 1 / k_v. M = diag(a_u, a_v) (d q / d (x, y))^-1,
+    d q / d (x, y) = g I + 2 (k_1 + 2 k_2 r^2) (x, y)(x, y)^T.
+    """
+    if model.k_1 == 0.0 and model.k_2 == 0.0:                  # M = diag(a_u, a_v)
+        return False, (a_u, 0.0, 0.0, a_v)
+    gp2 = 2.0 * model.k_1 + (4.0 * model.k_2) * r2
+    w = 1.0 / (g * (g + gp2 * r2))
+    wu, wv = w * a_u, w * a_v
+    gx, gy = gp2 * x, gp2 * y
+    mu_x = (g + gy * y) * wu
+    mv_y = (g + gx * x) * wv
+    m_xy = -(gx * y)
+    return True, (mu_x, m_xy * wu, m_xy * wv, mv_y)
+
+
+def _view_and_distortion_rows(jac, radial, m, a, dq_dk, nst, x, y, r2):
+    """
+    Write the Jacobian rows (2, n) of k_i, k_j (0, 1), k_1, k_2 (6, 7) and k_3, k_4 (8, 9)
+    into ``jac``: through q (dq_dk = (dq_x / dk_i, dq_y / dk_j), nst = (-s, -t) = dq / d
+    (k_3, k_4)) and M (m, :func:`_projection_gradient`; a = (a_u, a_v)); the radial terms
+    d (x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2).
+    """
+    mu_x, mu_y, mv_x, mv_y = m
+    (a_u, a_v), (dqx_dki, dqy_dkj), (ns, nt) = a, dq_dk, nst
+    xr, yr = x * r2, y * r2
+    if radial:
+        np.multiply(mu_x, dqx_dki, out=jac[0, 0])
+        np.multiply(mv_x, dqx_dki, out=jac[0, 1])
+        np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
+        np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
+        np.multiply(mu_x, ns, out=jac[8, 0])
+        np.multiply(mv_x, ns, out=jac[8, 1])
+        np.multiply(mu_y, nt, out=jac[9, 0])
+        np.multiply(mv_y, nt, out=jac[9, 1])
+        np.negative(mu_x * xr + mu_y * yr, out=jac[6, 0])
+        np.negative(mv_x * xr + mv_y * yr, out=jac[6, 1])
+    else:
+        np.multiply(dqx_dki, a_u, out=jac[0, 0])
+        np.multiply(dqy_dkj, a_v, out=jac[1, 1])
+        np.multiply(ns, a_u, out=jac[8, 0])
+        np.multiply(nt, a_v, out=jac[9, 1])
+        jac[0, 1] = jac[1, 0] = jac[8, 1] = jac[9, 0] = 0.0
+        np.multiply(xr, -a_u, out=jac[6, 0])
+        np.multiply(yr, -a_v, out=jac[6, 1])
+    np.multiply(jac[6], r2, out=jac[7])
+
+
+def _pose_rows(jac, radial, m, inv_z, xu, yu, rb, v):
+    """
+    Write the pose's Jacobian rows (2, n), rotation 10-12 and translation 13-15, into
+    ``jac``: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]] gives d = d res / dPc = d res / dt;
+    with dR/dw_k = [v_k]x R, d res / dw_k = v_k . (R b x d). m: M's entries
+    (:func:`_projection_gradient`); rb (3, n): R b; v (3, 3).
+    """
+    q = np.empty((3, len(xu)))
+    nxu, nyu = -xu, -yu
+    mu_x, mu_y, mv_x, mv_y = m
+    for row, (cx, cy) in enumerate(((mu_x, mu_y), (mv_x, mv_y))):
+        d0, d1, d2 = jac[13, row], jac[14, row], jac[15, row]
+        np.multiply(inv_z, cx, out=d0)
+        np.multiply(inv_z, cy, out=d1)
+        if not radial:      # one of cx, cy is 0: d = (d0, 0, -x^u d0) or (0, d1, -y^u d1)
+            if row == 0:
+                np.multiply(d0, nxu, out=d2)
+                np.multiply(rb[1], d2, out=q[0])
+                np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+                np.multiply(rb[1], d0, out=q[2])
+                np.negative(q[2], out=q[2])
+            else:
+                np.multiply(d1, nyu, out=d2)
+                np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+                np.multiply(rb[0], d2, out=q[1])
+                np.negative(q[1], out=q[1])
+                np.multiply(rb[0], d1, out=q[2])
+        else:
+            np.add(d0 * nxu, d1 * nyu, out=d2)
+            np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
+            np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
+            np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
+        np.matmul(v, q, out=jac[10:13, row])
+
+
 class RefinementProblem:
     """
     Residuals and analytic Jacobian of the reprojection error for one observation table.
@@ -207,77 +293,17 @@ class RefinementProblem:
         np.multiply(v_pred, -a_v, out=jac[3, 1])
         jac[4, 0] = -a_u
         jac[5, 1] = -a_v
-        # M = d (u, v) / d q = diag(a_u, a_v) (d q / d (x, y))^-1, d q / d (x, y) = g I +
-        # 2 (k_1 + 2 k_2 r^2) (x, y)(x, y)^T; rows (mu_x, mu_y) for u, (mv_x, mv_y) for v
-        radial = not (model.k_1 == 0.0 and model.k_2 == 0.0)
-        if radial:
-            gp2 = 2.0 * model.k_1 + (4.0 * model.k_2) * r2
-            w = 1.0 / (g * (g + gp2 * r2))
-            wu, wv = w * a_u, w * a_v
-            gx, gy = gp2 * x, gp2 * y
-            mu_x = (g + gy * y) * wu
-            mv_y = (g + gx * x) * wv
-            m_xy = -(gx * y)
-            mu_y, mv_x = m_xy * wu, m_xy * wv
-        else:                                                   # M = diag(a_u, a_v)
-            mu_x, mu_y, mv_x, mv_y = a_u, 0.0, 0.0, a_v
+        radial, m = _projection_gradient(model, x, y, r2, g, a_u, a_v)
+        mu_x, mu_y, mv_x, mv_y = m
         # k_i, k_j, k_3, k_4 act through q: dq_x / dk_i = -i (1/Z + k_3), dq_x / dk_3 = -s
         dqx_ds = -(inv_z + k_3)
         dqy_dt = -(inv_z + k_4)
         if d_st is not None:
             d_st[0][:, sl] = (mu_x * dqx_ds, mv_x * dqx_ds)
             d_st[1][:, sl] = (mu_y * dqy_dt, mv_y * dqy_dt)
-        dqx_dki = ii * dqx_ds
-        dqy_dkj = jj * dqy_dt
-        # radial terms: d(x, y) = -M^-1 (x, y) r^2 dk_1 (r^4 for k_2)
-        xr, yr = x * r2, y * r2
-        if radial:
-            np.multiply(mu_x, dqx_dki, out=jac[0, 0])
-            np.multiply(mv_x, dqx_dki, out=jac[0, 1])
-            np.multiply(mu_y, dqy_dkj, out=jac[1, 0])
-            np.multiply(mv_y, dqy_dkj, out=jac[1, 1])
-            np.multiply(mu_x, ns, out=jac[8, 0])
-            np.multiply(mv_x, ns, out=jac[8, 1])
-            np.multiply(mu_y, nt, out=jac[9, 0])
-            np.multiply(mv_y, nt, out=jac[9, 1])
-            np.negative(mu_x * xr + mu_y * yr, out=jac[6, 0])
-            np.negative(mv_x * xr + mv_y * yr, out=jac[6, 1])
-        else:
-            np.multiply(dqx_dki, a_u, out=jac[0, 0])
-            np.multiply(dqy_dkj, a_v, out=jac[1, 1])
-            np.multiply(ns, a_u, out=jac[8, 0])
-            np.multiply(nt, a_v, out=jac[9, 1])
-            jac[0, 1] = jac[1, 0] = jac[8, 1] = jac[9, 0] = 0.0
-            np.multiply(xr, -a_u, out=jac[6, 0])
-            np.multiply(yr, -a_v, out=jac[6, 1])
-        np.multiply(jac[6], r2, out=jac[7])
-        # pose: dq/dPc = [[1/Z, 0, -x^u/Z], [0, 1/Z, -y^u/Z]] gives d = d res / dPc = d res / dt;
-        # with dR/dw_k = [v_k]x R, d res / dw_k = v_k . (R b x d)
-        q = np.empty((3, len(x)))
-        nxu, nyu = -xu, -yu
-        for row, (cx, cy) in enumerate(((mu_x, mu_y), (mv_x, mv_y))):
-            d0, d1, d2 = jac[13, row], jac[14, row], jac[15, row]
-            np.multiply(inv_z, cx, out=d0)
-            np.multiply(inv_z, cy, out=d1)
-            if not radial:      # one of cx, cy is 0: d = (d0, 0, -x^u d0) or (0, d1, -y^u d1)
-                if row == 0:
-                    np.multiply(d0, nxu, out=d2)
-                    np.multiply(rb[1], d2, out=q[0])
-                    np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
-                    np.multiply(rb[1], d0, out=q[2])
-                    np.negative(q[2], out=q[2])
-                else:
-                    np.multiply(d1, nyu, out=d2)
-                    np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
-                    np.multiply(rb[0], d2, out=q[1])
-                    np.negative(q[1], out=q[1])
-                    np.multiply(rb[0], d1, out=q[2])
-            else:
-                np.add(d0 * nxu, d1 * nyu, out=d2)
-                np.subtract(rb[1] * d2, rb[2] * d1, out=q[0])
-                np.subtract(rb[2] * d0, rb[0] * d2, out=q[1])
-                np.subtract(rb[0] * d1, rb[1] * d0, out=q[2])
-            np.matmul(v, q, out=jac[10:13, row])
+        _view_and_distortion_rows(jac, radial, m, (a_u, a_v), (ii * dqx_ds, jj * dqy_dt),
+                                  (ns, nt), x, y, r2)
+        _pose_rows(jac, radial, m, inv_z, xu, yu, rb, v)
 
     def sparse_jacobian(self, jac, free):
         """
