@@ -208,29 +208,8 @@ def run(args):
     from lf_mpc_calib.cli.paths import check_dataset_output, dataset_output
     check_dataset_output(args.output, args.overwrite)       # before any rendering
     from lf_mpc_calib.simulation.dataset import (
-        FOCUSED_CAPTURE_POSES, FOCUSED_SAMPLES, capture_poses, load_poses, random_poses,
-        write_dataset)
-    from lf_mpc_calib.simulation.optics import preset
-    overrides = {}
-    if args.noise is not None:
-        overrides['sensor__noise'] = args.noise
-    if args.bayer is not None:
-        overrides['sensor__bayer'] = args.bayer
-    if args.bit_depth is not None:
-        overrides['sensor__bit_depth'] = args.bit_depth
-    if args.upright:
-        overrides['sensor__upright'] = True
-    if args.ideal:                  # the presets: realistic sensor and lenses
-        from lf_mpc_calib.simulation.optics import IDEAL
-        overrides.update(IDEAL)
-    camera = preset(args.preset, scale=args.scale, **overrides)
-    if args.lattice_layout != 'rows' or args.lattice_rotation != 0.0 or args.portrait:
-        from lf_mpc_calib.simulation.lattice_turn import turn_lattice
-        try:
-            camera = turn_lattice(camera, layout=args.lattice_layout,
-                                  degrees=args.lattice_rotation, portrait=args.portrait)
-        except InvalidInputError as exc:
-            raise UsageError(f'--lattice-rotation: {exc}') from None
+        FOCUSED_CAPTURE_POSES, FOCUSED_SAMPLES, write_dataset)
+    camera = _camera(args)
     focused = camera.camera_type == 'focused'
     board_capture = focused and args.scene != 'planes'   # planes: 6 frames, 16 rays
     if args.samples is None:
@@ -243,26 +222,7 @@ def run(args):
             raise InvalidInputError('--arm simulates a board on or before a robot arm; it does '
                                     'not apply to --scene planes')
         return _run_planes(args, camera, board)
-    if args.poses_file:
-        if args.random_poses:
-            raise InvalidInputError('--random-poses and --poses-file both choose the poses: '
-                                    'expected one of them, got both')
-        rvecs, tvecs = load_poses(args.poses_file)
-        if len(rvecs) > MAX_POSES:
-            raise InvalidInputError(f'--poses-file {args.poses_file} lists {len(rvecs)} poses, '
-                                    f'more than the {MAX_POSES} one run renders')
-    else:
-        rng = np.random.default_rng(args.seed)
-        if args.random_poses:
-            rvecs, tvecs = random_poses(camera, board, args.poses, rng=rng,
-                                        max_tilt_deg=args.max_tilt)
-        elif args.partial:
-            from lf_mpc_calib.simulation.partial_poses import partial_poses
-            from lf_mpc_calib.simulation.dataset import capture_board
-            rvecs, tvecs = partial_poses(camera, board, args.poses, rng=rng,
-                                         base_board=capture_board(camera))
-        else:
-            rvecs, tvecs = capture_poses(camera, board, args.poses, rng=rng)
+    rvecs, tvecs = _poses(args, camera, board)
     w, h = camera.sensor.size
     if not args.quiet:
         print(f'{camera.name} ({camera.camera_type}) {w}x{h} px, '
@@ -281,6 +241,60 @@ def run(args):
     out = Path(args.output)
     print(f'wrote {out} ({len(rvecs)} frames, ground truth in {out / "ground_truth.yaml"})')
     return 0
+
+
+def _camera(args):
+    """The preset camera with the sensor options (--noise, --bayer, --bit-depth, --upright,
+    --ideal) and the lattice turned as --lattice-layout, --lattice-rotation and --portrait
+    say (UsageError naming --lattice-rotation when it cannot be)."""
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.simulation.optics import preset
+    overrides = {}
+    if args.noise is not None:
+        overrides['sensor__noise'] = args.noise
+    if args.bayer is not None:
+        overrides['sensor__bayer'] = args.bayer
+    if args.bit_depth is not None:
+        overrides['sensor__bit_depth'] = args.bit_depth
+    if args.upright:
+        overrides['sensor__upright'] = True
+    if args.ideal:                  # the presets: realistic sensor and lenses
+        from lf_mpc_calib.simulation.optics import IDEAL
+        overrides.update(IDEAL)
+    camera = preset(args.preset, scale=args.scale, **overrides)
+    if args.lattice_layout == 'rows' and args.lattice_rotation == 0.0 and not args.portrait:
+        return camera
+    from lf_mpc_calib.simulation.lattice_turn import turn_lattice
+    try:
+        return turn_lattice(camera, layout=args.lattice_layout,
+                            degrees=args.lattice_rotation, portrait=args.portrait)
+    except InvalidInputError as exc:
+        raise UsageError(f'--lattice-rotation: {exc}') from None
+
+
+def _poses(args, camera, board):
+    """The board poses (rvecs, tvecs (P, 3)) to render: --poses-file's, or --poses drawn at
+    random (--random-poses), pushed partly out of view (--partial) or a careful user's."""
+    from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.simulation.dataset import capture_poses, load_poses, random_poses
+    if args.poses_file:
+        if args.random_poses:
+            raise InvalidInputError('--random-poses and --poses-file both choose the poses: '
+                                    'expected one of them, got both')
+        rvecs, tvecs = load_poses(args.poses_file)
+        if len(rvecs) > MAX_POSES:
+            raise InvalidInputError(f'--poses-file {args.poses_file} lists {len(rvecs)} poses, '
+                                    f'more than the {MAX_POSES} one run renders')
+        return rvecs, tvecs
+    rng = np.random.default_rng(args.seed)
+    if args.random_poses:
+        return random_poses(camera, board, args.poses, rng=rng, max_tilt_deg=args.max_tilt)
+    if args.partial:
+        from lf_mpc_calib.simulation.dataset import capture_board
+        from lf_mpc_calib.simulation.partial_poses import partial_poses
+        return partial_poses(camera, board, args.poses, rng=rng,
+                             base_board=capture_board(camera))
+    return capture_poses(camera, board, args.poses, rng=rng)
 
 
 def render_progress(quiet=False):
