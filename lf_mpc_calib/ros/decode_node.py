@@ -525,8 +525,8 @@ class DecodeNode(Node):
         stages = {'convert': t1 - t0, **meas.timings,
                   'publish': t3 - t2 - meas.timings.get('views', 0.0)}
         if frame is not None:   # the points thread counts the frame when its corners are out
+            self._publish_stats(stages, t3 - t0, counted=False)     # before the corners' own
             self._hand_to_points((msg, measurer, meas, frame, t0, stages))
-            self._publish_stats(stages, t3 - t0, counted=False)
         else:
             corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
             self._publish_stats(stages, t3 - t0, corners=corners, counted=True)

@@ -92,6 +92,46 @@ def test_decode_node_measures_a_focused_camera(ros_context, ros_executor, ros_no
     assert np.all(cols['rays'] >= 2)
 
 
+def test_a_burst_of_frames_is_counted_once_with_the_corners_beside_the_render(
+        ros_context, ros_executor, ros_node, scene):
+    """Frames faster than the node (a board: the corners in the points thread): each frame
+    received is processed or dropped once; each processed frame's center goes out, and its
+    corners unless a newer frame took its place in the points thread (points_skipped)."""
+    b = scene['board']
+    node = DecodeNode(context=ros_context, parameter_overrides=[
+        Parameter('board_cols', value=b.cols), Parameter('board_rows', value=b.rows),
+        Parameter('square_size', value=b.square),
+        Parameter('calibration_file', value=str(scene['folder'] / 'truth.yaml')),
+        Parameter('white_image_file', value=str(scene['folder'] / 'white.png'))])
+    center = MessageCollector(ros_node, Image, '/lf_decoder/center', OUT_QOS)
+    points = MessageCollector(ros_node, PointCloud2, '/lf_decoder/points', OUT_QOS)
+    pub = ros_node.create_publisher(Image, 'image_raw', 10)
+    msg = array_to_image(scene['raw'], 'mono8')
+    with spinning(ros_context, node):
+        wait_for_subscribers(ros_executor, pub)
+        wait_for(ros_executor, lambda: node.points_pub.get_subscription_count() > 0,
+                 'the points subscription')
+        for _ in range(12):
+            pub.publish(msg)
+            ros_executor.spin_once(timeout_sec=0.01)
+
+        def settled():
+            return (node.frames_processed + node.frames_dropped == node.frames_received
+                    and len(center.messages) == node.frames_processed
+                    and len(points.messages) == node.frames_processed - node.points_skipped)
+        wait_for(ros_executor, settled, 'every frame processed or dropped, its outputs out',
+                 timeout_sec=60.0)
+        counts = (node.frames_received, node.frames_processed, node.frames_dropped,
+                  node.points_skipped, len(center.messages), len(points.messages))
+        time.sleep(0.5)
+        ros_executor.spin_once(timeout_sec=0.1)
+        # nothing counted twice or published late
+        assert counts == (node.frames_received, node.frames_processed, node.frames_dropped,
+                          node.points_skipped, len(center.messages), len(points.messages))
+    assert node.frames_received >= 2 and node.frames_processed >= 2, counts
+    assert node.last_stats['frames']['processed'] == node.frames_processed
+
+
 def _rendered_frame(tf_msg):
     """(rotation (3, 3), translation (3,)) of lf_camera_optical_frame -> ..._rendered."""
     t = next(t for t in tf_msg.transforms
