@@ -213,15 +213,7 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
         from lf_mpc_calib.calibration.focused import orient_focused
         result = orient_focused(result)
     n = int(poses if poses is not None else len(result.rotation_vectors))
-    sigma = {}
-    for name in SCALES:
-        value = float(getattr(result.model, name))
-        s = float(result.stddev.get(name, float('nan')))
-        if value != 0.0 and np.isfinite(s):
-            sigma[name] = 100.0 * s / abs(value)
-    m = result.model
-    pp = tuple(float(result.stddev.get(a, np.nan)) / abs(float(k))
-               for a, k in (('u_0', m.k_u), ('v_0', m.k_v)))
+    sigma, pp = _relative_sigmas(result)
     zf = float(focus_distance) if focus_distance else _focus_distance(result)
     depth, tilt_x, tilt_y = _pose_geometry(result, board_points)
     if camera_type == 'focused' and zf is not None:
@@ -237,6 +229,42 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
                   'camera) by 15-30 deg',
                   f'place boards {DEPTH_ADVICE[camera_type]}')
         return CaptureGuidance(n, sigma, pp, None, depth, tilt_x, tilt_y, advice, camera_type)
+    advice = _depth_advice(camera_type, depth, zf) + _tilt_advice(tilt_x, tilt_y)
+    if not advice and worst[1] > TARGET_SIGMA_PCT:
+        advice.append(f'add poses: sigma of {worst[0]} is {worst[1]:.2f} % (target '
+                      f'{TARGET_SIGMA_PCT} %)')
+    if not advice and max(pp) > TARGET_SIGMA_PP_PX:
+        if camera_type == 'focused':
+            advice.append(f'use a larger board with more corners, filling most of the view at '
+                          f'the nearest pose, or add poses: principal point sigma ({pp[0]:.2f}, '
+                          f'{pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px; it rests on the '
+                          f'board\'s extent and corner count, not on where the board sits)')
+        else:
+            advice.append(_corner_advice(partial_views, uncovered) + f': principal point '
+                          f'sigma ({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} '
+                          'px)')
+    return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice), camera_type)
+
+
+def _relative_sigmas(result):
+    """({scale name: sigma in % of its value} of SCALES (those with a finite sigma), the
+    principal point's sigma (u, v) px)."""
+    sigma = {}
+    for name in SCALES:
+        value = float(getattr(result.model, name))
+        s = float(result.stddev.get(name, float('nan')))
+        if value != 0.0 and np.isfinite(s):
+            sigma[name] = 100.0 * s / abs(value)
+    m = result.model
+    pp = tuple(float(result.stddev.get(a, np.nan)) / abs(float(k))
+               for a, k in (('u_0', m.k_u), ('v_0', m.k_v)))
+    return sigma, pp
+
+
+def _depth_advice(camera_type, depth, zf):
+    """Advice (a list) on the boards' depths (P,) m from the main lens: focused cameras a
+    spread of FOCUSED_DEPTH_RATIO; conventional ones boards nearer and farther than the focus
+    distance ``zf`` (m, None: unknown), or without it a spread of 30 % of the mean depth."""
     advice = []
     if camera_type == 'focused' and zf is not None:
         ratio = float(depth.max() / depth.min()) if depth.min() > 0 else float('inf')
@@ -257,25 +285,19 @@ def capture_guidance(result=None, *, poses=None, board_points=None, focus_distan
     elif camera_type != 'focused' and np.ptp(depth) < 0.3 * float(np.mean(depth)):
         advice.append(f'vary the board distance more (depths {depth.min():.2f}-'
                       f'{depth.max():.2f} m): boards in front of and behind the focus distance')
+    return advice
+
+
+def _tilt_advice(tilt_x, tilt_y):
+    """Advice (a list) on the tilts (P,) deg about the camera x and y axes: each should
+    spread MIN_TILT_SPREAD_DEG."""
+    advice = []
     for axis, tilt, how in (('x', tilt_x, 'top edge towards / away from the camera'),
                             ('y', tilt_y, 'left edge towards / away from the camera')):
         if np.ptp(tilt) < MIN_TILT_SPREAD_DEG:
             advice.append(f'tilt the board about the camera {axis} axis ({how}): spread '
                           f'{np.ptp(tilt):.0f} deg so far, {MIN_TILT_SPREAD_DEG:.0f} deg wanted')
-    if not advice and worst[1] > TARGET_SIGMA_PCT:
-        advice.append(f'add poses: sigma of {worst[0]} is {worst[1]:.2f} % (target '
-                      f'{TARGET_SIGMA_PCT} %)')
-    if not advice and max(pp) > TARGET_SIGMA_PP_PX:
-        if camera_type == 'focused':
-            advice.append(f'use a larger board with more corners, filling most of the view at '
-                          f'the nearest pose, or add poses: principal point sigma ({pp[0]:.2f}, '
-                          f'{pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} px; it rests on the '
-                          f'board\'s extent and corner count, not on where the board sits)')
-        else:
-            advice.append(_corner_advice(partial_views, uncovered) + f': principal point '
-                          f'sigma ({pp[0]:.2f}, {pp[1]:.2f}) px (target {TARGET_SIGMA_PP_PX} '
-                          'px)')
-    return CaptureGuidance(n, sigma, pp, zf, depth, tilt_x, tilt_y, tuple(advice), camera_type)
+    return advice
 
 
 def _corner_advice(partial_views, uncovered):
