@@ -257,103 +257,132 @@ def _render_rows(camera, scene, pattern, y0, y1):
     W = camera.sensor.width
     ys, xs = np.mgrid[y0:y1, 0:W]
     q = np.column_stack([xs.ravel(), ys.ravel()]).astype(float)
-    kl, centres = camera.micro_image_of(q)
-    if camera.mla.centre_jitter == 0.0:   # the lens centre is its micro-image centre x D/(D+b)
-        lens = camera.pixel_to_sensor(centres) * (camera.D / (camera.D + camera.gap))
-    else:
-        lens = camera.lens_centres(kl)
-    sensor_xy = camera.pixel_to_sensor(q)
-    lx, ly = lens[:, 0].copy(), lens[:, 1].copy()
-    sx0, sy0 = sensor_xy[:, 0].copy(), sensor_xy[:, 1].copy()
-    D = camera.D
-    # per-pixel gap and micro-lens focal length (multi-focus arrays differ per lens type)
-    b = camera.gap if camera.mla.n_types == 1 else camera.lens_gaps(kl)
-    step = camera.sigma * camera.sensor.pixel_pitch
-    f_m = camera.mla.focal_length if camera.mla.n_types == 1 and camera.mla.focal_jitter == 0 \
-        else camera.lens_focal_lengths(kl)
-    lens_r = 0.5 * camera.mla.pitch if f_m is not None else 0.0
-    ml = camera.main_lens
-    inv_z = ml.inverse_focus
-    d1, d2 = ml.distortion
-    ra2 = ml.aperture_radius ** 2
-    barrel = math.isfinite(ml.barrel_radius)
-    rb2, zb = ml.barrel_radius ** 2, ml.barrel_distance
-    natural = camera.sensor.natural_vignetting
-    planes = isinstance(scene, list)
-    if scene is not None and not planes:
-        board, rmat, t = scene
-        nx, ny, nz = rmat[:, 2]
-        n_t = float(rmat[:, 2] @ t)
-        r0, r1 = rmat[:, 0], rmat[:, 1]
-    # A ray leaves sensor point s = s0 + step d and lens point l + a (a = lens_r x the turned
-    # lens point, 0 for a pinhole): slope i = (l + a - s) / b, refracted g = i - a / f, on the
-    # main lens o = l + a + D g. All linear in d and a, so per pixel o = o0 - D step d / b
-    # + a (1 + D / b - D / f), the field slope -(l + a) / D and the chief ray's (l - s) / b.
-    inv_b = 1.0 / b
-    inv_f = 0.0 if f_m is None else 1.0 / f_m
-    gain = 1.0 + D * inv_b - D * inv_f
-    if lens_r > 0.0 and camera.camera_type == 'focused':   # per-pixel turn (module docstring)
-        cr, sr = pixel_turns(q[:, 0], q[:, 1])
-        cr *= lens_r
-        sr *= lens_r
-    else:
-        cr, sr = lens_r, 0.0
-    o_cr, o_sr = cr * gain, sr * gain              # a's share of o
-    f_cr, f_sr = cr * (-1.0 / D), sr * (-1.0 / D)  # a's share of the field slope
-    ox0, oy0 = lx + D * inv_b * (lx - sx0), ly + D * inv_b * (ly - sy0)
-    fx0, fy0 = lx * (-1.0 / D), ly * (-1.0 / D)
-    o_step = D * step * inv_b
-    if natural:
-        cx0, cy0 = (lx - sx0) * inv_b, (ly - sy0) * inv_b
-        c_step = step * inv_b
-    else:
-        cx0 = cy0 = c_step = 0.0
-    # The per-sample loop in float32 (half the memory traffic; ~1e-8 m on the board, 1e-9 m on
-    # the main lens, far under a pixel's footprint): scalars as Python floats so that NumPy's
-    # promotion keeps the arrays float32.
-    ox0, oy0, fx0, fy0, o_cr, o_sr, f_cr, f_sr, o_step, cx0, cy0, c_step = (
-        _single(v) for v in (ox0, oy0, fx0, fy0, o_cr, o_sr, f_cr, f_sr, o_step, cx0, cy0,
-                             c_step))
-    inv_z, d1, d2, ra2, rb2, zb = (float(v) for v in (inv_z, d1, d2, ra2, rb2, zb))
-    if scene is not None and not planes:
-        nx, ny, nz, n_t = (float(v) for v in (nx, ny, nz, n_t))
-        t, r0, r1 = ([float(v) for v in a] for a in (t, r0, r1))
+    rays = _PixelRays(camera, q)
+    shade = _scene_shader(scene)
     total = np.zeros(q.shape[0], np.float32)
     for dx, dy, ex, ey in pattern.tolist():
-        if lens_r > 0.0 and (ex != 0.0 or ey != 0.0):
-            ox = (ox0 - o_step * dx) + (o_cr * ex - o_sr * ey)      # on the main lens, z = 0
-            oy = (oy0 - o_step * dy) + (o_sr * ex + o_cr * ey)
-            x0 = fx0 + (f_cr * ex - f_sr * ey)                      # chief-ray (field) slope
-            y0_ = fy0 + (f_sr * ex + f_cr * ey)
-        else:
-            ox, oy = ox0 - o_step * dx, oy0 - o_step * dy
-            x0, y0_ = fx0, fy0
-        if d1 != 0.0 or d2 != 0.0:
-            rr = x0 * x0 + y0_ * y0_
-            rho = 1.0 + rr * (d1 + d2 * rr)
-            x0, y0_ = x0 * rho, y0_ * rho
-        dxs, dys = x0 - ox * inv_z, y0_ - oy * inv_z  # slopes after the main lens
-        weight = (ox * ox + oy * oy <= ra2).astype(np.float32)
-        if barrel:
-            bx, by = ox + zb * dxs, oy + zb * dys
-            weight *= bx * bx + by * by <= rb2
-        if natural:   # cos^4 of the chief ray (sample point -> lens centre), see the docstring
-            cx, cy = cx0 - c_step * dx, cy0 - c_step * dy
-            weight /= np.square(1.0 + cx * cx + cy * cy)
-        if scene is None:
+        ox, oy, dxs, dys, weight = rays.sample(dx, dy, ex, ey)
+        if shade is None:
             total += weight
-            continue
-        if planes:
-            surfaces, poses, background = scene
-            index, _, hx, hy = surface_hits(surfaces, poses, (ox, oy, 0.0),
-                                            (dxs, dys, 1.0))
+        else:
+            total += weight * shade(ox, oy, dxs, dys)
+    return total.astype(np.float64) / pattern.shape[0]
+
+
+class _PixelRays:
+    """
+    The rays of pixels q (n, 2) px through their micro-lenses and the main lens, per sample
+    linear in the sample's offset: a ray leaves sensor point s = s0 + step d and lens point
+    l + a (a = lens_r x the turned lens point, 0 for a pinhole): slope i = (l + a - s) / b,
+    refracted g = i - a / f, on the main lens o = l + a + D g. All linear in d and a, so per
+    pixel o = o0 - D step d / b + a (1 + D / b - D / f), the field slope -(l + a) / D and the
+    chief ray's (l - s) / b. The per-pixel terms are float32 (half the memory traffic; ~1e-8
+    m on the board, 1e-9 m on the main lens, far under a pixel's footprint), the scalars
+    Python floats so that NumPy's promotion keeps the arrays float32.
+    """
+
+    def __init__(self, camera, q):
+        kl, centres = camera.micro_image_of(q)
+        if camera.mla.centre_jitter == 0.0:   # the lens centre: micro-image centre x D/(D+b)
+            lens = camera.pixel_to_sensor(centres) * (camera.D / (camera.D + camera.gap))
+        else:
+            lens = camera.lens_centres(kl)
+        sensor_xy = camera.pixel_to_sensor(q)
+        lx, ly = lens[:, 0].copy(), lens[:, 1].copy()
+        sx0, sy0 = sensor_xy[:, 0].copy(), sensor_xy[:, 1].copy()
+        D = camera.D
+        # per-pixel gap and micro-lens focal length (multi-focus arrays differ per lens type)
+        b = camera.gap if camera.mla.n_types == 1 else camera.lens_gaps(kl)
+        step = camera.sigma * camera.sensor.pixel_pitch
+        f_m = camera.mla.focal_length if camera.mla.n_types == 1 and \
+            camera.mla.focal_jitter == 0 else camera.lens_focal_lengths(kl)
+        self.lens_r = 0.5 * camera.mla.pitch if f_m is not None else 0.0
+        ml = camera.main_lens
+        self.barrel = math.isfinite(ml.barrel_radius)
+        self.natural = camera.sensor.natural_vignetting
+        inv_b = 1.0 / b
+        inv_f = 0.0 if f_m is None else 1.0 / f_m
+        gain = 1.0 + D * inv_b - D * inv_f
+        if self.lens_r > 0.0 and camera.camera_type == 'focused':   # per-pixel turn
+            cr, sr = pixel_turns(q[:, 0], q[:, 1])                    # (module docstring)
+            cr *= self.lens_r
+            sr *= self.lens_r
+        else:
+            cr, sr = self.lens_r, 0.0
+        o_cr, o_sr = cr * gain, sr * gain              # a's share of o
+        f_cr, f_sr = cr * (-1.0 / D), sr * (-1.0 / D)  # a's share of the field slope
+        ox0, oy0 = lx + D * inv_b * (lx - sx0), ly + D * inv_b * (ly - sy0)
+        fx0, fy0 = lx * (-1.0 / D), ly * (-1.0 / D)
+        o_step = D * step * inv_b
+        if self.natural:
+            cx0, cy0 = (lx - sx0) * inv_b, (ly - sy0) * inv_b
+            c_step = step * inv_b
+        else:
+            cx0 = cy0 = c_step = 0.0
+        (self.ox0, self.oy0, self.fx0, self.fy0, self.o_cr, self.o_sr, self.f_cr, self.f_sr,
+         self.o_step, self.cx0, self.cy0, self.c_step) = (
+            _single(v) for v in (ox0, oy0, fx0, fy0, o_cr, o_sr, f_cr, f_sr, o_step, cx0, cy0,
+                                 c_step))
+        self.inv_z, self.d1, self.d2, self.ra2, self.rb2, self.zb = (float(v) for v in (
+            ml.inverse_focus, *ml.distortion, ml.aperture_radius ** 2, ml.barrel_radius ** 2,
+            ml.barrel_distance))
+
+    def sample(self, dx, dy, ex, ey):
+        """
+        The sample ray of every pixel at sensor offset (dx, dy) and lens point (ex, ey):
+        (ox, oy (n,) m where it leaves the main lens (z = 0), its slopes dxs, dys (n,) after
+        the main lens, its weight (n,) float32: inside the aperture and the barrel, times
+        cos^4 of the chief ray with natural vignetting).
+        """
+        if self.lens_r > 0.0 and (ex != 0.0 or ey != 0.0):
+            ox = (self.ox0 - self.o_step * dx) + (self.o_cr * ex - self.o_sr * ey)
+            oy = (self.oy0 - self.o_step * dy) + (self.o_sr * ex + self.o_cr * ey)
+            x0 = self.fx0 + (self.f_cr * ex - self.f_sr * ey)       # chief-ray (field) slope
+            y0_ = self.fy0 + (self.f_sr * ex + self.f_cr * ey)
+        else:
+            ox, oy = self.ox0 - self.o_step * dx, self.oy0 - self.o_step * dy
+            x0, y0_ = self.fx0, self.fy0
+        if self.d1 != 0.0 or self.d2 != 0.0:
+            rr = x0 * x0 + y0_ * y0_
+            rho = 1.0 + rr * (self.d1 + self.d2 * rr)
+            x0, y0_ = x0 * rho, y0_ * rho
+        dxs, dys = x0 - ox * self.inv_z, y0_ - oy * self.inv_z   # slopes after the main lens
+        weight = (ox * ox + oy * oy <= self.ra2).astype(np.float32)
+        if self.barrel:
+            bx, by = ox + self.zb * dxs, oy + self.zb * dys
+            weight *= bx * bx + by * by <= self.rb2
+        if self.natural:   # cos^4 of the chief ray (sample point -> lens centre), docstring
+            cx, cy = self.cx0 - self.c_step * dx, self.cy0 - self.c_step * dy
+            weight /= np.square(1.0 + cx * cx + cy * cy)
+        return ox, oy, dxs, dys, weight
+
+
+def _scene_shader(scene):
+    """
+    shade(ox, oy, dxs, dys) -> (n,): what the rays from (ox, oy, 0) along (dxs, dys, 1) see
+    of ``scene``: the textured planes (a list: surfaces, their poses, the background) or the
+    board (board, rmat (3, 3), t (3,)); None for no scene (the white image).
+    """
+    if scene is None:
+        return None
+    if isinstance(scene, list):
+        surfaces, poses, background = scene
+
+        def planes(ox, oy, dxs, dys):
+            index, _, hx, hy = surface_hits(surfaces, poses, (ox, oy, 0.0), (dxs, dys, 1.0))
             shade = np.full(index.shape, background)
             for k, surf in enumerate(surfaces):
                 on = index == k
                 if np.any(on):
                     shade[on] = surf.shade(hx[on], hy[on])
-            total += weight * shade
-            continue
+            return shade
+        return planes
+    board, rmat, t = scene
+    nx, ny, nz = (float(v) for v in rmat[:, 2])
+    n_t = float(rmat[:, 2] @ t)
+    t, r0, r1 = ([float(v) for v in a] for a in (t, rmat[:, 0], rmat[:, 1]))
+
+    def board_plane(ox, oy, dxs, dys):
         # board plane n . X = n . t; ray X = (ox, oy, 0) + lam (dxs, dys, 1)
         denom = nx * dxs + ny * dys + nz
         with np.errstate(divide='ignore', invalid='ignore'):
@@ -364,9 +393,8 @@ def _render_rows(camera, scene, pattern, y0, y1):
         bxs = r0[0] * px + r0[1] * py + r0[2] * pz
         bys = r1[0] * px + r1[1] * py + r1[2] * pz
         ok = (lam > 0) & np.isfinite(lam)
-        shade = board.shade(np.where(ok, bxs, 1e9), np.where(ok, bys, 1e9))
-        total += weight * shade
-    return total.astype(np.float64) / pattern.shape[0]
+        return board.shade(np.where(ok, bxs, 1e9), np.where(ok, bys, 1e9))
+    return board_plane
 
 
 def _single(value):
