@@ -30,8 +30,7 @@ from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
 from lf_mpc_calib.lenslet.white_image import bayer_neutral, check_grid_size
-from lf_mpc_calib.pipeline.offline import (
-    calibrate_kept, check_enough_poses, detect_frames, refusing_options)
+from lf_mpc_calib.pipeline.offline import calibrate_kept, detect_frames, refusing_options
 
 MIN_POSES = 3
 SIMULATED = 'simulated'
@@ -134,11 +133,9 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
             timings['detect'] += time.perf_counter() - t0
 
     total = len(dataset.frames)
-    found = detect_frames(dataset.frames, white, detected, _micro_images_summary,
+    found = detect_frames(dataset.frames, white, detected, _micro_images_summary, min_poses,
                           progress=progress, timings=timings, read_key='detect')
-    pose_frames, detections = found.pose_frames, found.detections
-    check_enough_poses(pose_frames, total, found.skipped, min_poses)
-    obs = Observations.concatenate(found.parts)
+    pose_frames, detections, obs = found.pose_frames, found.detections, found.observations()
     if det.lens_types is None and int(n_types) > 1:
         obs = _with_inferred_types(obs, detections, det, int(n_types), progress, total)
         source = 'inferred'

@@ -150,15 +150,20 @@ class FrameDetections:
     skipped: list = field(default_factory=list)
     warned: list = field(default_factory=list)
 
+    def observations(self):
+        """The kept frames' Observations, one table."""
+        return Observations.concatenate(self.parts)
 
-def detect_frames(frames, white, detect, summary, *, progress=None, timings=None,
+
+def detect_frames(frames, white, detect, summary, min_poses, *, progress=None, timings=None,
                   read_key='detect'):
     """
     Read each of ``frames`` and find the board in it: detect(raw (H, W) float, pose index)
     -> Detection; an LFCalibError skips the frame, its reason joined by what
     frame_warnings suspects of it against ``white`` (H, W). progress(index, total, Path,
     message) after each frame: summary(Detection) -> message, or 'skipped: reason'. The
-    reading time is added to timings[read_key]. Returns a :class:`FrameDetections`.
+    reading time is added to timings[read_key]. Returns a :class:`FrameDetections`;
+    DetectionError naming the skipped frames when fewer than ``min_poses`` were kept.
     """
     found = FrameDetections()
     total = len(frames)
@@ -183,6 +188,7 @@ def detect_frames(frames, white, detect, summary, *, progress=None, timings=None
         found.detections.append((Path(path), det))
         if progress:
             progress(k, total, Path(path), summary(det))
+    check_enough_poses(found.pose_frames, total, found.skipped, min_poses)
     return found
 
 
@@ -252,10 +258,8 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
 
     total = len(dataset.frames)
     found = detect_frames(dataset.frames, white, decoded_and_detected, _views_summary,
-                          progress=progress, timings=timings, read_key='decode')
-    pose_frames, detections = found.pose_frames, found.detections
-    check_enough_poses(pose_frames, total, found.skipped, min_poses)
-    obs = Observations.concatenate(found.parts)
+                          min_poses, progress=progress, timings=timings, read_key='decode')
+    pose_frames, detections, obs = found.pose_frames, found.detections, found.observations()
     if progress:
         progress(total, total, None, f'calibrating {len(pose_frames)} poses, {len(obs)} rays')
     t0 = time.perf_counter()
