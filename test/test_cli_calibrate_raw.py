@@ -106,6 +106,24 @@ def test_cli_calibrate_raw_refuses_lens_types_on_a_conventional_camera(dataset, 
     assert 'expected --lens-types 1 or none' in err and not out.exists()
 
 
+def test_a_checkerboard_of_fewer_than_3_corners_a_side_is_refused_before_any_frame(
+        dataset, tmp_path, capsys):
+    # findChessboardCornersSB refuses such a pattern with an error, once a frame
+    out = tmp_path / 'c.yaml'
+    assert main(['calibrate-raw', str(dataset), '-o', str(out), '--board', '5x2', '--square',
+                 '0.01']) == 1
+    err = capsys.readouterr().err
+    assert 'board 5x2: a checkerboard needs at least 3 x 3 inner corners' in err, err
+    assert 'OpenCV(' not in err and '[1/' not in err and not out.exists()
+    # the focused pipeline the same, before it reads the white image
+    from lf_mpc_calib.io.raw_dataset import RawDataset
+    from lf_mpc_calib.pipeline.focused_raw import calibrate_focused_raw
+    from lf_mpc_calib.camera.board import Checkerboard as Board
+    absent = RawDataset([tmp_path / 'frame.png'], tmp_path / 'white.png', Board(2, 4, 0.01))
+    with pytest.raises(InvalidInputError, match=r'board 2x4: a checkerboard needs at least 3 x 3'):
+        calibrate_focused_raw(absent)
+
+
 def test_cli_calibrate_raw_grid_file_from_grid_and_calibration(dataset, tmp_path, capsys):
     # `lf-mpc-calib grid` fits the lattice once (of the Bayer mosaic as it is); calibrate-raw
     # then decodes with exactly that grid, and a calibration file's grid can be reused too.

@@ -133,10 +133,9 @@ def _board(args, camera):
             raise InvalidInputError(
                 f'--board must be COLSxROWS inner corners (e.g. 8x6), got {args.board!r}')
         cols, rows = int(m.group(1)), int(m.group(2))
-        if args.board_type != 'charuco' and min(cols, rows) < 3:
-            raise InvalidInputError(
-                f'--board must have at least 3 x 3 inner corners for a checkerboard (OpenCV '
-                f'finds none with fewer a side), got {cols}x{rows}')
+        if args.board_type != 'charuco':
+            from lf_mpc_calib.features.corners import check_detectable
+            check_detectable(Checkerboard(cols, rows, board.square), '--board')
     square = board.square if args.square is None else args.square
     return Checkerboard(cols, rows, square)
 

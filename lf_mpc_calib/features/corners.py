@@ -60,6 +60,24 @@ class CornerOptions:
     min_corners: int = 6
 
 
+MIN_CORNERS_A_SIDE = 3
+"""Fewest inner corners a side of a checkerboard OpenCV's detectors find (findChessboardCornersSB
+refuses a smaller pattern with an error every frame)."""
+
+
+def check_detectable(board, name='board'):
+    """InvalidInputError for a checkerboard ``board`` (cols x rows inner corners) with fewer
+    than MIN_CORNERS_A_SIDE corners a side; a ChArUco board (its markers name the corners)
+    passes."""
+    if getattr(board, 'board_type', 'checkerboard') == 'charuco':
+        return
+    if min(board.cols, board.rows) < MIN_CORNERS_A_SIDE:
+        raise InvalidInputError(
+            f'{name} {board.cols}x{board.rows}: a checkerboard needs at least '
+            f'{MIN_CORNERS_A_SIDE} x {MIN_CORNERS_A_SIDE} inner corners (OpenCV finds none '
+            f'with fewer a side), got {board.cols}x{board.rows}')
+
+
 def _as_uint8(img):
     """Stretch a float image to uint8 between its 0.5 and 99.5 percentiles."""
     lo, hi = np.percentile(img, (0.5, 99.5))

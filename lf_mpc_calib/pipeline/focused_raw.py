@@ -26,6 +26,7 @@ from lf_mpc_calib.calibration.acceptance import check_accepted
 from lf_mpc_calib.calibration.focused import orient_focused
 from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import DetectionError, InvalidInputError, LFCalibError
+from lf_mpc_calib.features.corners import check_detectable
 from lf_mpc_calib.features.micro_image_corners import MicroImageCornerDetector
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.estimate import estimate_grid
@@ -114,6 +115,7 @@ def calibrate_focused_raw(dataset, *, grid=None, lens_types=None, detector_optio
     are refused on the residual ones (calibration.determination).
     """
     from lf_mpc_calib.pipeline.offline import RawCalibration
+    check_detectable(dataset.board)
     timings = {'grid': 0.0, 'detect': 0.0, 'calibrate': 0.0}
     t0 = time.perf_counter()
     white = read_float_image(dataset.white)

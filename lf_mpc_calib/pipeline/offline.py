@@ -28,6 +28,7 @@ from lf_mpc_calib.camera.observations import Observations
 from lf_mpc_calib.errors import (DegenerateConfigurationError, DetectionError, InvalidInputError,
                                  LFCalibError)
 from lf_mpc_calib.features.board_detection import detect_board_corners
+from lf_mpc_calib.features.corners import check_detectable
 from lf_mpc_calib.io.calibration_file import CalibrationFile, save_calibration
 from lf_mpc_calib.io.images import read_float_image
 from lf_mpc_calib.lenslet.frame_check import frame_warnings
@@ -234,6 +235,7 @@ def calibrate_raw(dataset, *, views=None, grid=None, corner_options=None,
     ``run.determination.refusals`` lists the shortfalls); ``run.determination.warnings``
     flags figures whose 3 sigma exceed the accuracy aimed at.
     """
+    check_detectable(dataset.board)
     timings = {'grid': 0.0, 'decode': 0.0, 'detect': 0.0, 'calibrate': 0.0}
     t0 = time.perf_counter()
     white = read_float_image(dataset.white)
