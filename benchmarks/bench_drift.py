@@ -24,7 +24,10 @@ Figures printed per camera and calibration, over the seeds:
   cannot absorb (the right one's: its own estimation error);
 - ``cal sd``: the calibration's own standard deviation of what was changed, in the change's
   unit (k_i: % of k_i; principal point: px, stddev of u_0 / |k_u|), mean over the seeds: a
-  change of a few of these cannot be told from the calibration's own error by any test.
+  change of a few of these cannot be told from the calibration's own error by any test;
+- ``targeted``: the same three figures of the targeted test of the intrinsics
+  (:mod:`lf_mpc_calib.measurement.drift_score`, with the calibration's covariance), which the
+  decode node runs for conventional cameras (``-`` for focused ones).
 
     PYTHONPATH=. python benchmarks/bench_drift.py [--seeds 3] [--frames 300] [--noise 0.1]
         [--camera lytro focused-galilean] [--scale 1]
@@ -37,6 +40,7 @@ import numpy as np
 
 from lf_mpc_calib.errors import DegenerateConfigurationError
 from lf_mpc_calib.measurement.drift import DriftWatch, frame_residuals
+from lf_mpc_calib.measurement.drift_score import ScoreWatch, frame_score
 from lf_mpc_calib.simulation.drift_scene import DriftScene, perturbed
 
 CAMERAS = ('lytro', 'focused-keplerian', 'focused-galilean')
@@ -44,20 +48,32 @@ CHANGES = ('none', 'k_i', 'principal point')
 
 
 def watch_run(scene, model, rng, frames):
-    """(frames to the first named drift or None, onsets, last DriftSummary) over ``frames``."""
+    """(frames to the first named drift or None, onsets, last DriftSummary) over ``frames``
+    of the RMS test, and the same triple of the targeted test (a conventional camera: the
+    decode node runs it there, measurement.calibration_watch) or None."""
     cal = scene.calibration
     watch = DriftWatch(cal.rms_reprojection_px, calibration_poses=len(cal.pose_ids))
-    first, onsets, was, summary = None, 0, False, None
+    names = cal.free_names()
+    score = ScoreWatch(names, cal.covariance, cal.rms_reprojection_px) \
+        if scene.camera.camera_type == 'conventional' else None
+    runs = [[None, 0, False, None], [None, 0, False, None]]   # first, onsets, was, summary
     for n in range(1, frames + 1):
+        obs = scene.frame(rng)
         try:
-            s = watch.add(frame_residuals(scene.frame(rng), model))
+            found = [watch.add(frame_residuals(obs, model))]
+            if score is not None:
+                found.append(score.add(frame_score(obs, model, names)))
         except DegenerateConfigurationError:   # the node skips such frames too
             continue
-        onsets += int(s.drifting and not was)
-        was = s.drifting
-        if s.drifting and first is None:
-            first, summary = n, s
-    return first, onsets, summary or s
+        for run, s in zip(runs, found):
+            run[1] += int(s.drifting and not run[2])
+            run[2] = s.drifting
+            if s.drifting and run[0] is None:
+                run[0] = n
+            if run[0] is None or run[0] == n:
+                run[3] = s
+    out = [(r[0], r[1], r[3]) for r in runs]
+    return out[0], (out[1] if score is not None else None)
 
 
 def clean_rms(scene, model, rng, n=5):
@@ -87,20 +103,32 @@ def run_camera(name, args):
     """Print the rows of one camera."""
     for change in CHANGES:
         hits, alarms, last, clean, sd = [], 0, None, [], []
+        targeted = []                                  # (first, onsets) of the targeted test
         for seed in range(args.seeds):
             rng = np.random.default_rng(seed)
             scene = DriftScene.make(name, noise_px=args.noise, rng=rng)
             model = perturbed(scene.calibration.model, change, args.scale)
-            first, onsets, last = watch_run(scene, model, rng, args.frames)
+            (first, onsets, last), score = watch_run(scene, model, rng, args.frames)
             alarms += onsets
             if first is not None:
                 hits.append(first)
+            if score is not None:
+                targeted.append(score[:2])
             clean.append(clean_rms(scene, model, rng))
             sd.append(own_stddev(scene.calibration, change))
         ftf = f'{np.median(hits):6.0f} {max(hits):5d}' if hits else f'{"-":>6} {"-":>5}'
         print(f'{name:18s} {change:16s} {len(hits):3d}/{args.seeds:<3d} {ftf} {alarms:6d} '
               f'{last.residual_px:7.4f} {last.limit_px:7.4f} {last.calibration_px:7.4f} '
-              f'{np.mean(clean):8.5f} {np.mean(sd):7.3f}', flush=True)
+              f'{np.mean(clean):8.5f} {np.mean(sd):7.3f}  {_targeted(targeted)}', flush=True)
+
+
+def _targeted(runs):
+    """The targeted test's columns: flagged, frames to flag (median, max), alarms; or '-'."""
+    if not runs:
+        return '-'
+    hits = [f for f, _ in runs if f is not None]
+    ftf = f'{np.median(hits):.0f} {max(hits)}' if hits else '- -'
+    return f'{len(hits)}/{len(runs)} {ftf} {sum(o for _, o in runs)}'
 
 
 def main():
@@ -116,7 +144,7 @@ def main():
     print(f'noise {args.noise} px per coordinate, {args.frames} frames, {args.seeds} seeds, '
           f'changes: k_i + {args.scale:g} %, principal point + {args.scale:g} px')
     print(f'{"camera":18s} {"calibration":16s} flagged  frames to flag alarms   resid   limit '
-          f'    cal    clean  cal sd')
+          f'    cal    clean  cal sd  targeted: flagged, frames (median max), alarms')
     print(f'{"":18s} {"":16s} {"":7s} median   max')
     t0 = time.perf_counter()
     for name in args.camera:

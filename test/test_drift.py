@@ -82,3 +82,70 @@ def test_conventional_residuals_are_the_corner_noise():
     r = frame_residuals(scene.frame(rng), scene.calibration.model)
     rms = np.sqrt(np.mean(np.sum(r * r, axis=1)))
     assert r.shape[1] == 2 and abs(rms - 0.1 * np.sqrt(2)) < 0.01
+
+
+def _targeted_run(scene, model, rng, frames):
+    """(frames until the targeted test names a drift or None, the largest T over the run,
+    the last ScoreSummary)."""
+    from lf_mpc_calib.measurement.drift_score import ScoreWatch, frame_score
+    cal = scene.calibration
+    names = cal.free_names()
+    watch = ScoreWatch(names, cal.covariance, cal.rms_reprojection_px)
+    first, top, s = None, 0.0, None
+    for n in range(1, frames + 1):
+        try:
+            s = watch.add(frame_score(scene.frame(rng), model, names))
+        except DegenerateConfigurationError:
+            continue
+        top = max(top, s.statistic)
+        if s.drifting and first is None:
+            first = n
+    return first, top, s
+
+
+def test_targeted_test_names_a_principal_point_the_rms_test_cannot():
+    """Lytro, principal point 1 px off (4 sigma of its own calibration here): the RMS test
+    stays within its limit (the change leaves 0.007 px on 0.1 px corners), the targeted test
+    names u_0 within 30 frames; with the right calibration it stays under its limit
+    (measured over 3 x 300 frames: largest T 15 against 31.8, benchmarks/bench_drift.py)."""
+    rng = np.random.default_rng(0)
+    scene = DriftScene.make('lytro', noise_px=0.1, rng=rng)
+    wrong = perturbed(scene.calibration.model, 'principal point')
+    first, _, s = _targeted_run(scene, wrong, rng, 30)
+    assert first is not None and first <= 30 and s.largest == 'u_0' and s.largest_sigmas > 2
+    assert 'u_0 moved' in s.message()
+    assert _frames_to_flag(scene, wrong, rng, 30)[0] is None      # what the RMS test misses
+    first, top, s = _targeted_run(scene, scene.calibration.model, rng, 60)
+    assert first is None and top < s.limit, (top, s.limit)
+    assert s.dof == len(scene.calibration.free_names())
+
+
+def test_the_node_watch_runs_the_targeted_test_where_it_holds():
+    """CalibrationWatch: the targeted test for a conventional calibration file with its
+    covariance, not for one without, nor for a focused camera (false alarms there)."""
+    from lf_mpc_calib.io.calibration_file import CalibrationFile
+    from lf_mpc_calib.measurement.calibration_watch import CalibrationWatch
+    rng = np.random.default_rng(1)
+    scene = DriftScene.make('lytro', noise_px=0.1, rng=rng)
+    cal = CalibrationFile.from_result(scene.calibration, camera_type='conventional')
+    assert cal.covariance is not None
+    watch = CalibrationWatch(cal)
+    s = watch.add(scene.frame(rng), cal.model)
+    assert s.score is not None and 'intrinsics' in s.as_dict() and not s.beyond
+    import dataclasses
+    for other in (dataclasses.replace(cal, covariance=None),
+                  dataclasses.replace(cal, camera_type='focused')):
+        assert CalibrationWatch(other).score is None
+
+
+def test_targeted_test_refuses_what_does_not_fit():
+    from lf_mpc_calib.measurement.drift_score import ScoreWatch
+    with pytest.raises(InvalidInputError, match='covariance must be 2 x 2'):
+        ScoreWatch(('k_i', 'k_j'), np.eye(3), 0.1)
+    with pytest.raises(InvalidInputError, match='RMS'):
+        ScoreWatch(('k_i',), np.eye(1), 0.0)
+    watch = ScoreWatch(('k_i', 'k_j'), np.eye(2), 0.1)
+    with pytest.raises(InvalidInputError, match=r'score must be g \(2,\)'):
+        watch.add((np.zeros(3), np.eye(2)))
+    with pytest.raises(InvalidInputError, match='finite'):
+        watch.add((np.array([np.nan, 0.0]), np.eye(2)))

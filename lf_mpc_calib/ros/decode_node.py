@@ -84,8 +84,10 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   counters, how the corners were found (``corners``: tracked, re-acquired or full search and
   why; ``full_search_ms``: the last full search's duration), ``problems``,
   and ``calibration_drift``: the board's residual over the last frames against the limit the
-  calibration's RMS gives (:mod:`lf_mpc_calib.measurement.drift`; a drift is named under
-  ``problems``, docs/ros-session.md).
+  calibration's RMS gives (:mod:`lf_mpc_calib.measurement.drift`) and, for a conventional
+  camera whose calibration file keeps its covariance, under ``intrinsics`` the targeted test
+  of how far the corners say an intrinsic moved (:mod:`lf_mpc_calib.measurement.drift_score`);
+  a drift is named under ``problems``, docs/ros-session.md.
 
 A calibration with a robot mount (its ``hand_eye`` key: tool -> optical on an arm, base ->
 optical for a fixed camera) is published on ``/tf_static`` (latched, the mount's parent frame to
@@ -657,9 +659,9 @@ class DecodeNode(Node):
         self.causes.error('frame check', self._frame_warning[1])
 
     def _watch_drift(self, measurer, meas):
-        """Feed the board's residuals to the calibration-drift watch
-        (:mod:`lf_mpc_calib.measurement.drift`); its figures for ~/stats, or None."""
-        from lf_mpc_calib.measurement.drift import DriftWatch, frame_residuals
+        """Feed the board's corners to the calibration-drift watch
+        (:mod:`lf_mpc_calib.measurement.calibration_watch`); its figures for ~/stats, or None."""
+        from lf_mpc_calib.measurement.calibration_watch import CalibrationWatch
         owner, watch = self._drift
         if owner is not measurer:
             with self._lock:
@@ -667,8 +669,7 @@ class DecodeNode(Node):
             if cal is None:
                 return None
             try:
-                watch = DriftWatch(cal.errors['rms_reprojection_px'],
-                                   calibration_poses=max(cal.num_poses, 1))
+                watch = CalibrationWatch(cal)
             except LFCalibError as exc:
                 watch = f'off: {exc}'
             self._drift = (measurer, watch)
@@ -679,8 +680,8 @@ class DecodeNode(Node):
             return None if watch.summary is None else watch.summary.as_dict()
         t0 = time.perf_counter()
         try:
-            s = watch.add(frame_residuals(meas.observations, measurer.model,
-                                          terms=getattr(measurer, 'terms', None)))
+            s = watch.add(meas.observations, measurer.model,
+                          terms=getattr(measurer, 'terms', None))
         except LFCalibError:    # too few corners for a pose: not counted
             return None if watch.summary is None else watch.summary.as_dict()
         if s.news:
