@@ -105,6 +105,7 @@ out of range or an unreadable calibration file stops the node at startup with it
 """
 
 import collections
+import dataclasses
 import re
 import threading
 import time
@@ -322,7 +323,7 @@ class DecodeNode(Node):
         from lf_mpc_calib.ros.messages import transform_stamped
         stamp = self.get_clock().now().to_msg()
         transforms = []
-        hand_eye = cal.hand_eye
+        hand_eye = cal.optical_hand_eye()          # parent -> the optical frame
         if hand_eye is not None:
             transforms.append(transform_stamped(
                 hand_eye['rotation_vector'], hand_eye['translation_m'],
@@ -337,7 +338,8 @@ class DecodeNode(Node):
                 self.causes.error('rendered', f'no pinhole for the rendered image: {exc}')
             else:
                 self.causes.clear('rendered')
-                transforms.append(transform_stamped(pin.rotation_vector, pin.centre,
+                centre = cal.optical_frame.points(pin.centre)    # the main lens: 0
+                transforms.append(transform_stamped(pin.rotation_vector, centre,
                                                     parent=self.optical_frame,
                                                     child=self.rendered_frame, stamp=stamp))
         if transforms:
@@ -504,7 +506,7 @@ class DecodeNode(Node):
                     self.depth_pub.publish(depth_image(meas.depth, header=rendered))
                     self.depth_info_pub.publish(info)
                 if meas.depth is not None and want_cloud:
-                    meas.timings['cloud'] = self._focused_cloud(msg, meas, top)
+                    meas.timings['cloud'] = self._focused_cloud(msg, meas, top, measurer)
         elif meas.center is not None:
             self.center_pub.publish(image(meas.center))
         if not focused:
@@ -515,11 +517,13 @@ class DecodeNode(Node):
             t_views = time.perf_counter()
             self.views_pub.publish(image(mosaic(meas.lightfield)))
             meas.timings['views'] = time.perf_counter() - t_views
+        optical = _optical_frame(measurer)             # every output in the optical frame
         if meas.rays is not None:
-            self.rays_pub.publish(ray_cloud(meas.rays, frame_id=self.optical_frame,
+            rays = dataclasses.replace(meas.rays, origins=optical.points(meas.rays.origins))
+            self.rays_pub.publish(ray_cloud(rays, frame_id=self.optical_frame,
                                             stamp=msg.header.stamp))
         if measurer.board is not None and not split:
-            self._publish_points(msg, meas)
+            self._publish_points(msg, meas, measurer)
         t3 = time.perf_counter()
         self.causes.clear('frames')
         stages = {'convert': t1 - t0, **meas.timings,
@@ -531,11 +535,14 @@ class DecodeNode(Node):
             corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
             self._publish_stats(stages, t3 - t0, corners=corners, counted=True)
 
-    def _publish_points(self, msg, meas):
+    def _publish_points(self, msg, meas, measurer):
+        """~/points of a frame's corners, in the optical frame (a focused camera's at the main
+        lens, :func:`_optical_frame`)."""
         from lf_mpc_calib.ros.messages import points_cloud
         self.points_pub.publish(points_cloud(
-            meas.points, meas.point_ids, meas.rays_per_point, meas.residual_m,
-            frame_id=self.optical_frame, stamp=msg.header.stamp))
+            _optical_frame(measurer).points(meas.points.reshape(-1, 3)), meas.point_ids,
+            meas.rays_per_point, meas.residual_m, frame_id=self.optical_frame,
+            stamp=msg.header.stamp))
 
     def _corner_stats(self, measurer, meas, drift):
         """The ~/stats entries of a frame's corners (also the focused tracking's cause)."""
@@ -625,7 +632,7 @@ class DecodeNode(Node):
         """Find, triangulate and publish one rendered frame's corners; its ~/stats."""
         meas = measurer.find_points(meas, frame)
         t = time.perf_counter()
-        self._publish_points(msg, meas)
+        self._publish_points(msg, meas, measurer)
         corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
         publish = stages['publish'] + time.perf_counter() - t
         stages = {**{k: v for k, v in stages.items() if k != 'publish'},
@@ -712,14 +719,15 @@ class DecodeNode(Node):
         self.causes.clear('depth')
         return est
 
-    def _focused_cloud(self, msg, meas, top):
+    def _focused_cloud(self, msg, meas, top, measurer):
         """Publish ~/cloud of a focused frame's depth (optical frame); returns its time."""
         from lf_mpc_calib.measurement.focused import rendered_depth_points
         from lf_mpc_calib.ros.messages import depth_cloud
         t0 = time.perf_counter()
         pts, uv = rendered_depth_points(meas.pinhole, meas.depth, step=self.params['cloud_step'])
         self.cloud_pub.publish(depth_cloud(
-            pts, meas.center[uv[:, 1], uv[:, 0]] / top, np.ones(len(pts)),
+            _optical_frame(measurer).points(pts), meas.center[uv[:, 1], uv[:, 0]] / top,
+            np.ones(len(pts)),
             frame_id=self.optical_frame, stamp=msg.header.stamp))
         return time.perf_counter() - t0
 
@@ -786,6 +794,15 @@ class DecodeNode(Node):
         if hasattr(getattr(self, 'measurer', None), 'close'):
             self.measurer.close(timeout=1.0)     # a focused full search beside the stream
         return super().destroy_node()
+
+
+def _optical_frame(measurer):
+    """The optical frame of ``measurer``'s calibration (:mod:`lf_mpc_calib.camera.optical_frame`:
+    a focused camera's origin at the main lens, a conventional camera's the model's)."""
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
+    from lf_mpc_calib.measurement.focused import FocusedMeasurer
+    focused = isinstance(measurer, FocusedMeasurer)
+    return OpticalFrame.of(measurer.model, 'focused' if focused else 'conventional')
 
 
 def _full_search_ms(measurer):

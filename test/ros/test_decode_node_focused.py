@@ -54,8 +54,11 @@ def scene(tmp_path_factory):
     folder = tmp_path_factory.mktemp('decode_focused')
     save_calibration(folder / 'truth.yaml', truth)
     write_image(folder / 'white.png', white)
-    corners = board.points() @ Rotation.from_rotvec(rv).as_matrix().T + tv
-    return dict(camera=cam, board=board, raw=raw, folder=folder, corners=corners, pose=(rv, tv))
+    # the truth in the optical frame, from the optics: the physical frame (main lens at 0)
+    rot, trans = cam.pose_to_physical(rv, tv)
+    corners = board.points() @ rot.T + trans
+    return dict(camera=cam, board=board, raw=raw, folder=folder, corners=corners, pose=(rv, tv),
+                optical_pose=(Rotation.from_matrix(rot).as_rotvec(), trans))
 
 
 def test_decode_node_measures_a_focused_camera(ros_context, ros_executor, ros_node, scene):
@@ -87,7 +90,11 @@ def test_decode_node_measures_a_focused_camera(ros_context, ros_executor, ros_no
     cols = cloud_columns(out['points'].last)
     pts = np.column_stack([cols['x'], cols['y'], cols['z']]).astype(float)
     assert len(pts) >= 0.9 * b.n_points
-    err = np.linalg.norm(pts - scene['corners'][cols['id'].astype(int)], axis=1)
+    truth = scene['corners'][cols['id'].astype(int)]
+    # in front of the camera: z > 0, the distance from the main lens (1.25 x the scene's)
+    assert np.all(pts[:, 2] > 0)
+    assert np.median(pts[:, 2]) == pytest.approx(np.median(truth[:, 2]), rel=0.02)
+    err = np.linalg.norm(pts - truth, axis=1)
     # the truth model on detected corners: the detection noise over a few-millimetre baseline
     # of micro-images, ~1 % of the distance from the main lens (measurement/test_focused_...)
     assert np.median(err) < 0.02 * 1.25 * scene['camera'].scene_distance
@@ -191,7 +198,7 @@ def test_decode_node_camera_info_and_depth_of_the_rendered_image(
     assert list(depth_info.last.k) == list(ci.k)
     pinhole = SimpleNamespace(K=K, centre=trans, size=(ci.width, ci.height),
                               rotation_vector=Rotation.from_matrix(rot).as_rotvec())
-    truth = board_depth_truth(pinhole, b, *scene['pose'])
+    truth = board_depth_truth(pinhole, b, *scene['optical_pose'])
     both = np.isfinite(d) & np.isfinite(truth)
     rel = np.abs(d[both] - truth[both]) / truth[both]
     # the core's figures (test_focused_depth): median 1.3 %, 90 % within 5 %
@@ -201,7 +208,8 @@ def test_decode_node_camera_info_and_depth_of_the_rendered_image(
     cols = cloud_columns(cloud.last)
     assert cloud.last.header.frame_id == 'lf_camera_optical_frame'
     pts = np.column_stack([cols['x'], cols['y'], cols['z']])
-    rv, tv = scene['pose']
+    rv, tv = scene['optical_pose']
+    assert np.all(pts[:, 2] > 0)
     off = np.abs((pts - tv) @ Rotation.from_rotvec(rv).as_matrix()[:, 2])
     assert len(pts) > 0.5 * np.isfinite(d[::2, ::2]).sum()
     assert np.median(off / np.linalg.norm(pts, axis=1)) < 0.03
