@@ -21,6 +21,7 @@ import json
 
 import numpy as np
 
+from lf_mpc_calib.camera.optical_frame import OpticalFrame
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 PP = ('principal_point_u', 'principal_point_v')
@@ -200,7 +201,7 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
         return
     truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
                                         result.model)
-    say_mount(say, he, truth)
+    say_mount(say, he, truth, OpticalFrame.of(result.model, sim.camera.camera_type))
     say(f'  mount target {calib.params["target_mount_translation"]:g} mm, '
         f'{calib.params["target_mount_rotation"]:g} deg: '
         f'{"met" if _mount_met(calib) else "NOT met"} by the reported sigmas (95 %: 1.614 x '
@@ -224,9 +225,13 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
         f'(mean {gap.mean():.2f} mm over its corners)')
 
 
-def say_mount(say, he, truth):
-    """Print the recovered mount against the arm's truth (in the calibrated frame)."""
+def say_mount(say, he, truth, frame=None):
+    """Print the recovered mount against the arm's truth (in the calibrated frame), both
+    parent -> the calibration's optical frame ``frame`` (OpticalFrame, as the file and TF
+    have it; None: the model's)."""
     from lf_mpc_calib.camera import transforms
+    if frame is not None:
+        he, truth = he.in_optical_frame(frame), truth.in_optical_frame(frame)
     err_deg, err_t = transforms.difference(he.mount, truth.mount)
     sd_t = np.linalg.norm(he.mount_stddev[1]) * 1e3
     sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
