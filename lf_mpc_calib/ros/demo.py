@@ -493,6 +493,7 @@ def run(args, out=None):
                  'mm from its origin')
         if cam.camera_type == 'focused':   # the origin: the main lens (docs/file-formats.md)
             where += ', the main lens'
+        where += f'; the optics put it at z = {_optics_z_mm(sim, new, ids):.0f} mm'
         say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, {where}')
         say(f'{"corner":>6} {"measured (mm)":>28} {"truth (mm)":>28} {"error":>9}')
         for k in range(min(6, len(ids))):
@@ -679,6 +680,13 @@ def _tracked(corners):
     """Whether ~/stats' ``corners`` says the board was followed (tracked or re-acquired from
     its last place: docs/focused-live.md), not searched for in full."""
     return corners.startswith(('tracked', 're-acquired'))
+
+
+def _optics_z_mm(sim, index, ids):
+    """Mean z (mm) of corners ``ids`` of sim pose ``index`` in the optics' own frame (main
+    lens at the origin, z its axis): what the optical frame's z is to be."""
+    rot, trans = sim.camera.pose_to_physical(sim.rvecs[index], sim.tvecs[index])
+    return float((sim.board.points()[ids] @ rot.T + trans)[:, 2].mean()) * 1e3
 
 
 def _true_corners_of(sim, model, rvec, tvec):
