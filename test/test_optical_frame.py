@@ -146,3 +146,24 @@ def test_conventional_calibration_file_is_unchanged():
     assert d['format_version'] == 1
     np.testing.assert_array_equal(d['poses'][0]['translation_m'], tv[0])
     assert isinstance(loads(dumps(truth)), CalibrationFile) and board.n_points > 0
+
+
+def test_verify_gives_a_focused_board_its_distance_from_the_main_lens():
+    """verify's "corners at N mm" (and its % of distance) for a Galilean board nearer than
+    the plane conjugate to the MLA: the distance from the main lens the optics give, not the
+    distance from that plane."""
+    from lf_mpc_calib.calibration.verification import verify_observations
+    from lf_mpc_calib.camera.model import PARAMETER_NAMES
+    from lf_mpc_calib.simulation.focused_observations import focused_observations
+    cam = preset('focused-galilean', scale=0.3)
+    cam, board, truth, physical = _focused_truth('focused-galilean', [0.6 * cam.scene_distance])
+    obs = focused_observations(cam, board, truth.rotation_vectors, truth.translations,
+                               noise_px=0.05, rng=np.random.default_rng(4),
+                               radius_fraction=0.8)
+    v = verify_observations(obs, truth.model, noise_px=0.05,
+                            stddev={n: 0.0 for n in PARAMETER_NAMES}, camera_type='focused')
+    (check,) = v.poses
+    expected = np.linalg.norm(physical[0][np.unique(obs.point)].mean(axis=0))
+    # the triangulated centroid: within 1 % of the distance (the decode node's 2 % halved)
+    assert check.distance_m == pytest.approx(expected, rel=0.01)
+    assert f'corners at {check.distance_m * 1e3:.0f} mm' in check.line()

@@ -70,7 +70,8 @@ SAME_POSE_M = 1e-6
 class PoseCheck:
     """
     One held-out pose measured. rays, corners: observations and corners triangulated;
-    distance_m: of the corners' centroid; rms_px: reprojection RMS with the board pose fitted;
+    distance_m: of the corners' centroid from the optical frame's origin (a focused camera's
+    main lens); rms_px: reprojection RMS with the board pose fitted;
     square_error_mm, flatness_mm: measured; square_expected_mm, square_spread_mm: sampled mean
     (triangulation's bias) and standard deviation of the square error (noise and covariance),
     square_cal_spread_mm: the covariance's part alone;
