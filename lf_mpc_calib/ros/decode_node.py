@@ -54,9 +54,10 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   re-acquisition failed on 2 frames, in a thread of its own beside the stream:
   docs/focused-live.md, ``benchmarks/bench_focused_live.py``);
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
-- ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
-  direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
-  ``ray_view_step`` (only while someone subscribes);
+- ``~/rays`` (PointCloud2: x y z origin on the view plane (focused: on the plane conjugate
+  to the micro-lenses), normal_x normal_y normal_z unit direction, intensity), decimated by
+  ``ray_step`` pixels in views that are multiples of ``ray_view_step`` (only while someone
+  subscribes);
 - ``~/points`` (PointCloud2: x y z, id, rays, residual): the board corners found,
   triangulated from all the views (Eq. 2-5), in the optical frame (empty when no board);
   the board of ``board_cols``, ``board_rows``, ``square_size`` and ``board_type`` (with
