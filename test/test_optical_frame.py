@@ -83,6 +83,19 @@ def test_optical_frame_mount_keeps_points_in_the_parent_frame():
     np.testing.assert_allclose(many[1], frame.mount(ws[1], ts[1])[1], atol=1e-15)
 
 
+def test_optical_frame_depths_are_the_points_z():
+    """Depths (a board-centre Z, a depth range, focus bands) move as the points' z does, and
+    back; a number stays a number."""
+    frame = OpticalFrame(np.array([0.02, -0.015, -0.69]))
+    bands = np.array([[-0.2, -0.1], [0.05, 0.3]])
+    np.testing.assert_allclose(frame.depths(bands), bands + 0.69, atol=1e-15)
+    np.testing.assert_allclose(frame.depths(frame.depths(bands), to_model=True), bands,
+                               atol=1e-15)
+    z = frame.depths(-0.24)
+    assert isinstance(z, float) and z == pytest.approx(
+        frame.points(np.array([0.0, 0.0, -0.24]))[2], abs=1e-15)
+
+
 def _with_mount(cal):
     from dataclasses import replace
 

@@ -56,10 +56,13 @@ prediction from a 3- or 4-capture calibration within 25 % of what the next one r
 59 of 60 cases (the one left: that calibration freed k_1, k_2, held before), where the
 candidate at independent noise missed by up to 47 % (docs/planning-results.md).
 
-Poses map board to the MPC (optical) frame, X_cam = R X_board + t (DESIGN.md "Frames").
+Poses map board to the model's MPC frame, X_cam = R X_board + t (DESIGN.md "Frames"): the
+planner computes there, depths and constraints included; :meth:`Suggestion.in_frame` gives a
+suggestion in the optical frame users are given (a focused camera's origin at the main lens,
+:mod:`lf_mpc_calib.camera.optical_frame`).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -139,7 +142,8 @@ def criterion(ratios):
 @dataclass(frozen=True)
 class PoseConstraints:
     """
-    Where the board may go, in the MPC (optical) frame.
+    Where the board may go, in the model's MPC frame (a focused camera's Z counts from the
+    plane conjugate to the micro-lenses; conventional cameras: the optical frame).
 
     views (V, 2): the views (conventional: view indices) or micro-image centres (focused) the
     rows are predicted in; image_size (w, h): a view's size in px (conventional; a corner must
@@ -246,7 +250,8 @@ class Suggestion:
     px for the principal point, mm / deg for the mount); criterion: :func:`criterion` of
     sigma_q / target_q; reached: whether every sigma meets its target; why: one line;
     tool_pose: on an arm, the base -> tool pose (w (3,), t (3,)) that brings the camera or
-    board there.
+    board there; depth_m: the board centre's depth (Z) that ``why`` names. The pose and the
+    depth are in the planner model's MPC frame (:meth:`in_frame`: in the optical frame).
     """
 
     rotation_vector: np.ndarray
@@ -256,6 +261,25 @@ class Suggestion:
     reached: bool
     why: str
     tool_pose: tuple = None
+    depth_m: float = None
+
+    def in_frame(self, frame):
+        """
+        This suggestion in ``frame`` (an :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`
+        of the planner's model): its pose board -> that frame, and the board depth ``why``
+        names measured there (a focused camera's from the main lens, not from the plane
+        conjugate to the micro-lenses). The sigmas and the tool pose (base -> tool) do not
+        depend on the camera frame. Not to be given back to the planner
+        (:meth:`PosePlanner.add_capture` takes the model's frame).
+        """
+        if frame.is_identity:
+            return self
+        rv, tv = frame.poses(self.rotation_vector, self.translation)
+        why, depth = self.why, self.depth_m
+        if depth is not None:
+            depth = frame.depths(depth)
+            why = why.replace(_board_at(self.depth_m), _board_at(depth), 1)
+        return replace(self, rotation_vector=rv, translation=tv, why=why, depth_m=depth)
 
     def to_dict(self):
         """Plain types (a Trigger reply's JSON, a YAML file)."""
@@ -267,6 +291,11 @@ class Suggestion:
                 **({} if self.tool_pose is None else {'tool_pose_in_base': {
                     'rotation_vector': [float(v) for v in self.tool_pose[0]],
                     'translation_m': [float(v) for v in self.tool_pose[1]]}})}
+
+
+def _board_at(depth):
+    """The words of a suggestion's ``why`` that name the board's depth (m)."""
+    return f'board at {depth:.3f} m'
 
 
 def pose_geometry(rotation_vector, translation, board):
@@ -748,7 +777,6 @@ class PosePlanner:
                + (f' and {tried} near the best' if tried else '')
                + ('' if tool is None else ' (tool poses inside the arm\'s limits)')
                + ', the one that most reduces sum max(sigma / target, 1)^2 (A-optimal on '
-               f'what is short of its target): board at '
-               f'{z:.3f} m, tilted {ax:.0f} / {ay:.0f} deg about x / y; worst after it: '
-               f'{worst} {sig[worst]:.3g}' + types_note)
-        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool)
+               f'what is short of its target): {_board_at(z)}, tilted {ax:.0f} / {ay:.0f} '
+               f'deg about x / y; worst after it: {worst} {sig[worst]:.3g}' + types_note)
+        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool, z)

@@ -84,6 +84,12 @@ class OpticalFrame:
         p = _vectors(points, 'points')
         return p + self.origin if to_model else p - self.origin
 
+    def depths(self, z, *, to_model=False):
+        """Depths Z m (a number or any shape: board-centre depths, depth ranges, focus bands):
+        Z - C_z (to_model: Z + C_z). Returns a float for a number, else an ndarray."""
+        out = np.asarray(z, dtype=float) + (self.origin[2] if to_model else -self.origin[2])
+        return float(out) if out.ndim == 0 else out
+
     def poses(self, rotation_vectors, translations, *, to_model=False):
         """Board -> camera poses (rotation vectors, translations (P, 3)): (w, t - C)."""
         return (np.array(rotation_vectors, dtype=float),
