@@ -5,9 +5,11 @@ The simulated camera runs with ``follow_suggestions`` (it shows the board at eac
 calibration node's latched ``~/suggested_pose``); the calibration node plans with the
 simulator's design model (``nominal_model_file``: written from the simulated optics, what a
 datasheet would give) until its first calibration, then with its calibration, within the
-simulator's capture constraints (depth range, tilt; focused presets: ``plan_focus_band``, the
-band kept clear around the plane conjugate to the micro-lenses; their suggestions are in the
-frame of the optics' truth, k_3 + k_4 > 0, which a focused calibration reports too). The loop:
+simulator's capture constraints (depth range, given in the optical frame, tilt; focused
+presets: ``plan_focus_band``, the band kept clear around the plane conjugate to the
+micro-lenses; their suggestions are in the optical frame at the main lens, k_3 + k_4 > 0, in
+which a focused calibration reports too, and the capture log's "board at N m" is the board's
+distance from the main lens). The loop:
 ``~/suggest`` -> the board moves -> ``~/capture`` (-> ``~/calibrate`` once ``min_poses`` are in,
 so that the next suggestion rests on the measured model and corner noise), until a suggestion
 says the captures so far meet the targets (``--target-k-sigma`` %, ``--target-pp-sigma`` px)
@@ -58,11 +60,13 @@ def plan_parameters(args, sim, output_dir):
                            f'{args.max_captures}')
     nominal = output_dir / 'nominal_model.yaml'
     save_calibration(nominal, sim.truth)
-    _, constraints = planning_constraints(sim.camera)
+    model, constraints = planning_constraints(sim.camera)
+    # the planner's constraints are in the model's frame; the node takes the optical frame's
+    depths = OpticalFrame.of(model, sim.camera.camera_type).depths(constraints.depth_range_m)
     params = [Parameter('nominal_model_file', value=str(nominal)),
               Parameter('target_k_sigma', value=float(args.target_k_sigma)),
               Parameter('target_pp_sigma', value=float(args.target_pp_sigma)),
-              Parameter('plan_depth_range', value=[float(v) for v in constraints.depth_range_m]),
+              Parameter('plan_depth_range', value=[float(v) for v in depths]),
               Parameter('plan_max_tilt_deg', value=float(constraints.max_tilt_deg)),
               Parameter('plan_seed', value=int(args.seed))]
     if constraints.excluded_depths_m is not None:   # focused: clear of the conjugate plane
@@ -193,8 +197,8 @@ def _mount_met(calib):
 def _say_arm(say, sim, calib, result, suggestion, followed):
     """On the simulated arm: the mount against the truth (and the sigma predicted before the
     last capture), and where the arm's true chain puts the board at the last suggestion's
-    tool pose (calibrated frame; corners compared as sets, the detector may number a
-    symmetric board otherwise)."""
+    tool pose (calibrated optical frame, the suggestion's; corners compared as sets, the
+    detector may number a symmetric board otherwise)."""
     he = calib.session.hand_eye
     if he is None:
         say('\nhand-eye mount not solved (see the calibrate answer): no tool pose suggested')
@@ -217,7 +221,8 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
     from scipy.spatial.transform import Rotation
     pose, pts = suggestion['board_pose'], sim.board.points()
     shown = truth.board_poses(np.array(tool['rotation_vector']), np.array(tool['translation_m']))
-    at = Rotation.from_rotvec(shown[0][0]).apply(pts) + shown[1][0]
+    at = OpticalFrame.of(result.model, sim.camera.camera_type).points(     # model -> optical
+        Rotation.from_rotvec(shown[0][0]).apply(pts) + shown[1][0])
     asked = Rotation.from_rotvec(pose['rotation_vector']).apply(pts) + pose['translation_m']
     gap = np.linalg.norm(at[:, None] - asked[None], axis=2).min(axis=1) * 1e3
     say(f'last suggested tool pose ({tool["frame_id"]} -> {tool["child_frame_id"]}): the '
