@@ -243,9 +243,12 @@ def test_focused_suggestion_keeps_out_of_the_focus_band_and_is_seen(focused_scen
     obs = focused_observations(cam, board, rv[None], tv[None])
     assert np.bincount(obs.point, minlength=len(board.points())).min() >= 2
     # a focus band covering the whole depth range is refused with both ranges
+    # (the optical frame's depths, as given: the band 10 m either side of 1/k_3)
     wide = PlanSettings(depth_range_m=sc['depth'], focus_band_m=10.0)
-    with pytest.raises(DegenerateConfigurationError, match='covers the whole depth range'):
-        suggest_next(session, wide, nominal=cam.ground_truth_model(session.grid))
+    said = (f'the excluded band {conjugate - 10:.3f}-{conjugate + 10:.3f} m covers the whole '
+            f'depth range {sc["depth"][0]:.3f}-{sc["depth"][1]:.3f} m')
+    with pytest.raises(DegenerateConfigurationError, match=said):
+        suggest_next(session, wide, nominal=truth)
 
 
 def test_multifocus_suggestion_sees_each_type_in_its_focus_band():

@@ -161,6 +161,9 @@ class PoseConstraints:
     shows): a corner counts in the views it falls in (min_rays or more), a pose needs N such
     corners not on one line, and candidates are drawn with the board centre up to the views'
     edges (partly out of view, where the principal point and the distortion are determined).
+    message_origin_z: Z (this frame) of the origin of the frame the refusals name depths in
+    (a focused camera's optical frame: C_z = -1/k_3,
+    :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`; 0: this frame's own).
     """
 
     views: np.ndarray
@@ -175,6 +178,11 @@ class PoseConstraints:
     view_types: np.ndarray = None
     type_depths_m: tuple = None
     min_corners: int = None
+    message_origin_z: float = 0.0
+
+    def _said(self, *z):
+        """Depths as the refusals name them (message_origin_z)."""
+        return tuple(float(v) - float(self.message_origin_z) for v in z)
 
     def __post_init__(self):
         near, far = (float(v) for v in self.depth_range_m)
@@ -192,6 +200,7 @@ class PoseConstraints:
         if self.excluded_depths_m is not None:
             lo, hi = self.excluded_depths_m
             if lo <= near and hi >= far:
+                lo, hi, near, far = self._said(lo, hi, near, far)
                 raise DegenerateConfigurationError(
                     f'no pose satisfies the constraints: the excluded band {lo:.3f}-{hi:.3f} m '
                     f'covers the whole depth range {near:.3f}-{far:.3f} m')
@@ -217,10 +226,12 @@ class PoseConstraints:
         object.__setattr__(self, 'view_types', types)
         object.__setattr__(self, 'type_depths_m', bands)
         if not np.any((bands[:, 0] < far) & (bands[:, 1] > near)):
+            near, far = self._said(near, far)
             raise DegenerateConfigurationError(
                 'no pose satisfies the constraints: no lens type images the depth range '
                 f'{near:.3f}-{far:.3f} m sharply (focus bands ' + ', '.join(
-                    f'type {t}: {lo:.3f}-{hi:.3f} m' for t, (lo, hi) in enumerate(bands)) + ')')
+                    f'type {t}: {lo:.3f}-{hi:.3f} m' for t, (lo, hi)
+                    in enumerate(bands - self.message_origin_z)) + ')')
 
     def depth_allowed(self, z):
         """Whether board-centre depth z is in range and outside the excluded band."""
@@ -650,7 +661,8 @@ class PosePlanner:
         arm = '' if self.arm is None else f'; {self.arm.describe()}'
         raise DegenerateConfigurationError(
             f'no pose satisfies the constraints: {len(rv)} of {n} found in {MAX_DRAWS * n} '
-            f'draws (depths {near:.3f}-{far:.3f} m, tilt <= {c.max_tilt_deg:g} deg{arm}; '
+            f'draws (depths {c._said(near)[0]:.3f}-{c._said(far)[0]:.3f} m, tilt <= '
+            f'{c.max_tilt_deg:g} deg{arm}; '
             'rejected: ' + ', '.join(f'{why} {k}' for why, k in rejected.items())
             + '); allow more depths or a smaller board'
             + ('' if self.arm is None else ', or widen the workspace box or tool-tilt limit'))

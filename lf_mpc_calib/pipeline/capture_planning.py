@@ -248,6 +248,7 @@ def session_constraints(session, depth_range_m, settings, poses=None, band_notes
     if session.camera_type == 'focused':
         band = float(settings.focus_band_m)
         return PoseConstraints(
+            message_origin_z=0.0 if frame is None else float(frame.origin[2]),
             views=session.grid.centres(), depth_range_m=tuple(depth_range_m),
             micro_image_radius=FOCUSED_RADIUS_FRACTION * session.grid.pitch / 2,
             excluded_depths_m=(-band, band) if band > 0 else None,

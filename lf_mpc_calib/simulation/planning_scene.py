@@ -4,7 +4,8 @@ The pose planner set up for a simulated camera: its true model, views and captur
 The constraints follow :mod:`lf_mpc_calib.simulation.dataset`: board centres over
 :func:`~lf_mpc_calib.simulation.dataset.capture_depth_range` x the scene distance, tilts up to
 CAPTURE_TILT_DEG, for a focused camera 25 % kept clear around the plane conjugate to its
-micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane). A
+micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane; the
+refusals name them from the main lens, as the optical frame has them). A
 multi-focus camera's micro-images see a corner only in their type's focus band
 (:func:`type_focus_depths`).
 """
@@ -71,6 +72,7 @@ def planning_constraints(camera, *, max_tilt_deg=CAPTURE_TILT_DEG):
         types = dict(view_types=camera.mla.lens_type(camera.micro_image_of(centres)[0]),
                      type_depths_m=type_focus_depths(camera))
     return truth.model, PoseConstraints(
+        message_origin_z=-z_f,          # refusals name the optical frame's depths (main lens)
         views=centres, depth_range_m=(near - z_f, far - z_f),
         micro_image_radius=FOCUSED_RADIUS_FRACTION * camera.micro_image_radius,
         excluded_depths_m=(-CONJUGATE_BAND * z_f, CONJUGATE_BAND * z_f),
