@@ -108,6 +108,7 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
     from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
     min_poses = calib.session.min_poses
     captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
+    asked = []                  # each kept capture's suggested board-centre depth (optical)
     say(f'closed loop: target sigma(k) <= {args.target_k_sigma} %, sigma(principal point) '
         f'<= {args.target_pp_sigma} px, at most {args.max_captures} captures')
     while True:
@@ -124,13 +125,16 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
         attempts += 1
         answer = caller.call('/lf_calibration/capture')
         pose = suggestion['board_pose']
-        say(f'  capture {len(captured)}: board at {pose["translation_m"][2]:.3f} m '
+        z_asked, z_shown = _centre_depth(pose, sim.board), _shown_depth(sim)
+        say(f'  capture {len(captured)}: board at {pose["translation_m"][2]:.3f} m, centre '
+            f'{z_asked:.4f} m, shown at {z_shown:.4f} m '
             f'({suggestion["model"]} model; sigmas now {_sigmas_text(suggestion["sigma_now"])},'
             f' predicted after {_sigmas_text(suggestion["predicted_sigma_after"])}): '
             f'{answer.message.split("; corners per view")[0]}')
         if not answer.success:
             continue
         captured.append(sim.pose_index)
+        asked.append(z_asked)
         followed = suggestion                   # the suggestion the last capture followed
         if len(captured) >= min_poses:
             cal = caller.call('/lf_calibration/calibrate')
@@ -151,6 +155,7 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
     if not answer.success:
         return 1
     result = calib.session.published_result
+    _say_depths(say, result, asked, sim)
     truth = truth_model(sim, calib.session.grid, calib.session.observations,
                         getattr(result, 'lens_types', None))
     truth, _, _ = aligned_truth(truth, result.model, rotation_matrix(sim.rvecs[captured]),
@@ -177,6 +182,38 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
         f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
         f'{time.perf_counter() - start:.1f} s')
     return 0
+
+
+def _centre_depth(pose, board):
+    """Board-centre depth (m) of a pose {'rotation_vector', 'translation_m'}: the same for the
+    detector's numbering of a symmetric board, whose origin may be another corner."""
+    from lf_mpc_calib.calibration.planning import pose_geometry
+    return pose_geometry(np.asarray(pose['rotation_vector']),
+                         np.asarray(pose['translation_m']), board.points())[0]
+
+
+def _shown_depth(sim):
+    """Board-centre depth (m) where the simulated camera shows its current board, in the
+    optical frame a calibration reports (its <camera>_true_board TF)."""
+    from lf_mpc_calib.simulation.planning_scene import in_optical_frame
+    k = sim.pose_index
+    rv, tv = in_optical_frame(sim.truth.model, sim.rvecs[k], sim.tvecs[k],
+                              sim.camera.camera_type)
+    return _centre_depth({'rotation_vector': rv, 'translation_m': tv}, sim.board)
+
+
+def _say_depths(say, result, asked, sim):
+    """The suggested board-centre depths against those of the calibration's poses of the same
+    captures, both in the optical frame (a frame mismatch shows as 1/k_3 for a focused
+    camera)."""
+    frame = OpticalFrame.of(result.model, sim.camera.camera_type)
+    rv, tv = frame.poses(result.rotation_vectors, result.translations)
+    gaps = [abs(_centre_depth({'rotation_vector': r, 'translation_m': t}, sim.board)
+                - asked[int(k)]) * 1e3
+            for r, t, k in zip(rv, tv, result.pose_ids) if int(k) < len(asked)]
+    if gaps:
+        say(f'suggested board-centre depths against the calibration\'s poses (optical frame): '
+            f'within {max(gaps):.2f} mm over {len(gaps)} captures')
 
 
 def _mount_met(calib):
