@@ -108,7 +108,7 @@ def test_calibration_file_wrong_version_fails(tmp_path):
     path = tmp_path / 'c.yaml'
     path.write_text(yaml.safe_dump(d))
     with pytest.raises(CalibrationFileError,
-                       match=r'format_version must be one of \(1, 2\), got 99'):
+                       match=r'format_version must be one of \(1, 2, 3\), got 99'):
         load_calibration(path)
 
 

@@ -201,16 +201,20 @@ def test_suggestion_on_the_simulated_arm_gives_the_tool_pose_that_shows_it():
 @pytest.fixture(scope='module')
 def focused_scene():
     """A focused-Keplerian session with its white image only (no capture needed with a
-    depth range and the nominal model)."""
+    depth range and the nominal model); the simulator's depth range in the optical frame (the
+    settings' frame: from the main lens)."""
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
     from lf_mpc_calib.simulation.planning_scene import planning_constraints
     cam = preset('focused-keplerian', scale=0.3)
     board = default_board(cam)
     session = CalibrationSession(board, camera_type='focused',
                                  white=quantize(render_white(cam, samples=2), 8))
-    _, c = planning_constraints(cam)
+    model, c = planning_constraints(cam)
+    frame = OpticalFrame.of(model, 'focused')
     # a band over the nearer half of the range (the simulator's own band ends where the
     # range begins), so that it excludes candidates
-    return dict(cam=cam, board=board, session=session, depth=c.depth_range_m,
+    return dict(cam=cam, board=board, session=session, frame=frame,
+                depth=tuple(frame.depths(c.depth_range_m)),
                 band=float(np.mean(c.depth_range_m)))
 
 
@@ -219,25 +223,39 @@ def test_focused_suggestion_keeps_out_of_the_focus_band_and_is_seen(focused_scen
     sc = focused_scene
     session, cam, board = sc['session'], sc['cam'], sc['board']
     settings = PlanSettings(depth_range_m=sc['depth'], focus_band_m=sc['band'], candidates=20)
-    out = suggest_next(session, settings, nominal=cam.ground_truth_model(session.grid),
-                       rng=np.random.default_rng(0))
+    truth = cam.ground_truth_model(session.grid)
+    out = suggest_next(session, settings, nominal=truth, rng=np.random.default_rng(0))
     s = out.suggestion
+    # in the optical frame, as ~/points: the board at its distance from the main lens (z > 0),
+    # within the range asked for, out of the band around the conjugate plane (z = 1/k_3)
     z, _, _, _ = pose_geometry(s.rotation_vector, s.translation, board.points())
-    assert sc['depth'][0] <= z <= sc['depth'][1] and abs(z) >= sc['band'], z
-    assert out.central_uv is None and out.to_dict('cam')['board_pose']['frame_id'] == 'cam'
-    # the simulated optics (not the MPC model) see every corner in >= 2 micro-images there
-    obs = focused_observations(cam, board, s.rotation_vector[None], s.translation[None])
+    conjugate = 1.0 / truth.k_3
+    assert 0 < sc['depth'][0] <= z <= sc['depth'][1] and abs(z - conjugate) >= sc['band'], z
+    assert s.translation[2] > 0 and f'board at {z:.3f} m' in s.why, s.why
+    reply = out.to_dict('cam')
+    assert out.central_uv is None and reply['board_pose']['frame_id'] == 'cam'
+    assert reply['board_pose']['translation_m'] == pytest.approx(list(s.translation))
+    assert reply['depth_range_m'] == pytest.approx(sc['depth'])
+    # the simulated optics (not the MPC model) see every corner in >= 2 micro-images there,
+    # the pose taken into their frame as the simulated camera takes a suggestion
+    rv, tv = in_optics_frame(truth, s.rotation_vector, s.translation, 'focused')
+    np.testing.assert_allclose(tv, s.translation + sc['frame'].origin, atol=1e-15)
+    obs = focused_observations(cam, board, rv[None], tv[None])
     assert np.bincount(obs.point, minlength=len(board.points())).min() >= 2
     # a focus band covering the whole depth range is refused with both ranges
+    # (the optical frame's depths, as given: the band 10 m either side of 1/k_3)
     wide = PlanSettings(depth_range_m=sc['depth'], focus_band_m=10.0)
-    with pytest.raises(DegenerateConfigurationError, match='covers the whole depth range'):
-        suggest_next(session, wide, nominal=cam.ground_truth_model(session.grid))
+    said = (f'the excluded band {conjugate - 10:.3f}-{conjugate + 10:.3f} m covers the whole '
+            f'depth range {sc["depth"][0]:.3f}-{sc["depth"][1]:.3f} m')
+    with pytest.raises(DegenerateConfigurationError, match=said):
+        suggest_next(session, wide, nominal=truth)
 
 
 def test_multifocus_suggestion_sees_each_type_in_its_focus_band():
     """Multi-focus session (white image only): every micro-image counts until the types are
     told; then each type only in its focus band (the optics' bands, the simulator's types as
     the session would have told them), the type still short of rays asked for first."""
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
     from lf_mpc_calib.features.lens_type_inference import LensTypeEstimate
     from lf_mpc_calib.simulation.focused_observations import focused_observations
     from lf_mpc_calib.simulation.planning_scene import planning_constraints, type_focus_depths
@@ -245,10 +263,13 @@ def test_multifocus_suggestion_sees_each_type_in_its_focus_band():
     board = default_board(cam)
     session = CalibrationSession(board, camera_type='focused', lens_types=3,
                                  white=quantize(render_white(cam, samples=2), 8))
-    _, c = planning_constraints(cam)
-    bands = type_focus_depths(cam)
-    settings = PlanSettings(depth_range_m=c.depth_range_m, focus_band_m=c.excluded_depths_m[1],
-                            candidates=30, type_depths_m=bands)
+    model, c = planning_constraints(cam)
+    bands = type_focus_depths(cam)                   # the MPC frame's
+    frame = OpticalFrame.of(model, 'focused')
+    given = [tuple(b) for b in frame.depths(np.asarray(bands))]      # the settings': optical
+    settings = PlanSettings(depth_range_m=tuple(frame.depths(c.depth_range_m)),
+                            focus_band_m=c.excluded_depths_m[1], candidates=30,
+                            type_depths_m=given)
     nominal = cam.ground_truth_model(session.grid)
     out = suggest_next(session, settings, nominal=nominal, rng=np.random.default_rng(0))
     part = out.to_dict('cam')['lens_types']
@@ -258,18 +279,21 @@ def test_multifocus_suggestion_sees_each_type_in_its_focus_band():
     out = suggest_next(session, settings, nominal=nominal, rng=np.random.default_rng(0))
     part = out.to_dict('cam')['lens_types']
     assert part['told'] and part['rays_per_type'] == [0, 0, 0]
-    assert np.allclose(part['focus_bands_m'], bands)     # no captures: the parameter's
+    assert np.allclose(part['focus_bands_m'], given)     # no captures: the parameter's
     assert all('plan_type_focus_bands (0 corner rows' in n for n in part['focus_band_sources'])
     assert 'short of' in out.suggestion.why
-    # the optics' rays of the suggested pose, kept in micro-images of a type whose band holds
-    # the corner's depth: every corner in >= 2 of them, and each type's rays where its band is
+    # the optics' rays of the suggested pose (taken into their frame), kept in micro-images
+    # of a type whose band holds the corner's depth: every corner in >= 2 of them, and each
+    # type's rays where its band is
     s = out.suggestion
-    obs = focused_observations(cam, board, s.rotation_vector[None], s.translation[None])
-    z = (Rotation.from_rotvec(s.rotation_vector).apply(obs.board) + s.translation)[:, 2]
+    assert s.translation[2] > 0
+    rv, tv = in_optics_frame(nominal, s.rotation_vector, s.translation, 'focused')
+    obs = focused_observations(cam, board, rv[None], tv[None])
+    z = (Rotation.from_rotvec(rv).apply(obs.board) + tv)[:, 2]
     lo, hi = np.asarray(bands)[obs.lens_type].T
     sharp = (z >= lo) & (z <= hi)
     assert np.bincount(obs.point[sharp], minlength=len(board.points())).min() >= 2
     assert np.bincount(obs.lens_type[sharp], minlength=3).max() >= 50
-    wrong = PlanSettings(depth_range_m=c.depth_range_m, type_depths_m=bands[:2])
+    wrong = PlanSettings(depth_range_m=settings.depth_range_m, type_depths_m=given[:2])
     with pytest.raises(InvalidInputError, match='each of the 3 lens types'):
         suggest_next(session, wrong, nominal=nominal)

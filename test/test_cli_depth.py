@@ -121,7 +121,15 @@ def test_focused_planes_depth_truth_and_cli(name, tmp_path, capsys):
     # 0.29 %, 88 % (issue 25: 1 %)
     assert both.sum() > 0.85 * np.isfinite(truth).sum()
     assert np.median(rel) < 0.01
-    assert b'element vertex' in (tmp_path / 'd.ply').read_bytes()[:300]
+    ply = (tmp_path / 'd.ply').read_bytes()
+    assert b'element vertex' in ply[:300]
+    # the cloud in the optical frame, origin the main lens: each point's z is its pixel's depth
+    # (the rendered pinhole sits at the origin), every point in front of the camera (the
+    # Galilean's planes, nearer than its plane conjugate to the MLA, had z < 0 in the MPC frame)
+    xyz = np.frombuffer(ply[ply.index(b'end_header\n') + 11:], '<f4').reshape(-1, 5)[:, :3]
+    known = depth[np.isfinite(depth) & (depth > 0)]
+    assert np.all(xyz[:, 2] > 0)
+    np.testing.assert_allclose(np.sort(xyz[:, 2]), np.sort(known), rtol=1e-5)
     # a truth at another w does not fit the depth's pixels: refused, not compared
     args[args.index('--render-w') + 1] = str(w + 0.05)
     assert main(args) != 0

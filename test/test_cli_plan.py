@@ -110,3 +110,27 @@ def test_plan_refuses_samples_out_of_range(tmp_path, capsys):
     assert rc == 2
     assert '--samples: expected an integer from 1 to 256, got 0' in capsys.readouterr().err
     assert not (tmp_path / 'c').exists()
+
+
+def test_plan_names_a_focused_board_at_its_distance_from_the_main_lens(capsys):
+    """A focused camera's planned captures (the planner and the data set in the optics' MPC
+    frame, depths from the plane conjugate to the micro-lenses): each line's 'board at N m'
+    is the optical frame's depth, the board centre's distance from the main lens, which is
+    z of ~/points (the simulator's focus distance 1/k_3 more than the MPC frame's)."""
+    import re
+    from types import SimpleNamespace
+
+    from lf_mpc_calib.cli.plan import add_until_reached
+    from lf_mpc_calib.simulation.planning_scene import simulated_planner
+    camera = preset('focused-galilean', scale=0.2)   # boards nearer than that plane
+    board = default_board(camera)
+    planner = simulated_planner(camera, board, noise_px=0.12, target_k_pct=1e3,
+                                target_pp_px=1e3, rng=np.random.default_rng(0))
+    rvecs, tvecs = [], []
+    add_until_reached(planner, SimpleNamespace(random=False, max_captures=5), rvecs, tvecs, 3)
+    said = [float(v) for v in re.findall(r'board at ([-0-9.]+) m', capsys.readouterr().err)]
+    z_f = camera.main_lens.focus_distance
+    mpc = [pose_geometry(r, t, board.points())[0] for r, t in zip(rvecs, tvecs)]
+    assert len(said) == len(rvecs) >= 2
+    np.testing.assert_allclose(said, np.array(mpc) + z_f, atol=1e-3)   # printed to 1 mm
+    assert min(said) > 0 > min(mpc)

@@ -8,8 +8,8 @@ import yaml
 from lf_mpc_calib.cli import main
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.simulation.dataset import (
-    append_frames, board_in_view, capture_board, load_poses, random_poses, read_dataset,
-    write_dataset)
+    append_frames, board_in_view, capture_board, ground_truth_file, load_poses, random_poses,
+    read_dataset, write_dataset)
 from lf_mpc_calib.simulation.optics import IDEAL, Checkerboard, default_board, preset, PRESETS
 from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
 
@@ -227,3 +227,30 @@ def test_read_dataset_refuses_a_manifest_whose_bit_depth_its_images_do_not_have(
     path.write_text(yaml.safe_dump({**manifest, 'frames': 'frame_000.png'}))
     with pytest.raises(InvalidInputError, match='frames must be a list of file names'):
         read_dataset(tmp_path)
+
+
+def test_focused_poses_file_is_in_the_optical_frame(tmp_path):
+    """A focused camera's poses file holds poses at the main lens (z > 0, as its calibration
+    files do), mapped into the optics' MPC frame: a Galilean board nearer than the plane
+    conjugate to the micro-lenses (z < 0 there) can be given; another data set's
+    ground_truth.yaml (format_version 3) gives back the poses it was rendered at."""
+    from lf_mpc_calib.io.calibration_file import save_calibration
+    from lf_mpc_calib.simulation.focused_raw import board_pose
+    cam = preset('focused-galilean', scale=0.1)
+    board = default_board(cam)
+    z_f = cam.main_lens.focus_distance
+    rv, tv = board_pose(cam, board, 0.6 * cam.scene_distance, (10.0, -8.0, 3.0))
+    assert tv[2] < 0 < tv[2] + z_f          # nearer than the conjugate plane
+    gt = tmp_path / 'ground_truth.yaml'
+    save_calibration(gt, ground_truth_file(cam, rv[None], tv[None]))
+    r2, t2 = load_poses(gt, cam)
+    np.testing.assert_allclose(r2[0], rv, atol=1e-12)
+    np.testing.assert_allclose(t2[0], tv, atol=1e-12)
+    listed = tmp_path / 'poses.yaml'
+    listed.write_text(yaml.safe_dump([{'rotation_vector': rv.tolist(),
+                                       'translation_m': (tv + [0.0, 0.0, z_f]).tolist()}]))
+    # the list's z is the distance from the main lens; x, y the truth's C moves too
+    origin = -ground_truth_file(cam, rv[None], tv[None]).optical_frame.origin
+    np.testing.assert_allclose(load_poses(listed, cam)[1][0],
+                               tv + [0.0, 0.0, z_f] - origin, atol=1e-12)
+    assert load_poses(listed, cam)[1][0][2] == pytest.approx(tv[2], abs=1e-12)

@@ -42,7 +42,7 @@ Steps of :func:`calibrate_hand_eye`:
    ``max_rms_ratio`` means the robot poses disagree with what the camera saw (InvalidInputError).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
@@ -370,6 +370,17 @@ class HandEyeResult:
     message: str
     extras: dict = field(default_factory=dict)
     model_covariance: np.ndarray = None
+
+    def in_optical_frame(self, frame):
+        """This result with its mount (and each closed form's) parent -> the optical frame
+        ``frame`` (:class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame` of :attr:`model`),
+        as the calibration file and TF give it, for reports; the solve works in the model's
+        MPC frame. The sigmas are kept (the origin's own uncertainty is not added)."""
+        if frame.is_identity:
+            return self
+        closed = {k: replace(e, mount=frame.mount(*e.mount))
+                  for k, e in self.closed_form.items()}
+        return replace(self, mount=frame.mount(*self.mount), closed_form=closed)
 
     def optical_poses(self):
         """Board -> optical poses (w (P, 3), t (P, 3)) the refined set-up predicts."""

@@ -56,10 +56,13 @@ prediction from a 3- or 4-capture calibration within 25 % of what the next one r
 59 of 60 cases (the one left: that calibration freed k_1, k_2, held before), where the
 candidate at independent noise missed by up to 47 % (docs/planning-results.md).
 
-Poses map board to the MPC (optical) frame, X_cam = R X_board + t (DESIGN.md "Frames").
+Poses map board to the model's MPC frame, X_cam = R X_board + t (DESIGN.md "Frames"): the
+planner computes there, depths and constraints included; :meth:`Suggestion.in_frame` gives a
+suggestion in the optical frame users are given (a focused camera's origin at the main lens,
+:mod:`lf_mpc_calib.camera.optical_frame`).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -139,7 +142,8 @@ def criterion(ratios):
 @dataclass(frozen=True)
 class PoseConstraints:
     """
-    Where the board may go, in the MPC (optical) frame.
+    Where the board may go, in the model's MPC frame (a focused camera's Z counts from the
+    plane conjugate to the micro-lenses; conventional cameras: the optical frame).
 
     views (V, 2): the views (conventional: view indices) or micro-image centres (focused) the
     rows are predicted in; image_size (w, h): a view's size in px (conventional; a corner must
@@ -157,6 +161,9 @@ class PoseConstraints:
     shows): a corner counts in the views it falls in (min_rays or more), a pose needs N such
     corners not on one line, and candidates are drawn with the board centre up to the views'
     edges (partly out of view, where the principal point and the distortion are determined).
+    message_origin_z: Z (this frame) of the origin of the frame the refusals name depths in
+    (a focused camera's optical frame: C_z = -1/k_3,
+    :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`; 0: this frame's own).
     """
 
     views: np.ndarray
@@ -171,6 +178,11 @@ class PoseConstraints:
     view_types: np.ndarray = None
     type_depths_m: tuple = None
     min_corners: int = None
+    message_origin_z: float = 0.0
+
+    def _said(self, *z):
+        """Depths as the refusals name them (message_origin_z)."""
+        return tuple(float(v) - float(self.message_origin_z) for v in z)
 
     def __post_init__(self):
         near, far = (float(v) for v in self.depth_range_m)
@@ -188,6 +200,7 @@ class PoseConstraints:
         if self.excluded_depths_m is not None:
             lo, hi = self.excluded_depths_m
             if lo <= near and hi >= far:
+                lo, hi, near, far = self._said(lo, hi, near, far)
                 raise DegenerateConfigurationError(
                     f'no pose satisfies the constraints: the excluded band {lo:.3f}-{hi:.3f} m '
                     f'covers the whole depth range {near:.3f}-{far:.3f} m')
@@ -213,10 +226,12 @@ class PoseConstraints:
         object.__setattr__(self, 'view_types', types)
         object.__setattr__(self, 'type_depths_m', bands)
         if not np.any((bands[:, 0] < far) & (bands[:, 1] > near)):
+            near, far = self._said(near, far)
             raise DegenerateConfigurationError(
                 'no pose satisfies the constraints: no lens type images the depth range '
                 f'{near:.3f}-{far:.3f} m sharply (focus bands ' + ', '.join(
-                    f'type {t}: {lo:.3f}-{hi:.3f} m' for t, (lo, hi) in enumerate(bands)) + ')')
+                    f'type {t}: {lo:.3f}-{hi:.3f} m' for t, (lo, hi)
+                    in enumerate(bands - self.message_origin_z)) + ')')
 
     def depth_allowed(self, z):
         """Whether board-centre depth z is in range and outside the excluded band."""
@@ -246,7 +261,8 @@ class Suggestion:
     px for the principal point, mm / deg for the mount); criterion: :func:`criterion` of
     sigma_q / target_q; reached: whether every sigma meets its target; why: one line;
     tool_pose: on an arm, the base -> tool pose (w (3,), t (3,)) that brings the camera or
-    board there.
+    board there; depth_m: the board centre's depth (Z) that ``why`` names. The pose and the
+    depth are in the planner model's MPC frame (:meth:`in_frame`: in the optical frame).
     """
 
     rotation_vector: np.ndarray
@@ -256,6 +272,25 @@ class Suggestion:
     reached: bool
     why: str
     tool_pose: tuple = None
+    depth_m: float = None
+
+    def in_frame(self, frame):
+        """
+        This suggestion in ``frame`` (an :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`
+        of the planner's model): its pose board -> that frame, and the board depth ``why``
+        names measured there (a focused camera's from the main lens, not from the plane
+        conjugate to the micro-lenses). The sigmas and the tool pose (base -> tool) do not
+        depend on the camera frame. Not to be given back to the planner
+        (:meth:`PosePlanner.add_capture` takes the model's frame).
+        """
+        if frame.is_identity:
+            return self
+        rv, tv = frame.poses(self.rotation_vector, self.translation)
+        why, depth = self.why, self.depth_m
+        if depth is not None:
+            depth = frame.depths(depth)
+            why = why.replace(_board_at(self.depth_m), _board_at(depth), 1)
+        return replace(self, rotation_vector=rv, translation=tv, why=why, depth_m=depth)
 
     def to_dict(self):
         """Plain types (a Trigger reply's JSON, a YAML file)."""
@@ -267,6 +302,11 @@ class Suggestion:
                 **({} if self.tool_pose is None else {'tool_pose_in_base': {
                     'rotation_vector': [float(v) for v in self.tool_pose[0]],
                     'translation_m': [float(v) for v in self.tool_pose[1]]}})}
+
+
+def _board_at(depth):
+    """The words of a suggestion's ``why`` that name the board's depth (m)."""
+    return f'board at {depth:.3f} m'
 
 
 def pose_geometry(rotation_vector, translation, board):
@@ -621,7 +661,8 @@ class PosePlanner:
         arm = '' if self.arm is None else f'; {self.arm.describe()}'
         raise DegenerateConfigurationError(
             f'no pose satisfies the constraints: {len(rv)} of {n} found in {MAX_DRAWS * n} '
-            f'draws (depths {near:.3f}-{far:.3f} m, tilt <= {c.max_tilt_deg:g} deg{arm}; '
+            f'draws (depths {c._said(near)[0]:.3f}-{c._said(far)[0]:.3f} m, tilt <= '
+            f'{c.max_tilt_deg:g} deg{arm}; '
             'rejected: ' + ', '.join(f'{why} {k}' for why, k in rejected.items())
             + '); allow more depths or a smaller board'
             + ('' if self.arm is None else ', or widen the workspace box or tool-tilt limit'))
@@ -748,7 +789,6 @@ class PosePlanner:
                + (f' and {tried} near the best' if tried else '')
                + ('' if tool is None else ' (tool poses inside the arm\'s limits)')
                + ', the one that most reduces sum max(sigma / target, 1)^2 (A-optimal on '
-               f'what is short of its target): board at '
-               f'{z:.3f} m, tilted {ax:.0f} / {ay:.0f} deg about x / y; worst after it: '
-               f'{worst} {sig[worst]:.3g}' + types_note)
-        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool)
+               f'what is short of its target): {_board_at(z)}, tilted {ax:.0f} / {ay:.0f} '
+               f'deg about x / y; worst after it: {worst} {sig[worst]:.3g}' + types_note)
+        return Suggestion(rv[best], tv[best], sig, crit, self.reached(sig), why, tool, z)

@@ -35,6 +35,7 @@ from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.calibration.board_pose import fit_board_pose
 from lf_mpc_calib.camera.model import MPCModel, PARAMETER_NAMES, triangulate
+from lf_mpc_calib.camera.optical_frame import optical_origin
 from lf_mpc_calib.errors import DegenerateConfigurationError, InvalidInputError
 
 RMS_LIMIT = 1.5
@@ -69,7 +70,8 @@ SAME_POSE_M = 1e-6
 class PoseCheck:
     """
     One held-out pose measured. rays, corners: observations and corners triangulated;
-    distance_m: of the corners' centroid; rms_px: reprojection RMS with the board pose fitted;
+    distance_m: of the corners' centroid from the optical frame's origin (a focused camera's
+    main lens); rms_px: reprojection RMS with the board pose fitted;
     square_error_mm, flatness_mm: measured; square_expected_mm, square_spread_mm: sampled mean
     (triangulation's bias) and standard deviation of the square error (noise and covariance),
     square_cal_spread_mm: the covariance's part alone;
@@ -237,11 +239,12 @@ def _corners(obs):
     return keep, obs.board[keep][first]
 
 
-def _measure(model, ijuv, point, board):
-    """(scale, flatness m, distance m) of the corners triangulated from rows ijuv (N, 4)."""
+def _measure(model, ijuv, point, board, origin=np.zeros(3)):
+    """(scale, flatness m, distance m from ``origin``, the optical frame's in the model's) of
+    the corners triangulated from rows ijuv (N, 4)."""
     pts = triangulate(model.rays(ijuv), point)
     scale, flat = board_figures(board, pts)
-    return scale, flat, float(np.linalg.norm(pts.mean(axis=0)))
+    return scale, flat, float(np.linalg.norm(pts.mean(axis=0) - origin))
 
 
 # ---- parameter draws ------------------------------------------------------------------------
@@ -324,7 +327,7 @@ def parameter_gradients(obs, model, x, pose, names, steps):
 
 # ---- one pose -------------------------------------------------------------------------------
 def check_pose(obs, model, draws, rng, *, square, noise_px, names=(), steps=(),
-               noise_scale=1.0):
+               noise_scale=1.0, origin=np.zeros(3)):
     """
     (PoseCheck, sampled square errors mm (S,), sampled flatness mm (S,), d log scale /
     d parameter (F,) for ``names``, (the board centre's (3, 3) covariance m^2, its
@@ -332,12 +335,14 @@ def check_pose(obs, model, draws, rng, *, square, noise_px, names=(), steps=(),
     pose) under ``model``; draws: sampled models (S,); the noise predicted is the
     calibration's RMS ``noise_px`` times ``noise_scale`` (:func:`noise_scale`): a capture's
     own RMS says little of its 3-D scatter, which the disparity part of its errors makes.
+    origin: the optical frame's origin in the model's frame, from which the board's distance
+    is measured (:func:`~lf_mpc_calib.camera.optical_frame.optical_origin`).
     Raises DegenerateConfigurationError when the pose cannot be measured.
     """
     rv, tv, rms = fit_board_pose(obs, model)
     keep, board = _corners(obs)
     ijuv, point = obs.ijuv[keep], obs.point[keep]
-    scale, flat, dist = _measure(model, ijuv, point, board)
+    scale, flat, dist = _measure(model, ijuv, point, board, origin)
     ideal = model.project(Rotation.from_rotvec(rv).apply(obs.board[keep]) + tv, ijuv[:, :2])
     sigma = noise_scale * noise_px / np.sqrt(2.0)
     sampled, cal = [], []
@@ -441,7 +446,8 @@ def _row_keys(obs):
 # ---- all poses --------------------------------------------------------------------------------
 def verify_observations(obs, model, *, noise_px, covariance=None, stddev=None,
                         calibration_obs=None, calibration_poses=None, arm=None,
-                        robot_accuracy_mm=ROBOT_ACCURACY_MM, samples=SAMPLES, seed=0):
+                        robot_accuracy_mm=ROBOT_ACCURACY_MM, samples=SAMPLES, seed=0,
+                        camera_type='conventional'):
     """
     Measure the held-out poses of ``obs`` (Observations) with ``model`` (MPCModel, held).
 
@@ -449,13 +455,15 @@ def verify_observations(obs, model, *, noise_px, covariance=None, stddev=None,
     {name: sigma}: its parameter uncertainty; calibration_obs, calibration_poses: what it was
     calibrated on, to find reused captures (:func:`reused_poses`); arm: (setup, mount (rv, tv),
     {pose: (rv, tv) base -> tool}) with arm poses (:func:`base_spread`, with
-    robot_accuracy_mm), else None. Returns a :class:`Verification`.
+    robot_accuracy_mm), else None; camera_type: the distances are from its optical frame's
+    origin (a focused camera's main lens). Returns a :class:`Verification`.
     """
     if len(obs) == 0:
         raise InvalidInputError('no observations to verify')
     if not noise_px > 0:
         raise InvalidInputError(f'noise_px must be > 0 (the calibration\'s RMS), got {noise_px}')
     rng = np.random.default_rng(seed)
+    origin = optical_origin(model, camera_type)
     names, cov, source = parameter_covariance(covariance=covariance, stddev=stddev)
     draws = parameter_draws(model, samples, rng, names, cov)
     reused = set(reused_poses(obs, calibration_obs))
@@ -471,7 +479,7 @@ def verify_observations(obs, model, *, noise_px, covariance=None, stddev=None,
             done.append(check_pose(obs.select(obs.pose == p), model, draws, rng, square=square,
                                    noise_px=noise_px, names=names,
                                    steps=np.sqrt(np.diag(cov)),
-                                   noise_scale=scale))
+                                   noise_scale=scale, origin=origin))
         except DegenerateConfigurationError as exc:
             refused.append((int(p), str(exc)))
     fitted = {d[0].pose: (d[0].rotation_vector, d[0].translation) for d in done}

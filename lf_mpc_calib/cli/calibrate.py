@@ -185,7 +185,7 @@ def run(args):
         print(line)
     if lens_types is not None:
         _print_lens_types(result)
-    he, mapping = _hand_eye(args, obs, result)
+    he, mapping = _hand_eye(args, obs, result, camera_type)
     cal = CalibrationFile.from_result(published_result(result, he), camera_type=camera_type,
                                       image_size=image_size or extra.get('image_size'),
                                       lenslet_grid=extra.get('lenslet_grid'),
@@ -246,14 +246,15 @@ def _print_lens_types(result):
           f'{result.rms_reprojection_px:.6g} px')
 
 
-def _hand_eye(args, obs, result):
+def _hand_eye(args, obs, result, camera_type):
     """(HandEyeResult, its file mapping) with --robot-poses, else (None, None)."""
     if not args.robot_poses:
         return None, None
     from lf_mpc_calib.cli.calibrate_raw import print_joint_calibration, solve_hand_eye
     from lf_mpc_calib.io.robot_poses import read_robot_poses
     he, mapping = solve_hand_eye(args, obs, result, read_robot_poses(args.robot_poses),
-                                 [str(int(p)) for p in result.pose_ids], sys.stdout)
+                                 [str(int(p)) for p in result.pose_ids], sys.stdout,
+                                 camera_type=camera_type)
     if he is not None and 'joint_calibration' in he.extras:
         print_joint_calibration(he, sys.stdout)
     return he, mapping
@@ -264,8 +265,11 @@ def _write_report(args, obs, result, he, jackknife, camera_type):
     from lf_mpc_calib.report.calibration import write_report
     board = np.unique(obs.board, axis=0)
     paths = write_report(result, args.report, board=board,
-                         title=f'{args.observations} ({camera_type})', jackknife=jackknife)
+                         title=f'{args.observations} ({camera_type})', jackknife=jackknife,
+                         camera_type=camera_type)
     if he is not None:
+        from lf_mpc_calib.cli.calibrate_raw import optical_hand_eye
         from lf_mpc_calib.report.hand_eye import write_hand_eye_report
-        paths += write_hand_eye_report(he, args.report, board_points=board, calibration=result)
+        paths += write_hand_eye_report(optical_hand_eye(he, camera_type), args.report,
+                                       board_points=board, calibration=result)
     print(f'wrote report: {", ".join(str(p) for p in paths)}')

@@ -176,7 +176,8 @@ def check_hand_eye_options(args, robot_poses):
                          'set whose manifest has them), got none')
 
 
-def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
+def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None,
+                   camera_type='conventional'):
     """Solve and print the hand-eye calibration, the intrinsics refined jointly with the
     mount (its ``extras['joint_calibration']`` is what the calibration file then holds);
     returns (HandEyeResult, file mapping)."""
@@ -188,11 +189,12 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
                                tool_frame=args.tool_frame)
     sd_t = 1e3 * he.mount_stddev[1]
     sd_r = np.degrees(he.mount_stddev[0])
+    shown = optical_hand_eye(he, camera_type)     # the mount as the file and TF have it
     print(f'hand-eye ({he.setup}, {len(he.pose_ids)} captures, closed form '
           f'{he.closed_form_method}): {mapping["parent_frame"]} -> {mapping["child_frame"]} '
-          f'translation [{", ".join(f"{1e3 * x:.3f}" for x in he.mount[1])}] mm (sd '
+          f'translation [{", ".join(f"{1e3 * x:.3f}" for x in shown.mount[1])}] mm (sd '
           f'{", ".join(f"{x:.3f}" for x in sd_t)}), rotation vector '
-          f'[{", ".join(f"{x:.5f}" for x in he.mount[0])}] rad (sd '
+          f'[{", ".join(f"{x:.5f}" for x in shown.mount[0])}] rad (sd '
           f'{", ".join(f"{x:.4f}" for x in sd_r)} deg); RMS {he.rms_reprojection_px:.4f} px '
           f'(calibration {he.calibration_rms_px:.4f} px)', file=out)
     shift = he.extras.get('intrinsics_shift')
@@ -207,6 +209,13 @@ def solve_hand_eye(args, obs, result, robot, frames, out, frame_indices=None):
         print(f'warning: {len(missing)} calibrated frame(s) have no robot pose and were left out '
               f'of the hand-eye: {", ".join(Path(m).name for m in missing)}', file=sys.stderr)
     return he, mapping
+
+
+def optical_hand_eye(he, camera_type):
+    """``he`` (HandEyeResult) with its mount parent -> the optical frame of its model
+    (:mod:`lf_mpc_calib.camera.optical_frame`), for what is printed and reported."""
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
+    return he.in_optical_frame(OpticalFrame.of(he.model, camera_type))
 
 
 def print_joint_calibration(he, out):
@@ -308,7 +317,8 @@ def run(args):
         order = {str(p): k for k, p in enumerate(dataset.frames)}
         he, mapping = solve_hand_eye(args, result_run.observations, result_run.result, robot,
                                      result_run.pose_frames, out,
-                                     [order[str(p)] for p in result_run.pose_frames])
+                                     [order[str(p)] for p in result_run.pose_frames],
+                                     camera_type=camera_type)
         determined = check_joint_determined(he, result_run, args.accept_uncertain)
     jackknife = pose_jackknife_of(args, result_run.observations, result_run.result, camera_type,
                                   getattr(result_run, 'jackknife', None))

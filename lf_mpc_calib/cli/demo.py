@@ -205,6 +205,7 @@ def _print_new_frame(camera, board, rvec, tvec, rng, dataset, calib):
     the board's corners in 3-D with the calibrated model and print their error against the
     truth and against the floor of the true model on the same detections."""
     from lf_mpc_calib.calibration.closed_form import aligned_truth
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
     from lf_mpc_calib.camera.rotations import rotation_matrix
     from lf_mpc_calib.measurement.accuracy import corner_accuracy
     from lf_mpc_calib.simulation.render import render_raw
@@ -213,13 +214,15 @@ def _print_new_frame(camera, board, rvec, tvec, rng, dataset, calib):
     detection = _new_frame_detection(camera, raw, board, dataset, calib)
     truth_new, rot, trans = aligned_truth(calib.truth, result.model, rotation_matrix(rvec),
                                           tvec)
+    frame = OpticalFrame.of(result.model, camera.camera_type)   # what the decode node gives
     acc = corner_accuracy(detection.observations, result.model, truth_new,
-                          board.points() @ rot[0].T + trans[0])
-    expected = board.points()[acc.ids] @ rot[0].T + trans[0]
+                          board.points() @ rot[0].T + trans[0], origin=frame.origin)
+    expected = frame.points(board.points()[acc.ids] @ rot[0].T + trans[0])
+    measured = frame.points(acc.measured)
     print(f'\nnew frame: {len(acc.ids)} corners measured in 3-D from '
           f'{len(detection.observations)} rays, board at {acc.distance_m * 1e3:.0f} mm')
     for k in range(min(4, len(acc.ids))):
-        print(f'  corner {acc.ids[k]:3d}: measured {np.round(acc.measured[k] * 1e3, 2)} mm, '
+        print(f'  corner {acc.ids[k]:3d}: measured {np.round(measured[k] * 1e3, 2)} mm, '
               f'truth {np.round(expected[k] * 1e3, 2)} mm, error {acc.error_mm[k]:.3f} mm')
     print(f'3-D error: mean {acc.error_mm.mean():.3f} mm, max {acc.error_mm.max():.3f} mm '
           f'({acc.error_mm.mean() / acc.distance_m / 10:.3f} % of the distance)')

@@ -254,6 +254,7 @@ def focused_depth(args):
         norm, measurer.model, w, pinhole.size)
     elapsed = time.perf_counter() - t
     pts, uv = rendered_depth_points(pinhole, depth)
+    pts = cal.optical_frame.points(pts)            # the optical frame: origin the main lens
     known = np.isfinite(depth).mean()
     what = (f'of the image rendered at w {w:.4f} (micro-image disparities): {known:.0%} known, '
             f'median {{med:.3f}} m; render and depth {1e3 * elapsed:.0f} ms')

@@ -153,6 +153,9 @@ def add_until_reached(planner, args, rvecs, tvecs, at_least):
     until its prediction meets the targets with at least ``at_least`` captures in all;
     raises InvalidInputError when --max-captures are not enough."""
     from lf_mpc_calib.calibration.planning import SCALES
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
+    frame = OpticalFrame.of(planner.model, 'conventional' if planner.constraints.image_size
+                            is not None else 'focused')     # PoseConstraints: one or other
     while not planner.reached() or len(rvecs) < at_least:
         if len(rvecs) >= args.max_captures:
             worst = ', '.join(f'{q} {s:.3g}' for q, s in planner.predicted().items())
@@ -164,7 +167,9 @@ def add_until_reached(planner, args, rvecs, tvecs, at_least):
             r, t, why = r[0], t[0], 'random pose within the constraints'
         else:
             s = planner.suggest()
-            r, t, why = s.rotation_vector, s.translation, s.why
+            # the planner's (and the data set's) frame is the model's; the words are the
+            # optical frame's (a focused camera's board from the main lens)
+            r, t, why = s.rotation_vector, s.translation, s.in_frame(frame).why
         planner.add_capture(r, t)
         rvecs.append(r)
         tvecs.append(t)

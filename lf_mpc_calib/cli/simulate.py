@@ -11,12 +11,14 @@ Writes DIR/manifest.yaml, DIR/white.png, DIR/frame_NNN.png and DIR/ground_truth.
 calibration-file format; see :mod:`lf_mpc_calib.simulation.dataset`). DIR must be new or
 empty; ``--overwrite`` replaces the data set it holds, leaving no frame of it behind
 (:func:`lf_mpc_calib.cli.paths.dataset_output`). Poses come from
---poses-file (a list of {rotation_vector, translation_m}, board -> MPC camera frame, or a
-calibration file), or are a careful user's set (conventional presets: boards at 0.6-1.5 x the
-focus distance alternating near and far; focused presets: spread 1.4 x or more in depth on the
-side of the plane conjugate to the micro-lenses where they focus; tilted 30 degrees about both
-axes in turn: :func:`~lf_mpc_calib.simulation.dataset.capture_poses`), or with --random-poses
-are drawn at random (tilts up to --max-tilt degrees, board in view). The board is sized as
+--poses-file (a list of {rotation_vector, translation_m}, board -> the optical frame: a
+focused camera's z from the main lens, as a calibration file holds them; or a calibration
+file, e.g. another data set's ground_truth.yaml), or are a careful user's set (conventional
+presets: boards at 0.6-1.5 x the focus distance alternating near and far; focused presets:
+spread 1.4 x or more in depth on the side of the plane conjugate to the micro-lenses where they
+focus; tilted 30 degrees about both axes in turn:
+:func:`~lf_mpc_calib.simulation.dataset.capture_poses`), or with --random-poses are drawn at
+random (tilts up to --max-tilt degrees, board in view). The board is sized as
 the guidance asks (:func:`~lf_mpc_calib.simulation.dataset.capture_board`: for a focused
 camera up to 16 x 11 corners filling 0.9 of the view at the nearest pose; focused presets
 render 10 poses at 64 rays per pixel: ``FOCUSED_CAPTURE_POSES``, ``FOCUSED_SAMPLES``), so that
@@ -280,7 +282,7 @@ def _poses(args, camera, board):
         if args.random_poses:
             raise InvalidInputError('--random-poses and --poses-file both choose the poses: '
                                     'expected one of them, got both')
-        rvecs, tvecs = load_poses(args.poses_file)
+        rvecs, tvecs = load_poses(args.poses_file, camera)   # optical -> the optics' frame
         if len(rvecs) > MAX_POSES:
             raise InvalidInputError(f'--poses-file {args.poses_file} lists {len(rvecs)} poses, '
                                     f'more than the {MAX_POSES} one run renders')

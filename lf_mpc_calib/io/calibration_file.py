@@ -1,7 +1,8 @@
 """
 The calibration file: a versioned YAML document (DESIGN.md "The calibration file").
 
-Layout (format_version 1; 2 when the lenslet grid carries a deformation)::
+Layout (format_version 1; 2 when the lenslet grid carries a deformation; 3 for a focused camera,
+whose poses and mount are in the optical frame, below)::
 
     format_version: 1
     camera_type: conventional | focused
@@ -42,11 +43,21 @@ Layout (format_version 1; 2 when the lenslet grid carries a deformation)::
 Optional keys keep format_version 1: a file without them loads as before (None), and a reader
 that does not know a key ignores it.
 
+Frames: ``poses`` and the ``hand_eye`` mount are in the optical frame ``frames.optical``
+(:mod:`lf_mpc_calib.camera.optical_frame`). For a conventional camera it is the model's MPC
+frame. For a focused camera its origin is the main lens' centre, not the MPC frame's (the
+plane conjugate to the micro-lenses): such files are written as format_version 3, so that a
+reader of versions 1-2 refuses them instead of placing the mount 1/k_3 off. A focused file of
+version 1 or 2 (written before) has its poses and mount in the MPC frame and loads with the
+same meaning. In memory (:class:`CalibrationFile`) poses and mount are always in the model's
+MPC frame, the frame the model computes in; :meth:`CalibrationFile.optical_poses` and
+:meth:`CalibrationFile.optical_hand_eye` give them in the optical frame.
+
 Every number is written as a plain Python float (``yaml.safe_dump``). Reading a file of another
 format version, or one lacking a key, raises :class:`CalibrationFileError` naming the key.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 import datetime
 
 import numpy as np
@@ -63,7 +74,11 @@ DEFORMED_GRID_VERSION = 2
 """Written instead of 1 when the lenslet grid carries a deformation (a smooth displacement of the
 lattice, :class:`~lf_mpc_calib.lenslet.grid.LatticeDeformation`): a format-1 reader would drop
 it without a word and decode with the regular lattice, so it must refuse such a file."""
-SUPPORTED_VERSIONS = (FORMAT_VERSION, DEFORMED_GRID_VERSION)
+OPTICAL_FRAME_VERSION = 3
+"""Written for every focused camera: its poses and mount are in the optical frame (origin at the
+main lens), where versions 1 and 2 had them in the MPC frame (origin in the plane conjugate to
+the micro-lenses); a version 1-2 reader must refuse it. May carry a deformed grid."""
+SUPPORTED_VERSIONS = (FORMAT_VERSION, DEFORMED_GRID_VERSION, OPTICAL_FRAME_VERSION)
 CAMERA_TYPES = ('conventional', 'focused')
 ERROR_KEYS = ('rms_reprojection_px', 'rms_ray_reprojection_mm')
 REQUIRED_KEYS = ('format_version', 'camera_type', 'intrinsics', 'distortion', 'stddev',
@@ -92,7 +107,8 @@ class CalibrationFile:
     software {name, version, date}; lens_types optional plain mapping of per-micro-lens-type
     terms (written as is; absent in a file = None); camera_metadata optional plain mapping of
     what the raw files said about the camera (:mod:`lf_mpc_calib.io.lytro`; written only when
-    given); hand_eye optional mapping of the robot mount (:func:`hand_eye_transform`).
+    given); hand_eye optional mapping of the robot mount (:func:`hand_eye_transform`; parent
+    -> the model's MPC frame in memory, :meth:`optical_hand_eye` in the optical frame).
     """
 
     camera_type: str
@@ -159,6 +175,22 @@ class CalibrationFile:
         return tuple(self.covariance['parameters']), np.array(self.covariance['matrix'])
 
     @property
+    def optical_frame(self):
+        """The :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame` of this calibration:
+        where ``frames.optical`` lies in the model's frame."""
+        from lf_mpc_calib.camera.optical_frame import OpticalFrame
+        return OpticalFrame.of(self.model, self.camera_type)
+
+    def optical_poses(self):
+        """Board -> optical frame poses (rotation vectors (P, 3), translations (P, 3) m)."""
+        return self.optical_frame.poses(self.rotation_vectors, self.translations)
+
+    def optical_hand_eye(self):
+        """The ``hand_eye`` mapping with its mount parent -> optical frame (as TF and the file
+        have it), or None."""
+        return self.optical_frame.hand_eye(self.hand_eye)
+
+    @property
     def num_poses(self):
         """Number of board poses P."""
         return self.rotation_vectors.shape[0]
@@ -188,8 +220,12 @@ class CalibrationFile:
     def to_dict(self):
         """Plain-Python mapping (only dicts, lists, str, int, float, None) in the file layout."""
         deformed = self.lenslet_grid is not None and self.lenslet_grid.deformation is not None
+        version = DEFORMED_GRID_VERSION if deformed else int(self.format_version)
+        if self.camera_type == 'focused':
+            version = OPTICAL_FRAME_VERSION
+        rotation_vectors, translations = self.optical_poses()
         d = {
-            'format_version': DEFORMED_GRID_VERSION if deformed else int(self.format_version),
+            'format_version': version,
             'camera_type': self.camera_type,
             'intrinsics': self.model.intrinsics_dict(),
             'distortion': self.model.distortion_dict(),
@@ -197,7 +233,7 @@ class CalibrationFile:
             'errors': {k: float(self.errors[k]) for k in ERROR_KEYS},
             'poses': [{'rotation_vector': [float(x) for x in r],
                        'translation_m': [float(x) for x in t]}
-                      for r, t in zip(self.rotation_vectors, self.translations)],
+                      for r, t in zip(rotation_vectors, translations)],
             'views': None if self.views is None else {
                 k: [float(x) for x in v] for k, v in self.views.items()},
             'image_size': None if self.image_size is None else [int(x) for x in self.image_size],
@@ -211,7 +247,7 @@ class CalibrationFile:
         if self.held:
             d['held'] = {str(k): str(v) for k, v in self.held.items()}
         if self.hand_eye is not None:
-            d['hand_eye'] = self.hand_eye
+            d['hand_eye'] = self.optical_hand_eye()
         if self.covariance is not None:
             d['covariance'] = self.covariance
         return d
@@ -254,6 +290,10 @@ class CalibrationFile:
                       camera_metadata=d.get('camera_metadata'),
                       hand_eye=d.get('hand_eye'), held=d.get('held'),
                       covariance=d.get('covariance'))
+            if cal.camera_type == 'focused' and d['format_version'] == OPTICAL_FRAME_VERSION:
+                frame = cal.optical_frame          # the file's poses and mount: optical frame
+                cal = replace(cal, translations=frame.points(tr, to_model=True),
+                              hand_eye=frame.hand_eye(cal.hand_eye, to_model=True))
         except CalibrationFileError:
             raise
         except (LFCalibError, ValueError, TypeError) as exc:
@@ -353,9 +393,10 @@ def _check_hand_eye(hand_eye):
 def hand_eye_transform(cal):
     """
     The hand-eye mount of a calibration file: (parent_frame, child_frame, rotation_vector (3,),
-    translation (3,)) mapping child to parent coordinates, or None when the file has none.
+    translation (3,)) mapping child (the optical frame) to parent coordinates, or None when
+    the file has none.
     """
-    h = cal.hand_eye
+    h = cal.optical_hand_eye()
     if h is None:
         return None
     return (str(h['parent_frame']), str(h['child_frame']),

@@ -21,7 +21,8 @@ class CornerAccuracy:
 
     ids (C,) board point ids; measured (C, 3) metres, triangulated with the calibrated model;
     error_mm (C,) their distance to the true corners; floor_mm (C,) the same with the true
-    model on the same detections; distance_m: mean distance of the true corners.
+    model on the same detections; distance_m: distance of the true corners' centroid from the
+    optical frame's origin (a focused camera's main lens, :mod:`lf_mpc_calib.camera.optical_frame`).
     """
 
     ids: np.ndarray
@@ -44,14 +45,16 @@ class CornerAccuracy:
                 f'{self.ratio:.2f} x the floor')
 
 
-def corner_accuracy(obs, model, truth, true_points):
+def corner_accuracy(obs, model, truth, true_points, *, origin=(0.0, 0.0, 0.0)):
     """
     Triangulate the corners of ``obs`` with ``model`` and with ``truth``; compare both.
 
     obs: Observations of one pose; model, truth: MPCModels in the same camera frame (the
     truth aligned to the calibration's sign convention, see
     :func:`lf_mpc_calib.calibration.closed_form.aligned_truth`); true_points (M, 3): every
-    board point in that frame, metres. Returns a :class:`CornerAccuracy`.
+    board point in that frame, metres; origin (3,): the optical frame's origin in that frame
+    (:func:`~lf_mpc_calib.camera.optical_frame.optical_origin`), whence ``distance_m``.
+    Returns a :class:`CornerAccuracy`.
     """
     pts = np.asarray(true_points, dtype=float)
     if pts.ndim != 2 or pts.shape[1] != 3:
@@ -68,4 +71,4 @@ def corner_accuracy(obs, model, truth, true_points):
     return CornerAccuracy(ids, measured,
                           np.linalg.norm(measured - expected, axis=1) * 1e3,
                           np.linalg.norm(floor - expected, axis=1) * 1e3,
-                          float(np.linalg.norm(expected.mean(axis=0))))
+                          float(np.linalg.norm(expected.mean(axis=0) - np.asarray(origin))))

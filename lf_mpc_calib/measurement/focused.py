@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lf_mpc_calib.camera.model import point_ray_distance, triangulate
+from lf_mpc_calib.camera.optical_frame import optical_origin
 from lf_mpc_calib.errors import InvalidInputError
 from lf_mpc_calib.lenslet.nearest import MicroImageLattice, raw_pixel_ijuv
 
@@ -94,7 +95,7 @@ def rendered_pinhole(model, w, size):
     cx, cy = -fx * model.u_0, -fy * model.v_0
     turn = np.array([0.0, 0.0, np.pi]) if fx < 0 else np.zeros(3)
     K = np.array([[abs(fx), 0.0, cx], [0.0, abs(fy), cy], [0.0, 0.0, 1.0]])
-    centre = np.array([-model.u_0 / k3, -model.v_0 / k4, -0.5 * (1.0 / k3 + 1.0 / k4)])
+    centre = optical_origin(model, 'focused')        # the main lens: the optical frame's origin
     return RenderedPinhole(K, centre, turn, (int(size[0]), int(size[1])))
 
 

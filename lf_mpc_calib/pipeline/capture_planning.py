@@ -15,7 +15,12 @@ squares inside each), a ChArUco board also partly out of view with the corners i
 Focused cameras: in every micro-image of
 the lenslet grid, a corner seen where it falls within FOCUSED_RADIUS_FRACTION of half the
 pitch of the centre (in >= 2 micro-images), outside the band ``focus_band_m`` around the
-plane conjugate to the micro-lenses (Z = 0 of the MPC frame). Multi-focus cameras (lens_types
+plane conjugate to the micro-lenses (Z = 0 of the MPC frame). The planner computes in the
+model's MPC frame; what goes in (the settings' depths and focus bands) and what comes out (the
+pose, the depth its reason names, the depth range, the focus bands) is in the optical frame
+users are given (:mod:`lf_mpc_calib.camera.optical_frame`: a focused camera's origin at the
+main lens, so that every board is at Z > 0; the same frame for a conventional camera), mapped
+where :func:`suggest_next` takes and returns them. Multi-focus cameras (lens_types
 T > 1): once a calibration has told each micro-image's type, a ray counts only in micro-images
 whose type's focus band (``type_depths_m``) holds its corner (every depth without bands),
 each type is asked for until it has rays for its terms, and the type terms are held fixed in
@@ -57,13 +62,14 @@ class PlanSettings:
     board-centre Z in the optical frame, or None (from the captures so far); max_tilt_deg,
     max_roll_deg; candidates: poses drawn per suggestion; focus_band_m: focused cameras, the
     half-width (m) of the band kept clear around the plane conjugate to the micro-lenses
-    (Z = 0 of the MPC frame), 0: only the model's test of each corner in >= 2 micro-images.
+    (Z = 0 of the MPC frame, Z = 1/k_3 of the optical frame), 0: only the model's test of each
+    corner in >= 2 micro-images.
     On an arm: workspace_box (6,)
     [x_min, y_min, z_min, x_max, y_max, z_max] m of the tool's origin in the base frame or
     None; tilt_reference (3,) base-frame direction the tool's z axis is measured from,
     max_tool_tilt_deg its limit; target_mount_mm, target_mount_deg: bounds on the mount's
     error at 95 % (planning.MOUNT_CONFIDENCE). Multi-focus: type_depths_m ((lo, hi),) * T:
-    the corner depths (Z, MPC frame) each micro-lens type images sharply, in the
+    the corner depths (Z, optical frame) each micro-lens type images sharply, in the
     calibration's type numbering, or None (every depth).
     """
 
@@ -86,19 +92,20 @@ class PlanSettings:
 @dataclass(frozen=True, eq=False)
 class SessionSuggestion:
     """
-    suggestion: the planner's :class:`~lf_mpc_calib.calibration.planning.Suggestion`;
+    suggestion: the planner's :class:`~lf_mpc_calib.calibration.planning.Suggestion` in the
+    optical frame (:meth:`~lf_mpc_calib.calibration.planning.Suggestion.in_frame`);
     now: {quantity: sigma} of the captures so far (inf while undetermined); reached: whether
     they already meet the targets; model_source: 'calibration' or 'nominal'; noise_px: the
     corner noise used (after a calibration: its residual noise; on an arm the RMS of the
     per-quantity effective noise); captures: captures accounted for; depth_range_m: the
-    range searched; arm: on an arm,
+    board-centre depths searched (optical frame); arm: on an arm,
     {'setup', 'tool_pose_in_base': {frame_id, child_frame_id, rotation_vector,
     translation_m} or None, 'tool_tilt_deg', 'limits', 'note'} (the base -> tool pose that
     brings the camera, or the board, there: ArmConstraints.tool_poses); central_uv (C, 2):
     the suggested board's corners in the central view (px, the model's projection; drawn on
-    ~/detections); lens_types: multi-focus, {'types', 'told', 'focus_bands_m', 'rays_per_type',
-    'type_terms', 'note'}, else None; prediction_note: why the predicted sigmas are not to be
-    trusted to 25 % (:func:`prediction_note`), or None.
+    ~/detections); lens_types: multi-focus, {'types', 'told', 'focus_bands_m' (optical frame),
+    'rays_per_type', 'type_terms', 'note'}, else None; prediction_note: why the predicted
+    sigmas are not to be trusted to 25 % (:func:`prediction_note`), or None.
     """
 
     suggestion: object
@@ -227,22 +234,26 @@ def capture_poses(session, model, result=None):
     return np.array(rv).reshape(-1, 3), np.array(tv).reshape(-1, 3)
 
 
-def session_constraints(session, depth_range_m, settings, poses=None, band_notes=None):
-    """:class:`PoseConstraints` of a session: conventional, its usable views and a view's
-    size; focused, the grid's micro-images and the focus band (multi-focus: each type's band
-    from the captures at ``poses`` (rvecs, tvecs) where they tell it, :func:`type_bands`,
-    its lines appended to the list ``band_notes``)."""
+def session_constraints(session, depth_range_m, settings, poses=None, band_notes=None,
+                        frame=None):
+    """:class:`PoseConstraints` of a session (model frame: ``depth_range_m`` and the poses
+    there): conventional, its usable views and a view's size; focused, the grid's
+    micro-images and the focus band (multi-focus: each type's band from the captures at
+    ``poses`` (rvecs, tvecs) where they tell it, :func:`type_bands`, its lines appended to the
+    list ``band_notes``; the settings' bands and those lines in ``frame``, the OpticalFrame
+    of the model, None: the model's frame)."""
     if not session.ready:
         raise InvalidInputError('no white image yet: the views the board must be seen in are '
                                 'not known')
     if session.camera_type == 'focused':
         band = float(settings.focus_band_m)
         return PoseConstraints(
+            message_origin_z=0.0 if frame is None else float(frame.origin[2]),
             views=session.grid.centres(), depth_range_m=tuple(depth_range_m),
             micro_image_radius=FOCUSED_RADIUS_FRACTION * session.grid.pitch / 2,
             excluded_depths_m=(-band, band) if band > 0 else None,
             max_tilt_deg=settings.max_tilt_deg, max_roll_deg=settings.max_roll_deg,
-            **_type_constraints(session, settings, poses, band_notes))
+            **_type_constraints(session, settings, poses, band_notes, frame))
     dec = session.decoder
     jj, ii = np.nonzero(session.use)
     views = np.column_stack([np.asarray(dec.i_values)[ii], np.asarray(dec.j_values)[jj]])
@@ -267,10 +278,11 @@ def partial_view_corners(session):
     return int((session.corner_options or CornerOptions()).min_corners)
 
 
-def _type_constraints(session, settings, poses=None, band_notes=None):
-    """Multi-focus: {view_types, type_depths_m} once the session has told the types (each
-    type's band from the captures where they tell it, else from the settings, else every
-    depth; where each came from appended to ``band_notes``), {} before or for one type."""
+def _type_constraints(session, settings, poses=None, band_notes=None, frame=None):
+    """Multi-focus: {view_types, type_depths_m (model frame)} once the session has told the
+    types (each type's band from the captures where they tell it, else from the settings,
+    else every depth; where each came from appended to ``band_notes``; the settings' bands and
+    the notes in ``frame``, OpticalFrame or None: the model's), {} before or for one type."""
     n_types = int(getattr(session, 'lens_types', 1))
     types = getattr(session, 'micro_image_types', None)
     if n_types < 2 or types is None:
@@ -283,11 +295,16 @@ def _type_constraints(session, settings, poses=None, band_notes=None):
                                 f'{n_types} lens types, got {np.asarray(fallback).tolist()}')
     depths, row_types = (np.zeros(0), np.zeros(0, int)) if poses is None else \
         _row_depths_and_types(session, *poses, np.asarray(types, int))
+    if frame is not None:           # the bands are told and named in the optical frame
+        depths = frame.depths(depths)
     bands, sources = type_bands(depths, row_types, fallback,
                                 'plan_type_focus_bands' if settings.type_depths_m is not None
                                 else 'every depth')
     if band_notes is not None:
         band_notes.extend(sources)
+    if frame is not None:
+        bands = tuple(tuple(float(v) for v in b)
+                      for b in frame.depths(np.asarray(bands, float), to_model=True))
     return dict(view_types=np.asarray(types, int), type_depths_m=bands)
 
 
@@ -298,7 +315,8 @@ outside it do not widen it)."""
 
 def type_bands(depths, row_types, fallback, fallback_name):
     """
-    ((lo, hi),) * T: each micro-lens type's focus band (Z, MPC frame) from the depths (N,)
+    ((lo, hi),) * T: each micro-lens type's focus band (Z, the frame of ``depths``) from the
+    depths (N,)
     of the corners its micro-images detected (row_types (N,)): the BAND_QUANTILES of its
     rows' depths where it has >= MIN_TYPE_RAYS of them, else ``fallback``'s band (the
     parameter or every depth, named ``fallback_name``). Also returns one line per type
@@ -340,15 +358,18 @@ def _row_depths_and_types(session, rvecs, tvecs, types):
     return np.concatenate(depths), np.concatenate(row_types)
 
 
-def _types_part(session, planner, band_notes=()):
+def _types_part(session, planner, band_notes=(), frame=None):
     """The ``lens_types`` of a SessionSuggestion (None for one type); band_notes: where each
-    type's focus band came from."""
+    type's focus band came from; the bands in ``frame`` (OpticalFrame of the planner's model,
+    None: the model's frame)."""
     n_types = int(getattr(session, 'lens_types', 1))
     if n_types < 2:
         return None
     c = planner.constraints
     told = c.view_types is not None
     bands = c.type_depths_m if told else None
+    if bands is not None and frame is not None:
+        bands = frame.depths(bands)
     return {'types': n_types, 'told': told,
             'focus_bands_m': (None if bands is None or not np.all(np.isfinite(bands))
                               else np.asarray(bands).tolist()),
@@ -419,7 +440,10 @@ def outline_filter(model, board, constraints):
     return inside
 
 
-def _depth_range(settings, tvecs, rvecs, board):
+def _depth_range(settings, tvecs, rvecs, board, frame):
+    """(near, far) board-centre depths in the optical frame ``frame``: the settings', else
+    the captures' (poses in the model frame) widened by DEPTH_WIDENING (in the optical frame,
+    where every board is at Z > 0: a focused camera's MPC frame has boards at Z < 0)."""
     if settings.depth_range_m is not None:
         return tuple(float(v) for v in settings.depth_range_m)
     if len(tvecs) == 0:
@@ -427,8 +451,8 @@ def _depth_range(settings, tvecs, rvecs, board):
                                 'optical frame) or capture a board first')
     from scipy.spatial.transform import Rotation
     centre = board.mean(axis=0)
-    z = np.array([Rotation.from_rotvec(r).apply(centre)[2] + t[2]
-                  for r, t in zip(rvecs, tvecs)])
+    z = frame.depths(np.array([Rotation.from_rotvec(r).apply(centre)[2] + t[2]
+                               for r, t in zip(rvecs, tvecs)]))
     return float(z.min() / DEPTH_WIDENING), float(z.max() * DEPTH_WIDENING)
 
 
@@ -443,7 +467,11 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     :meth:`PosePlanner.set_measured`; on an arm each quantity's noise set so the prediction
     matches the sigmas it and the hand-eye solve report: :func:`sigma_scale`), else
     with ``nominal`` (MPCModel; conventional: in the calibrated frame, :func:`in_calibrated_frame`)
-    and ``settings.corner_noise_px``. The pose is in the calibrated optical frame. Raises
+    and ``settings.corner_noise_px``. The planner computes in that model's MPC frame; the
+    settings' depths and bands are taken from, and the suggestion (its pose, the depth its
+    reason names), the depth range and the focus bands returned in, the model's optical frame
+    (:class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`: a focused camera's board at
+    its distance from the main lens), the frame of ~/points and of the calibration's poses. Raises
     InvalidInputError without either model, LFCalibError when a capture cannot be placed
     under the model or no pose satisfies the constraints.
     """
@@ -459,11 +487,14 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
     else:
         raise InvalidInputError('no model to plan with: calibrate first or give a nominal '
                                 'model (a calibration file of this camera or its design)')
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
+    frame = OpticalFrame.of(model, session.camera_type)
     board = session.board.points()
     rvecs, tvecs = capture_poses(session, model, result)
-    depth = _depth_range(settings, tvecs, rvecs, board)
+    depth = _depth_range(settings, tvecs, rvecs, board, frame)      # optical frame
     band_notes = []
-    constraints = session_constraints(session, depth, settings, (rvecs, tvecs), band_notes)
+    constraints = session_constraints(session, tuple(frame.depths(depth, to_model=True)),
+                                      settings, (rvecs, tvecs), band_notes, frame)
     arm = arm_constraints(session, settings) if result is not None else None
     planner = PosePlanner(model, board, constraints, noise_px=noise,
                           target_k_pct=settings.target_k_pct,
@@ -500,6 +531,7 @@ def suggest_next(session, settings, *, nominal=None, rng=None):
                if session.camera_type == 'conventional' else None)   # focused: no views
     note = prediction_note(source, 0 if result is None else len(result.pose_ids), noise,
                            planner.split_applies)
-    return SessionSuggestion(suggestion, now, reached, source, noise,
+    # the planner's output, in its model's frame, given in the optical frame
+    return SessionSuggestion(suggestion.in_frame(frame), now, reached, source, noise,
                              planner.captures, depth, _arm_part(session, suggestion, arm),
-                             central, _types_part(session, planner, band_notes), note)
+                             central, _types_part(session, planner, band_notes, frame), note)

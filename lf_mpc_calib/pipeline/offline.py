@@ -321,8 +321,11 @@ def write_outputs(run, output, *, report_dir=None, camera='camera', hand_eye=Non
         from lf_mpc_calib.report.raw_calibration import write_raw_report
         written += write_raw_report(run, report_dir, jackknife=jackknife)
         if hand_eye_result is not None:
+            from lf_mpc_calib.camera.optical_frame import OpticalFrame
             from lf_mpc_calib.report.hand_eye import write_hand_eye_report
-            written += write_hand_eye_report(hand_eye_result, report_dir,
+            shown = hand_eye_result.in_optical_frame(   # the mount as the file has it
+                OpticalFrame.of(hand_eye_result.model, run.camera_type))
+            written += write_hand_eye_report(shown, report_dir,
                                              board_points=run.board.points(),
                                              calibration=run.result, title=run.name)
     obs_path = observations_path(output)

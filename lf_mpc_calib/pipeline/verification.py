@@ -172,4 +172,4 @@ def verify_calibration(cal, obs, *, calibration_obs=None, arm=None,
         calibration_obs=None if calibration_obs is None else lens_corrected(calibration_obs,
                                                                             cal),
         calibration_poses=(cal.rotation_vectors, cal.translations), arm=arm,
-        robot_accuracy_mm=robot_accuracy_mm, seed=seed)
+        robot_accuracy_mm=robot_accuracy_mm, seed=seed, camera_type=cal.camera_type)

@@ -147,13 +147,16 @@ def _is_view_grid(view_ids):
     return ids.size > 0 and np.all(ids == np.round(ids)) and np.ptp(ids, axis=0).max() < 100
 
 
-def plot_poses(result, path, *, board=None, title=''):
-    """Plot the board (or each pose's origin and axes, without ``board``) in the camera frame."""
+def plot_poses(result, path, *, board=None, title='', camera_type='conventional'):
+    """Plot the board (or each pose's origin and axes, without ``board``) in the camera's
+    optical frame (of ``camera_type``), the camera at the origin."""
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
     plt = pyplot()
     fig = plt.figure(figsize=(6, 5))
     ax = fig.add_subplot(projection='3d')
     rv = np.asarray(result.rotation_vectors, dtype=float).reshape(-1, 3)
-    tr = np.asarray(result.translations, dtype=float).reshape(-1, 3)
+    tr = OpticalFrame.of(result.model, camera_type).points(
+        np.asarray(result.translations, dtype=float).reshape(-1, 3))
     scale = 1.0
     pts_all = [np.zeros((1, 3))]
     if board is not None:
@@ -251,13 +254,16 @@ def plot_residuals(result, path, *, title=''):
     return path
 
 
-def write_report(result, out_dir, *, board=None, title='', truth=None, jackknife=None):
+def write_report(result, out_dir, *, board=None, title='', truth=None, jackknife=None,
+                 camera_type='conventional'):
     """
     Write summary.txt and the PNG plots of ``result`` into ``out_dir``; return their paths.
 
     board (M, 3) board points in the board frame (metres) for the pose plot; truth an
     MPCModel to compare the parameters with in the summary; jackknife a PoseJackknife of
-    ``result`` (its sigmas in the summary, pose_influence.png).
+    ``result`` (its sigmas in the summary, pose_influence.png); camera_type: the poses are
+    plotted in its optical frame (:mod:`lf_mpc_calib.camera.optical_frame`: a focused
+    camera's main lens at the origin, every board at z > 0).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -268,7 +274,8 @@ def write_report(result, out_dir, *, board=None, title='', truth=None, jackknife
     paths.append(summary)
     if jackknife is not None:
         paths.append(plot_pose_influence(jackknife, out / 'pose_influence.png', title=title))
-    paths.append(plot_poses(result, out / 'poses.png', board=board, title=title))
+    paths.append(plot_poses(result, out / 'poses.png', board=board, title=title,
+                            camera_type=camera_type))
     paths.append(plot_per_view_rms(result, out / 'per_view_rms.png'))
     paths.append(plot_residuals(result, out / 'residuals.png', title=title))
     return paths

@@ -97,7 +97,8 @@ def write_raw_report(run, report_dir, *, jackknife=None):
     out.mkdir(parents=True, exist_ok=True)
     title = run.name or 'calibrate-raw'
     paths = list(write_report(run.result, out, board=run.board.points(), title=title,
-                              truth=run.truth, jackknife=jackknife))
+                              truth=run.truth, jackknife=jackknife,
+                              camera_type=run.camera_type))
     text = detection_summary(run)
     det_txt = out / 'detections.txt'
     write_text_atomically(det_txt, text)

@@ -457,14 +457,18 @@ class CalibrationNode(Node):
         with self._lock:
             d = self.session.hand_eye_guidance()
             he = self.session.hand_eye
+            if he is not None:                 # the mount parent -> optical frame
+                from lf_mpc_calib.camera.optical_frame import OpticalFrame
+                mount = OpticalFrame.of(self.session.published_result.model,
+                                        self.session.camera_type).mount(*he.mount)
         status = {'setup': self.session.arm['setup'], 'captures': d.n_captures,
                   'determined': bool(d.determined),
                   'largest_rotation_deg': round(d.largest_rotation_deg, 3),
                   'axis_spread_deg': round(d.axis_spread_deg, 3), 'advice': d.message}
         if he is not None:
             shift = he.extras.get('intrinsics_shift')
-            status['mount'] = {'rotation_vector': [float(v) for v in he.mount[0]],
-                               'translation_m': [float(v) for v in he.mount[1]],
+            status['mount'] = {'rotation_vector': [float(v) for v in mount[0]],
+                               'translation_m': [float(v) for v in mount[1]],
                                'rms_reprojection_px': he.rms_reprojection_px,
                                'intrinsics': he.error_figures()['intrinsics'],
                                'intrinsics_shift': None if shift is None else shift.to_dict()}
@@ -532,11 +536,11 @@ class CalibrationNode(Node):
         self.info_pub.publish(camera_info(result.model, view_size, frame_id=self.optical_frame,
                                           stamp=stamp))
         self.calibration_pub.publish(self._String(data=dumps(cal)))
-        tf = board_transforms(
-            result.rotation_vectors, result.translations, parent=self.optical_frame,
+        tf = board_transforms(                  # poses and mount in the optical frame
+            *cal.optical_poses(), parent=self.optical_frame,
             child_prefix=f'{self.camera_name}_board_', stamp=stamp)
         if he is not None:                      # the mount in the same (full state) message
-            m = cal.hand_eye
+            m = cal.optical_hand_eye()
             tf.transforms.append(transform_stamped(
                 m['rotation_vector'], m['translation_m'], parent=m['parent_frame'],
                 child=m['child_frame'], stamp=stamp))
@@ -556,14 +560,15 @@ class CalibrationNode(Node):
         if jackknife is not None:
             response.message += '; ' + jackknife.one_line()
         if he is not None:
-            m = cal.hand_eye
+            m = cal.optical_hand_eye()
             sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])
             sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
             response.message += (
                 f'; hand-eye {he.setup}: {m["parent_frame"]} -> {m["child_frame"]} t = ['
-                + ', '.join(f'{1e3 * v:.2f}' for v in he.mount[1]) + f'] mm (sigma {sd_t:.3f} '
-                f'mm, {sd_r:.4f} deg), RMS {he.rms_reprojection_px:.4f} px '
-                f'({he.closed_form_method} closed form then joint refinement)')
+                + ', '.join(f'{1e3 * v:.2f}' for v in m['translation_m'])
+                + f'] mm (sigma {sd_t:.3f} mm, {sd_r:.4f} deg), RMS '
+                f'{he.rms_reprojection_px:.4f} px ({he.closed_form_method} closed form then joint '
+                'refinement)')
             from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
             shift = he.extras.get('intrinsics_shift')
             if shift is not None:

@@ -54,9 +54,10 @@ Publishes per processed frame (header stamp of the raw frame, frame id the optic
   re-acquisition failed on 2 frames, in a thread of its own beside the stream:
   docs/focused-live.md, ``benchmarks/bench_focused_live.py``);
 - ``~/views``: the mosaic of all decoded views (only while someone subscribes);
-- ``~/rays`` (PointCloud2: x y z origin on the view plane, normal_x normal_y normal_z unit
-  direction, intensity), decimated by ``ray_step`` pixels in views that are multiples of
-  ``ray_view_step`` (only while someone subscribes);
+- ``~/rays`` (PointCloud2: x y z origin on the view plane (focused: on the plane conjugate
+  to the micro-lenses), normal_x normal_y normal_z unit direction, intensity), decimated by
+  ``ray_step`` pixels in views that are multiples of ``ray_view_step`` (only while someone
+  subscribes);
 - ``~/points`` (PointCloud2: x y z, id, rays, residual): the board corners found,
   triangulated from all the views (Eq. 2-5), in the optical frame (empty when no board);
   the board of ``board_cols``, ``board_rows``, ``square_size`` and ``board_type`` (with
@@ -107,6 +108,7 @@ out of range or an unreadable calibration file stops the node at startup with it
 """
 
 import collections
+import dataclasses
 import re
 import threading
 import time
@@ -324,7 +326,7 @@ class DecodeNode(Node):
         from lf_mpc_calib.ros.messages import transform_stamped
         stamp = self.get_clock().now().to_msg()
         transforms = []
-        hand_eye = cal.hand_eye
+        hand_eye = cal.optical_hand_eye()          # parent -> the optical frame
         if hand_eye is not None:
             transforms.append(transform_stamped(
                 hand_eye['rotation_vector'], hand_eye['translation_m'],
@@ -339,7 +341,8 @@ class DecodeNode(Node):
                 self.causes.error('rendered', f'no pinhole for the rendered image: {exc}')
             else:
                 self.causes.clear('rendered')
-                transforms.append(transform_stamped(pin.rotation_vector, pin.centre,
+                centre = cal.optical_frame.points(pin.centre)    # the main lens: 0
+                transforms.append(transform_stamped(pin.rotation_vector, centre,
                                                     parent=self.optical_frame,
                                                     child=self.rendered_frame, stamp=stamp))
         if transforms:
@@ -506,7 +509,7 @@ class DecodeNode(Node):
                     self.depth_pub.publish(depth_image(meas.depth, header=rendered))
                     self.depth_info_pub.publish(info)
                 if meas.depth is not None and want_cloud:
-                    meas.timings['cloud'] = self._focused_cloud(msg, meas, top)
+                    meas.timings['cloud'] = self._focused_cloud(msg, meas, top, measurer)
         elif meas.center is not None:
             self.center_pub.publish(image(meas.center))
         if not focused:
@@ -517,11 +520,13 @@ class DecodeNode(Node):
             t_views = time.perf_counter()
             self.views_pub.publish(image(mosaic(meas.lightfield)))
             meas.timings['views'] = time.perf_counter() - t_views
+        optical = _optical_frame(measurer)             # every output in the optical frame
         if meas.rays is not None:
-            self.rays_pub.publish(ray_cloud(meas.rays, frame_id=self.optical_frame,
+            rays = dataclasses.replace(meas.rays, origins=optical.points(meas.rays.origins))
+            self.rays_pub.publish(ray_cloud(rays, frame_id=self.optical_frame,
                                             stamp=msg.header.stamp))
         if measurer.board is not None and not split:
-            self._publish_points(msg, meas)
+            self._publish_points(msg, meas, measurer)
         t3 = time.perf_counter()
         self.causes.clear('frames')
         stages = {'convert': t1 - t0, **meas.timings,
@@ -533,11 +538,14 @@ class DecodeNode(Node):
             corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
             self._publish_stats(stages, t3 - t0, corners=corners, counted=True)
 
-    def _publish_points(self, msg, meas):
+    def _publish_points(self, msg, meas, measurer):
+        """~/points of a frame's corners, in the optical frame (a focused camera's at the main
+        lens, :func:`_optical_frame`)."""
         from lf_mpc_calib.ros.messages import points_cloud
         self.points_pub.publish(points_cloud(
-            meas.points, meas.point_ids, meas.rays_per_point, meas.residual_m,
-            frame_id=self.optical_frame, stamp=msg.header.stamp))
+            _optical_frame(measurer).points(meas.points.reshape(-1, 3)), meas.point_ids,
+            meas.rays_per_point, meas.residual_m, frame_id=self.optical_frame,
+            stamp=msg.header.stamp))
 
     def _corner_stats(self, measurer, meas, drift):
         """The ~/stats entries of a frame's corners (also the focused tracking's cause)."""
@@ -627,7 +635,7 @@ class DecodeNode(Node):
         """Find, triangulate and publish one rendered frame's corners; its ~/stats."""
         meas = measurer.find_points(meas, frame)
         t = time.perf_counter()
-        self._publish_points(msg, meas)
+        self._publish_points(msg, meas, measurer)
         corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
         publish = stages['publish'] + time.perf_counter() - t
         stages = {**{k: v for k, v in stages.items() if k != 'publish'},
@@ -713,14 +721,15 @@ class DecodeNode(Node):
         self.causes.clear('depth')
         return est
 
-    def _focused_cloud(self, msg, meas, top):
+    def _focused_cloud(self, msg, meas, top, measurer):
         """Publish ~/cloud of a focused frame's depth (optical frame); returns its time."""
         from lf_mpc_calib.measurement.focused import rendered_depth_points
         from lf_mpc_calib.ros.messages import depth_cloud
         t0 = time.perf_counter()
         pts, uv = rendered_depth_points(meas.pinhole, meas.depth, step=self.params['cloud_step'])
         self.cloud_pub.publish(depth_cloud(
-            pts, meas.center[uv[:, 1], uv[:, 0]] / top, np.ones(len(pts)),
+            _optical_frame(measurer).points(pts), meas.center[uv[:, 1], uv[:, 0]] / top,
+            np.ones(len(pts)),
             frame_id=self.optical_frame, stamp=msg.header.stamp))
         return time.perf_counter() - t0
 
@@ -787,6 +796,15 @@ class DecodeNode(Node):
         if hasattr(getattr(self, 'measurer', None), 'close'):
             self.measurer.close(timeout=1.0)     # a focused full search beside the stream
         return super().destroy_node()
+
+
+def _optical_frame(measurer):
+    """The optical frame of ``measurer``'s calibration (:mod:`lf_mpc_calib.camera.optical_frame`:
+    a focused camera's origin at the main lens, a conventional camera's the model's)."""
+    from lf_mpc_calib.camera.optical_frame import OpticalFrame
+    from lf_mpc_calib.measurement.focused import FocusedMeasurer
+    focused = isinstance(measurer, FocusedMeasurer)
+    return OpticalFrame.of(measurer.model, 'focused' if focused else 'conventional')
 
 
 def _full_search_ms(measurer):

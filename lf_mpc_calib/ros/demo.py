@@ -63,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from lf_mpc_calib.calibration.closed_form import aligned_truth
+from lf_mpc_calib.camera.optical_frame import OpticalFrame
 from lf_mpc_calib.camera.rotations import rotation_matrix
 
 
@@ -192,7 +193,7 @@ def _type_lines(session, cam, result):
 
 
 def _true_corners(sim, model, index):
-    """True board corners (C, 3) of sim pose ``index`` in the calibrated camera frame."""
+    """True board corners (C, 3) of sim pose ``index`` in the calibrated optical frame."""
     return _true_corners_of(sim, model, sim.rvecs[index], sim.tvecs[index])
 
 
@@ -215,7 +216,8 @@ def _floor(session, sim, model, index):
         truth = sim.camera.ground_truth_model(session.grid)
     truth, rot, trans = aligned_truth(truth, model, rotation_matrix(sim.rvecs[index:index + 1]),
                                       sim.tvecs[index:index + 1])
-    return corner_accuracy(obs, model, truth, sim.board.points() @ rot[0].T + trans[0])
+    return corner_accuracy(obs, model, truth, sim.board.points() @ rot[0].T + trans[0],
+                           origin=OpticalFrame.of(model, sim.camera.camera_type).origin)
 
 
 def _cloud_points(msg):
@@ -475,7 +477,8 @@ def run(args, out=None):
         if setup:
             from lf_mpc_calib.ros.demo_plan import say_mount
             say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
-                cam.ground_truth_model(calib.session.grid), result.model))
+                cam.ground_truth_model(calib.session.grid), result.model),
+                OpticalFrame.of(result.model, cam.camera_type))
 
         # ---- live measurement of a new pose ----
         new = args.poses
@@ -486,11 +489,11 @@ def run(args, out=None):
         err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
         dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
         z_mm = float(expected[ids, 2].mean()) * 1e3
-        where = (f'board at z = {z_mm:.0f} mm in the optical frame, {dist:.0f} mm from its '
-                 'origin')
-        if cam.camera_type == 'focused':   # the origin: the plane conjugate to the MLA
-            where += (f', {z_mm + 1e3 / result.model.k_3:.0f} mm from the main lens (z + '
-                      '1/k_3; docs/file-formats.md, camera frames)')
+        where = (f'board at z = {z_mm:.0f} mm in the optical frame (as on ~/points), {dist:.0f} '
+                 'mm from its origin')
+        if cam.camera_type == 'focused':   # the origin: the main lens (docs/file-formats.md)
+            where += ', the main lens'
+        where += f'; the optics put it at z = {_optics_z_mm(sim, new, ids):.0f} mm'
         say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, {where}')
         say(f'{"corner":>6} {"measured (mm)":>28} {"truth (mm)":>28} {"error":>9}')
         for k in range(min(6, len(ids))):
@@ -679,12 +682,21 @@ def _tracked(corners):
     return corners.startswith(('tracked', 're-acquired'))
 
 
+def _optics_z_mm(sim, index, ids):
+    """Mean z (mm) of corners ``ids`` of sim pose ``index`` in the optics' own frame (main
+    lens at the origin, z its axis): what the optical frame's z is to be."""
+    rot, trans = sim.camera.pose_to_physical(sim.rvecs[index], sim.tvecs[index])
+    return float((sim.board.points()[ids] @ rot.T + trans)[:, 2].mean()) * 1e3
+
+
 def _true_corners_of(sim, model, rvec, tvec):
-    """True board corners (C, 3) of the board at (rvec, tvec) in the calibrated frame."""
+    """True board corners (C, 3) of the board at (rvec, tvec) in the calibrated optical frame
+    (that of ~/points: :mod:`lf_mpc_calib.camera.optical_frame`)."""
     truth = sim.camera.ground_truth_model(sim.camera.lenslet_grid())
     _, rot, trans = aligned_truth(truth, model, rotation_matrix(np.asarray(rvec)[None]),
                                   np.asarray(tvec)[None])
-    return sim.board.points() @ rot[0].T + trans[0]
+    frame = OpticalFrame.of(model, sim.camera.camera_type)
+    return frame.points(sim.board.points() @ rot[0].T + trans[0])
 
 
 def main(argv=None):

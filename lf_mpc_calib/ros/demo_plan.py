@@ -5,9 +5,11 @@ The simulated camera runs with ``follow_suggestions`` (it shows the board at eac
 calibration node's latched ``~/suggested_pose``); the calibration node plans with the
 simulator's design model (``nominal_model_file``: written from the simulated optics, what a
 datasheet would give) until its first calibration, then with its calibration, within the
-simulator's capture constraints (depth range, tilt; focused presets: ``plan_focus_band``, the
-band kept clear around the plane conjugate to the micro-lenses; their suggestions are in the
-frame of the optics' truth, k_3 + k_4 > 0, which a focused calibration reports too). The loop:
+simulator's capture constraints (depth range, given in the optical frame, tilt; focused
+presets: ``plan_focus_band``, the band kept clear around the plane conjugate to the
+micro-lenses; their suggestions are in the optical frame at the main lens, k_3 + k_4 > 0, in
+which a focused calibration reports too, and the capture log's "board at N m" is the board's
+distance from the main lens). The loop:
 ``~/suggest`` -> the board moves -> ``~/capture`` (-> ``~/calibrate`` once ``min_poses`` are in,
 so that the next suggestion rests on the measured model and corner noise), until a suggestion
 says the captures so far meet the targets (``--target-k-sigma`` %, ``--target-pp-sigma`` px)
@@ -21,6 +23,7 @@ import json
 
 import numpy as np
 
+from lf_mpc_calib.camera.optical_frame import OpticalFrame
 
 SCALES = ('k_i', 'k_j', 'k_u', 'k_v')
 PP = ('principal_point_u', 'principal_point_v')
@@ -57,11 +60,13 @@ def plan_parameters(args, sim, output_dir):
                            f'{args.max_captures}')
     nominal = output_dir / 'nominal_model.yaml'
     save_calibration(nominal, sim.truth)
-    _, constraints = planning_constraints(sim.camera)
+    model, constraints = planning_constraints(sim.camera)
+    # the planner's constraints are in the model's frame; the node takes the optical frame's
+    depths = OpticalFrame.of(model, sim.camera.camera_type).depths(constraints.depth_range_m)
     params = [Parameter('nominal_model_file', value=str(nominal)),
               Parameter('target_k_sigma', value=float(args.target_k_sigma)),
               Parameter('target_pp_sigma', value=float(args.target_pp_sigma)),
-              Parameter('plan_depth_range', value=[float(v) for v in constraints.depth_range_m]),
+              Parameter('plan_depth_range', value=[float(v) for v in depths]),
               Parameter('plan_max_tilt_deg', value=float(constraints.max_tilt_deg)),
               Parameter('plan_seed', value=int(args.seed))]
     if constraints.excluded_depths_m is not None:   # focused: clear of the conjugate plane
@@ -103,6 +108,7 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
     from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
     min_poses = calib.session.min_poses
     captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
+    asked = []                  # each kept capture's suggested board-centre depth (optical)
     say(f'closed loop: target sigma(k) <= {args.target_k_sigma} %, sigma(principal point) '
         f'<= {args.target_pp_sigma} px, at most {args.max_captures} captures')
     while True:
@@ -119,13 +125,16 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
         attempts += 1
         answer = caller.call('/lf_calibration/capture')
         pose = suggestion['board_pose']
-        say(f'  capture {len(captured)}: board at {pose["translation_m"][2]:.3f} m '
+        z_asked, z_shown = _centre_depth(pose, sim.board), _shown_depth(sim)
+        say(f'  capture {len(captured)}: board at {pose["translation_m"][2]:.3f} m, centre '
+            f'{z_asked:.4f} m, shown at {z_shown:.4f} m '
             f'({suggestion["model"]} model; sigmas now {_sigmas_text(suggestion["sigma_now"])},'
             f' predicted after {_sigmas_text(suggestion["predicted_sigma_after"])}): '
             f'{answer.message.split("; corners per view")[0]}')
         if not answer.success:
             continue
         captured.append(sim.pose_index)
+        asked.append(z_asked)
         followed = suggestion                   # the suggestion the last capture followed
         if len(captured) >= min_poses:
             cal = caller.call('/lf_calibration/calibrate')
@@ -146,6 +155,7 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
     if not answer.success:
         return 1
     result = calib.session.published_result
+    _say_depths(say, result, asked, sim)
     truth = truth_model(sim, calib.session.grid, calib.session.observations,
                         getattr(result, 'lens_types', None))
     truth, _, _ = aligned_truth(truth, result.model, rotation_matrix(sim.rvecs[captured]),
@@ -174,6 +184,38 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
     return 0
 
 
+def _centre_depth(pose, board):
+    """Board-centre depth (m) of a pose {'rotation_vector', 'translation_m'}: the same for the
+    detector's numbering of a symmetric board, whose origin may be another corner."""
+    from lf_mpc_calib.calibration.planning import pose_geometry
+    return pose_geometry(np.asarray(pose['rotation_vector']),
+                         np.asarray(pose['translation_m']), board.points())[0]
+
+
+def _shown_depth(sim):
+    """Board-centre depth (m) where the simulated camera shows its current board, in the
+    optical frame a calibration reports (its <camera>_true_board TF)."""
+    from lf_mpc_calib.simulation.planning_scene import in_optical_frame
+    k = sim.pose_index
+    rv, tv = in_optical_frame(sim.truth.model, sim.rvecs[k], sim.tvecs[k],
+                              sim.camera.camera_type)
+    return _centre_depth({'rotation_vector': rv, 'translation_m': tv}, sim.board)
+
+
+def _say_depths(say, result, asked, sim):
+    """The suggested board-centre depths against those of the calibration's poses of the same
+    captures, both in the optical frame (a frame mismatch shows as 1/k_3 for a focused
+    camera)."""
+    frame = OpticalFrame.of(result.model, sim.camera.camera_type)
+    rv, tv = frame.poses(result.rotation_vectors, result.translations)
+    gaps = [abs(_centre_depth({'rotation_vector': r, 'translation_m': t}, sim.board)
+                - asked[int(k)]) * 1e3
+            for r, t, k in zip(rv, tv, result.pose_ids) if int(k) < len(asked)]
+    if gaps:
+        say(f'suggested board-centre depths against the calibration\'s poses (optical frame): '
+            f'within {max(gaps):.2f} mm over {len(gaps)} captures')
+
+
 def _mount_met(calib):
     """Whether the solved mount's reported sigmas meet the node's mount targets: MOUNT_CONFIDENCE
     x each sigma (its 95 % error bound) within the target."""
@@ -192,15 +234,15 @@ def _mount_met(calib):
 def _say_arm(say, sim, calib, result, suggestion, followed):
     """On the simulated arm: the mount against the truth (and the sigma predicted before the
     last capture), and where the arm's true chain puts the board at the last suggestion's
-    tool pose (calibrated frame; corners compared as sets, the detector may number a
-    symmetric board otherwise)."""
+    tool pose (calibrated optical frame, the suggestion's; corners compared as sets, the
+    detector may number a symmetric board otherwise)."""
     he = calib.session.hand_eye
     if he is None:
         say('\nhand-eye mount not solved (see the calibrate answer): no tool pose suggested')
         return
     truth = sim.arm.in_calibrated_frame(sim.camera.ground_truth_model(calib.session.grid),
                                         result.model)
-    say_mount(say, he, truth)
+    say_mount(say, he, truth, OpticalFrame.of(result.model, sim.camera.camera_type))
     say(f'  mount target {calib.params["target_mount_translation"]:g} mm, '
         f'{calib.params["target_mount_rotation"]:g} deg: '
         f'{"met" if _mount_met(calib) else "NOT met"} by the reported sigmas (95 %: 1.614 x '
@@ -216,7 +258,8 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
     from scipy.spatial.transform import Rotation
     pose, pts = suggestion['board_pose'], sim.board.points()
     shown = truth.board_poses(np.array(tool['rotation_vector']), np.array(tool['translation_m']))
-    at = Rotation.from_rotvec(shown[0][0]).apply(pts) + shown[1][0]
+    at = OpticalFrame.of(result.model, sim.camera.camera_type).points(     # model -> optical
+        Rotation.from_rotvec(shown[0][0]).apply(pts) + shown[1][0])
     asked = Rotation.from_rotvec(pose['rotation_vector']).apply(pts) + pose['translation_m']
     gap = np.linalg.norm(at[:, None] - asked[None], axis=2).min(axis=1) * 1e3
     say(f'last suggested tool pose ({tool["frame_id"]} -> {tool["child_frame_id"]}): the '
@@ -224,9 +267,13 @@ def _say_arm(say, sim, calib, result, suggestion, followed):
         f'(mean {gap.mean():.2f} mm over its corners)')
 
 
-def say_mount(say, he, truth):
-    """Print the recovered mount against the arm's truth (in the calibrated frame)."""
+def say_mount(say, he, truth, frame=None):
+    """Print the recovered mount against the arm's truth (in the calibrated frame), both
+    parent -> the calibration's optical frame ``frame`` (OpticalFrame, as the file and TF
+    have it; None: the model's)."""
     from lf_mpc_calib.camera import transforms
+    if frame is not None:
+        he, truth = he.in_optical_frame(frame), truth.in_optical_frame(frame)
     err_deg, err_t = transforms.difference(he.mount, truth.mount)
     sd_t = np.linalg.norm(he.mount_stddev[1]) * 1e3
     sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))

@@ -185,9 +185,11 @@ def ray_cloud(rays, *, frame_id, stamp=None):
     """
     PointCloud2 of a :class:`lf_mpc_calib.measurement.live.RaySet` (fields :data:`RAY_FIELDS`).
 
-    (x, y, z) is the ray's origin on the view plane (z = 0), (normal_x, normal_y, normal_z)
-    its unit direction (the names RViz and PCL read as a vector), intensity in [0, 1];
-    float32, metres, in ``frame_id`` (the optical frame).
+    (x, y, z) is the ray's origin on the view plane (z = 0; a focused camera's, in the optical
+    frame at its main lens: on the plane conjugate to the micro-lenses, z = 1/k_3, as the
+    decode node gives it), (normal_x, normal_y, normal_z) its unit direction (the names RViz
+    and PCL read as a vector), intensity in [0, 1]; float32, metres, in ``frame_id`` (the
+    optical frame).
     """
     o = np.asarray(rays.origins, dtype=np.float32)
     d = np.asarray(rays.directions, dtype=np.float32)

@@ -21,8 +21,15 @@ names, so it connects to the other nodes in its namespace):
   and give it to the other nodes as ``dark_image_file`` (``demo --ros`` does)
 - ``~/ground_truth`` (latched std_msgs/String): the ground-truth calibration file (every
   pose, frames of ``camera_name``)
-- ``/tf_static``: the current board pose as ``<camera>_true_board`` in the optical frame (the
-  MPC frame of the ground truth)
+- ``/tf_static``: the current board pose as ``<camera>_true_board`` in the optical frame a
+  calibration reports, where the decode node's ``~/points`` are
+  (:func:`lf_mpc_calib.simulation.planning_scene.in_optical_frame`: conventional, the
+  calibration's axis signs, a half turn about the axis for the Lytro preset; focused, origin
+  at the main lens, every board at z > 0), so that the two compare directly. The poses the
+  node holds (``poses``, :attr:`rvecs`, :attr:`tvecs`, :meth:`true_pose_at`) and the ground
+  truth's model are in the simulated optics' own frame, the truth's MPC frame (a focused
+  camera's z counts from the plane conjugate to the micro-lenses); the ground-truth file
+  holds its poses as every calibration file does (focused: the optical frame)
 
 Scene (``scene``): 'board', the board alone on a grey background, or 'planes', textured
 planes at several depths and slants with the board among them
@@ -43,12 +50,15 @@ Live mode (``motion_frames`` N > 0, or :meth:`SimCameraNode.start_motion` in-pro
 pose is played as a loop of N frames of the board drifting slowly around it (a circle of
 ``motion_amplitude`` m sideways and 1 % of its distance in depth per loop), rendered once per
 pose, so the frames change at ``rate`` Hz (camera rate) as on a moving arm; the true board
-pose of every frame goes out on ``/tf`` (``<camera>_true_board``, the frame's stamp) instead
-of ``/tf_static``, and :meth:`SimCameraNode.true_pose_at` gives it by stamp in-process.
+pose of every frame goes out on ``/tf`` (``<camera>_true_board``, the frame's stamp, in the
+optical frame as above) instead of ``/tf_static``, and :meth:`SimCameraNode.true_pose_at`
+gives it by stamp in-process (in the optics' frame).
 
 With ``follow_suggestions`` the board goes to each pose received on ``suggestion_topic``
 (geometry_msgs/PoseStamped in the optical frame as a calibration reports it, conventional:
-k_i, k_u > 0, taken into the optics' frame; default the calibration node's latched
+k_i, k_u > 0; focused: origin at the main lens; taken into the optics' frame,
+:func:`~lf_mpc_calib.simulation.planning_scene.in_optics_frame`; default the calibration
+node's latched
 ``lf_calibration/suggested_pose``): the pose is appended to the poses and to the ground truth
 (republished), rendered and shown (``followed`` counts them); 'board' scene. In arm mode the
 arm is driven there through its true chain (the tool pose that shows the board at that pose)
@@ -56,7 +66,8 @@ and ``followed`` counts it once the arm has rested ``settle_time`` s.
 
 Service ``~/next_pose`` (std_srvs/Trigger) advances to the next pose (wrapping) and answers
 with its index once its frame is rendered; ``auto_advance_period`` > 0 advances on a timer.
-Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres) or ``num_poses``
+Poses: ``poses`` (6 N doubles: rvec, tvec per pose, board -> camera, metres, in the optics'
+frame: a focused camera's tz from the plane conjugate to its micro-lenses) or ``num_poses``
 from ``seed``: a careful user's set (boards at 0.6-1.5 x the focus distance alternating near
 and far, tilted about both axes in turn; a focused camera's only on the side of the plane
 conjugate to its micro-lenses where they focus:
@@ -311,13 +322,13 @@ class SimCameraNode(Node):
                                     f'expected {self.frame_id!r}')
         o, t = msg.pose.orientation, msg.pose.position
         rvec = rotation_vector_from_quaternion([o.x, o.y, o.z, o.w])
-        tvec = np.array([t.x, t.y, t.z])
-        if np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec)):
-            rvec, tvec = in_optics_frame(self.truth.model, rvec, tvec,
-                                         self.camera.camera_type)
+        tvec = asked = np.array([t.x, t.y, t.z])
+        # in front of the camera: z > 0 in the optical frame (a focused camera's MPC frame has
+        # boards nearer than the plane conjugate to the micro-lenses at z < 0)
         if not (np.all(np.isfinite(rvec)) and np.all(np.isfinite(tvec)) and tvec[2] > 0):
             raise InvalidInputError(f'suggested pose t = {tvec} m: expected finite values and '
                                     'the board in front of the camera')
+        rvec, tvec = in_optics_frame(self.truth.model, rvec, tvec, self.camera.camera_type)
         self.rvecs = np.vstack([self.rvecs, rvec])
         self.tvecs = np.vstack([self.tvecs, tvec])
         if self.arm is not None:                # the arm's true chain takes the board there
@@ -333,7 +344,7 @@ class SimCameraNode(Node):
             time.sleep(self.params['settle_time'])
         self.followed += 1
         self.get_logger().info(f'board moved to the suggested pose {len(self.rvecs) - 1}: '
-                               f't = {np.round(tvec, 4).tolist()} m')
+                               f't = {np.round(asked, 4).tolist()} m (optical frame)')
 
     def _planes(self, poses):
         """One planes scene per pose (rvecs, tvecs: the board's there, or ``poses``')."""
@@ -457,7 +468,6 @@ class SimCameraNode(Node):
             return self._sent.get(int(stamp_ns))
 
     def _set_pose(self, index):
-        from lf_mpc_calib.ros.messages import transform_stamped
         index = int(index) % len(self.rvecs)
         motion = self._motion_loop(index) if self._motion_frames else None
         msg = None                  # live mode: the loop's frames go out, not the still one
@@ -468,10 +478,8 @@ class SimCameraNode(Node):
             self._index, self._msg, self._motion, self._phase = index, msg, motion, 0
         if motion is not None:      # the true board goes out with every frame on /tf
             return index
-        tf = transform_stamped(self.rvecs[index], self.tvecs[index], parent=self.frame_id,
-                               child=f'{self.params["camera_name"]}_true_board',
-                               stamp=self.get_clock().now().to_msg())
-        self.tf_pub.publish(self._TFMessage(transforms=[tf]))
+        self.tf_pub.publish(self._TFMessage(transforms=[self._true_board_tf(
+            self.rvecs[index], self.tvecs[index], self.get_clock().now().to_msg())]))
         if self.depth_truth_pub is not None:
             from std_msgs.msg import Header
 
@@ -479,6 +487,15 @@ class SimCameraNode(Node):
             self.depth_truth_pub.publish(depth_image(self.depth_truth(index), header=Header(
                 stamp=self.get_clock().now().to_msg(), frame_id=self.frame_id)))
         return index
+
+    def _true_board_tf(self, rvec, tvec, stamp):
+        """The ``<camera>_true_board`` transform of a board at (rvec, tvec) (optics' frame):
+        in the optical frame a calibration reports (module docstring)."""
+        from lf_mpc_calib.ros.messages import transform_stamped
+        from lf_mpc_calib.simulation.planning_scene import in_optical_frame
+        rv, tv = in_optical_frame(self.truth.model, rvec, tvec, self.camera.camera_type)
+        return transform_stamped(rv, tv, parent=self.frame_id,
+                                 child=f'{self.params["camera_name"]}_true_board', stamp=stamp)
 
     def _advance(self):
         return self._advance_to(self._index + 1)
@@ -499,15 +516,13 @@ class SimCameraNode(Node):
                 msg = motion[0][k]
         msg.header.stamp = self.get_clock().now().to_msg()
         if motion is not None:
-            from lf_mpc_calib.ros.messages import transform_stamped
             stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             with self._lock:
                 self._sent[stamp_ns] = (motion[1][k], motion[2][k])
                 while len(self._sent) > 1000:
                     self._sent.pop(next(iter(self._sent)))
-            self.live_tf_pub.publish(self._TFMessage(transforms=[transform_stamped(
-                motion[1][k], motion[2][k], parent=self.frame_id,
-                child=f'{self.params["camera_name"]}_true_board', stamp=msg.header.stamp)]))
+            self.live_tf_pub.publish(self._TFMessage(transforms=[self._true_board_tf(
+                motion[1][k], motion[2][k], msg.header.stamp)]))
         if self.arm_pub is not None:            # the arm's state at the frame, sent first
             from lf_mpc_calib.ros.messages import transform_stamped
             self.arm_pub.publish(self._TFMessage(transforms=[transform_stamped(

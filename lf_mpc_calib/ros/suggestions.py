@@ -7,14 +7,19 @@ micro-lenses, a band covering the depth range refused; multi-focus:
 each type's band from the captures, else ``plan_type_focus_bands``, the reply's
 ``lens_types``). ``~/suggest``
 (std_srvs/Trigger) answers JSON: ``board_pose`` (rotation vector, translation in m, board ->
-optical frame), ``predicted_sigma_after`` the capture and
+optical frame: a focused camera's at its distance from the main lens, as ``~/points``; the
+planner computes in the model's MPC frame, and
+:func:`~lf_mpc_calib.pipeline.capture_planning.suggest_next` maps what it is given and what
+it returns), ``predicted_sigma_after`` the capture and
 ``sigma_now`` (k_i..k_v in % of their value, the principal point in px; null while
 undetermined), ``reached`` (the captures so far meet the targets) and ``reached_after``,
 ``why`` (ending with ``prediction_note`` when the prediction is not to be trusted to 25 %:
 from the nominal model, or from a calibration of fewer than 5 captures whose errors the
 planner cannot describe as independent plus common to a corner's views), ``model``
 ('calibration' after a ~/calibrate, else 'nominal': the
-``nominal_model_file``), the corner noise assumed and the depth range searched; on an arm,
+``nominal_model_file``), the corner noise assumed and the depth range searched
+(``depth_range_m``; it and the ``lens_types``' focus bands in the optical frame too, as
+``plan_depth_range`` and ``plan_type_focus_bands`` are given); on an arm,
 ``arm``: the base -> tool pose that brings the camera (eye-in-hand) or the board
 (eye-to-hand) there, once ``~/calibrate`` has solved the mount (null before, with a note),
 inside ``plan_workspace_box`` and ``plan_max_tool_tilt_deg`` (candidates outside are
@@ -50,7 +55,7 @@ PARAMETERS = [
      'measures it', D.positive),
     ('plan_seed', -1, '~/suggest: seed of the candidate poses (-1: random)', None),
     ('plan_focus_band', 0.0, '~/suggest, focused cameras: half-width (m) of the band kept '
-     'clear around the plane conjugate to the micro-lenses (Z = 0 of the optical frame); '
+     'clear around the plane conjugate to the micro-lenses (Z = 1/k_3 of the optical frame); '
      "0: only the model's test that each corner is seen in >= 2 micro-images",
      D.between(0.0, 100.0)),
     ('plan_type_focus_bands', [0.0], '~/suggest, multi-focus cameras: [near_0, far_0, near_1, '

@@ -14,7 +14,7 @@ board), and the simulators render what the camera sees there:
 Transforms: :mod:`lf_mpc_calib.camera.transforms` (T_a_b maps b coordinates to a).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +86,12 @@ class ArmSetup:
         return hand_eye_dict(self.setup, self.mount, parent_frame=parent,
                              child_frame=optical_frame, board=self.board,
                              board_parent_frame=board_parent)
+
+    def in_optical_frame(self, frame):
+        """This set-up with its mount parent -> the optical frame ``frame`` (an
+        :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame` of the truth model in the
+        frame of :attr:`mount`: a focused camera's main lens, not the MPC frame's origin)."""
+        return replace(self, mount=frame.mount(*self.mount))
 
     def in_calibrated_frame(self, truth_model, estimated_model):
         """

@@ -7,7 +7,7 @@ Public API::
     capture_poses(camera, board, n, *, rng) -> (rvecs (n, 3), tvecs (n, 3)): well-conditioned
     capture_depth_range(camera) -> (near, far) x the scene distance capture_poses spans
     board_in_view(camera, board, rvec, tvec, *, margin_px=None) -> bool
-    load_poses(path) -> (rvecs (P, 3), tvecs (P, 3))
+    load_poses(path, camera=None) -> (rvecs (P, 3), tvecs (P, 3))
     ground_truth_file(camera, rvecs, tvecs) -> CalibrationFile
     write_dataset(directory, camera, board, rvecs, tvecs, *, seed=0, samples=4, noise=None,
                   progress=None) -> Path of manifest.yaml
@@ -24,10 +24,14 @@ Layout of a dataset folder::
                        sensor response (the presets'); none for an ideal sensor
     frame_000.png ...  raw frames (PNG, 8 or 16 bit, one channel; Bayer mosaic if any)
     ground_truth.yaml  calibration-file format (lf_mpc_calib.io.calibration_file): the exact MPC
-                       model of the optics, the board poses in the MPC (optical) frame, the
-                       view range, the view / raw size and the ground-truth lenslet grid
+                       model of the optics, the board poses in the optical frame (as every
+                       calibration file: a focused camera's from the main lens, format_version
+                       3), the view range, the view / raw size and the ground-truth lenslet grid
 
-Poses map board to the MPC camera frame (see :mod:`lf_mpc_calib.simulation.optics`).
+Poses in memory (the functions' rvecs, tvecs) map board to the optics' MPC camera frame (see
+:mod:`lf_mpc_calib.simulation.optics`; a focused camera's z counts from the plane conjugate to
+its micro-lenses). A poses file (:func:`load_poses`, ``simulate --poses-file``) holds them in
+the optical frame, as a calibration file does (a focused camera's z from the main lens, > 0).
 """
 
 from dataclasses import dataclass
@@ -294,12 +298,33 @@ MAX_BOARD_DISTANCE_M = 1000.0
 """A board pose's distance along the optical axis, at most."""
 
 
-def load_poses(path):
+def load_poses(path, camera=None):
     """
-    Read poses from YAML: a list of {rotation_vector, translation_m}, or a mapping with such a
-    list under ``poses`` (a calibration file). Returns rvecs (P, 3), tvecs (P, 3).
+    Read poses from YAML: a list of {rotation_vector, translation_m}, or a calibration file
+    (its ``poses``), board -> the optical frame (a focused camera's z from the main lens; a
+    calibration file's as it loads: a focused file of format_version 1-2 holds the MPC frame's
+    and is mapped). Returns rvecs (P, 3), tvecs (P, 3): in the optics' MPC frame of
+    ``camera`` (a focused simulation Camera: t + C of its truth,
+    :class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`), as given for a conventional
+    camera or None.
     """
     d = read_yaml(path, 'poses file')
+    if isinstance(d, dict) and 'format_version' in d and 'intrinsics' in d:
+        from lf_mpc_calib.io.calibration_file import load_calibration
+        rv, tv = load_calibration(path).optical_poses()
+        d = [{'rotation_vector': r.tolist(), 'translation_m': t.tolist()}
+             for r, t in zip(rv, tv)]
+    rv, tv = _checked_poses(d, path)
+    if camera is not None and camera.camera_type == 'focused':
+        from lf_mpc_calib.camera.optical_frame import OpticalFrame
+        return OpticalFrame.of(camera.ground_truth_model(), 'focused').poses(rv, tv,
+                                                                             to_model=True)
+    return rv, tv
+
+
+def _checked_poses(d, path):
+    """rvecs, tvecs (P, 3) of a poses file's YAML ``d`` (a list, or a mapping with it under
+    ``poses``), each checked (finite, in front of the camera, a rotation of <= 360 deg)."""
     poses = d.get('poses') if isinstance(d, dict) else d
     if not isinstance(poses, list) or not poses:
         raise InvalidInputError(

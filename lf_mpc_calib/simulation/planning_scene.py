@@ -4,7 +4,8 @@ The pose planner set up for a simulated camera: its true model, views and captur
 The constraints follow :mod:`lf_mpc_calib.simulation.dataset`: board centres over
 :func:`~lf_mpc_calib.simulation.dataset.capture_depth_range` x the scene distance, tilts up to
 CAPTURE_TILT_DEG, for a focused camera 25 % kept clear around the plane conjugate to its
-micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane). A
+micro-lenses; depths are converted to the MPC frame (focused: Z counts from that plane; the
+refusals name them from the main lens, as the optical frame has them). A
 multi-focus camera's micro-images see a corner only in their type's focus band
 (:func:`type_focus_depths`).
 """
@@ -71,6 +72,7 @@ def planning_constraints(camera, *, max_tilt_deg=CAPTURE_TILT_DEG):
         types = dict(view_types=camera.mla.lens_type(camera.micro_image_of(centres)[0]),
                      type_depths_m=type_focus_depths(camera))
     return truth.model, PoseConstraints(
+        message_origin_z=-z_f,          # refusals name the optical frame's depths (main lens)
         views=centres, depth_range_m=(near - z_f, far - z_f),
         micro_image_radius=FOCUSED_RADIUS_FRACTION * camera.micro_image_radius,
         excluded_depths_m=(-CONJUGATE_BAND * z_f, CONJUGATE_BAND * z_f),
@@ -103,16 +105,37 @@ def follow_suggestions(planner, captures, *, n_candidates):
 
 def in_optics_frame(truth, rotation_vector_, translation, camera_type='conventional'):
     """
-    A board pose (rvec, tvec (3,)) given in the optical frame a conventional calibration
-    reports (k_i, k_u > 0: what ``~/suggest`` gives) in the frame of the simulated optics
-    whose true model is ``truth`` (MPCModel): the two may differ by axis signs
-    (:func:`~lf_mpc_calib.calibration.closed_form.canonical_frame_signs`; the Lytro preset's
-    by a half turn about the optical axis). Focused cameras: returned as given (their
-    calibrations take another orientation, k_3 + k_4 > 0, and their suggestions are not
-    converted). Returns (rvec (3,), tvec (3,)).
+    A board pose (rvec, tvec (3,)) given in the optical frame a calibration reports (what
+    ``~/suggest`` gives) in the frame of the simulated optics whose true model is ``truth``
+    (MPCModel), the frame the simulator renders in. Conventional cameras: the two may differ
+    by axis signs (k_i, k_u > 0 in a calibration:
+    :func:`~lf_mpc_calib.calibration.closed_form.canonical_frame_signs`; the Lytro preset's
+    by a half turn about the optical axis). Focused cameras (calibrations take the truth's
+    orientation, k_3 + k_4 > 0): the optical frame's origin is the main lens, the truth's
+    MPC frame's the plane conjugate to the micro-lenses
+    (:class:`~lf_mpc_calib.camera.optical_frame.OpticalFrame`), t + C. Returns (rvec (3,),
+    tvec (3,)).
     """
+    rv, tv = np.asarray(rotation_vector_, float), np.asarray(translation, float)
     if camera_type != 'conventional':
-        return np.asarray(rotation_vector_, float), np.asarray(translation, float)
-    _, rot, t = sign_change(truth, rotation_matrix(np.asarray(rotation_vector_, float)[None]),
-                            np.asarray(translation, float)[None], canonical_frame_signs(truth))
+        from lf_mpc_calib.camera.optical_frame import OpticalFrame
+        return OpticalFrame.of(truth, camera_type).poses(rv, tv, to_model=True)
+    _, rot, t = sign_change(truth, rotation_matrix(rv[None]), tv[None],
+                            canonical_frame_signs(truth))
     return rotation_vector(rot)[0], t[0]
+
+
+def in_optical_frame(truth, rotation_vector_, translation, camera_type='conventional'):
+    """
+    The inverse of :func:`in_optics_frame`: a board pose (rvec, tvec (3,)) of the simulated
+    optics' frame (the truth's MPC frame, in which the simulator renders) in the optical frame
+    a calibration of it reports, where the decode node's ``~/points`` and the calibration's
+    board poses are (conventional: the calibration's axis signs; focused: origin at the main
+    lens, every board at z > 0). Returns (rvec (3,), tvec (3,)).
+    """
+    rv, tv = np.asarray(rotation_vector_, float), np.asarray(translation, float)
+    if camera_type != 'conventional':
+        from lf_mpc_calib.camera.optical_frame import OpticalFrame
+        return OpticalFrame.of(truth, camera_type).poses(rv, tv)
+    # the sign change is its own inverse (canonical_frame_signs)
+    return in_optics_frame(truth, rv, tv, camera_type)

@@ -11,6 +11,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 pytest.importorskip('rclpy')
 
@@ -77,6 +78,18 @@ def test_demo_ros_focused_keplerian_at_half_size_against_the_trust_targets(tmp_p
     assert node_mm == pytest.approx(calibrated, abs=0.5)    # the node measures as the core does
     # measured 1.03 mm, 1.14 x the floor (seed 1, 32 rays)
     assert float(verdict.group(3)) == pytest.approx(node_mm / true_model, abs=0.02)
+    # in front of the camera: the corners ~/points carry at z > 0 in the optical frame, the
+    # distance from the main lens the optics give (within the 2 % of the decode node's test),
+    # not 1/k_3 (0.34 m) nearer; every board pose of the saved calibration file too
+    where = re.search(r'board at z = (-?\d+) mm in the optical frame \(as on ~/points\).*the '
+                      r'main lens; the optics put it at z = (-?\d+) mm', text)
+    z, optics_z = (float(v) for v in where.groups())
+    assert 0 < z == pytest.approx(optics_z, rel=0.02), where.group(0)
+    table = re.findall(r'^ *\d+ \( *\S+ +\S+ +(\S+)\) \( *\S+ +\S+ +(\S+)\) +\S+ mm$', text,
+                       re.M)
+    assert table and all(float(a) > 0 and float(b) > 0 for a, b in table), table
+    poses = yaml.safe_load(cal.read_text())['poses']
+    assert len(poses) == n and all(p['translation_m'][2] > 0 for p in poses)
 
 
 def test_demo_ros_multifocus_tells_the_lens_types_and_decodes_with_them(tmp_path):

@@ -18,6 +18,7 @@ from lf_mpc_calib.ros.image_conversion import image_to_array  # noqa: E402
 from lf_mpc_calib.ros.messages import rotation_vector_from_quaternion  # noqa: E402
 from lf_mpc_calib.ros.sim_camera_node import SimCameraNode  # noqa: E402
 from lf_mpc_calib.simulation.dataset import capture_board  # noqa: E402
+from lf_mpc_calib.simulation.planning_scene import in_optical_frame  # noqa: E402
 from ros.background import spinning  # noqa: E402
 from ros.rclpy_helpers import LATCHED_QOS, MessageCollector, call_service, wait_for  # noqa: E402
 
@@ -59,15 +60,19 @@ def test_sim_camera_publishes_frames_white_truth_and_advances(ros_context, ros_e
         wait_for(ros_executor, lambda: np.array_equal(image_to_array(frames.last),
                                                       sim.frame(1)), 'a frame of pose 1')
         assert not np.array_equal(sim.frame(0), sim.frame(1))
+        # the true board in the optical frame a calibration reports (that of ~/points): the
+        # Lytro preset's a half turn about the axis from the optics' own frame (sim.tvecs)
+        rv1, tv1 = in_optical_frame(sim.truth.model, sim.rvecs[1], sim.tvecs[1])
+        assert np.allclose(tv1[:2], -sim.tvecs[1][:2]) and tv1[2] == sim.tvecs[1][2] > 0
         wait_for(ros_executor, lambda: any(
             t.child_frame_id == 'lf_camera_true_board' and np.allclose(
                 [t.transform.translation.x, t.transform.translation.y,
-                 t.transform.translation.z], sim.tvecs[1])
+                 t.transform.translation.z], tv1)
             for m in tf.messages for t in m.transforms), 'the pose-1 board TF')
         t = [t for m in tf.messages for t in m.transforms][-1]
         q = t.transform.rotation
         np.testing.assert_allclose(rotation_vector_from_quaternion([q.x, q.y, q.z, q.w]),
-                                   sim.rvecs[1], atol=1e-9)  # TF round trip of the pose
+                                   rv1, atol=1e-9)  # TF round trip of the pose
 
 
 def test_sim_camera_is_realistic_unless_ideal_sensor(ros_context, ros_executor, ros_node):
@@ -136,9 +141,13 @@ def test_live_mode_plays_a_drifting_board_with_its_truth(ros_context, ros_execut
                  'the board on /tf')
         t = [t for m in tf.messages for t in m.transforms][-1]
         stamp = t.header.stamp.sec * 1_000_000_000 + t.header.stamp.nanosec
+        # in the optical frame (origin at the main lens: z the distance from it), the
+        # in-process pose in the optics' own frame (z from the plane conjugate to the MLA)
+        shown = in_optical_frame(sim.truth.model, *sim.true_pose_at(stamp), 'focused')[1]
         np.testing.assert_allclose([t.transform.translation.x, t.transform.translation.y,
-                                    t.transform.translation.z], sim.true_pose_at(stamp)[1],
-                                   atol=1e-12)
+                                    t.transform.translation.z], shown, atol=1e-12)
+        z_f = sim.camera.main_lens.focus_distance
+        assert shown[2] == pytest.approx(sim.true_pose_at(stamp)[1][2] + z_f, abs=1e-12)
 
 
 def test_frames_rendered_ahead_are_the_frames_rendered_on_demand(ros_context):

@@ -160,13 +160,17 @@ def _focused_camera(name, tmp_path):
 
 def test_suggest_for_a_focused_camera_keeps_out_of_the_focus_band_or_refuses(
         ros_context, ros_executor, ros_node, tmp_path):
-    """Focused-Keplerian: the suggestion lies outside plan_focus_band around the plane
-    conjugate to the micro-lenses; a band covering the depth range is refused with both
-    ranges (success false) and the node answers on."""
+    """Focused-Keplerian: the suggestion (reply and ~/suggested_pose) in the optical frame at
+    the main lens, as ~/points: z > 0, within plan_depth_range given there, outside
+    plan_focus_band around the plane conjugate to the micro-lenses (z = 1/k_3); a band
+    covering the depth range is refused with both ranges (success false) and the node
+    answers on."""
     from lf_mpc_calib.simulation.planning_scene import planning_constraints
     cam, board, white, nominal = _focused_camera('focused-keplerian', tmp_path)
-    depths = [float(v) for v in planning_constraints(cam)[1].depth_range_m]
-    band = float(np.mean(depths))
+    mpc = [float(v) for v in planning_constraints(cam)[1].depth_range_m]
+    z_f = cam.main_lens.focus_distance            # 1/k_3: the conjugate plane's distance
+    depths = [v + z_f for v in mpc]               # from the main lens
+    band = float(np.mean(mpc))
     for width, ok in ((band, True), (10.0, False)):
         node = CalibrationNode(context=ros_context, parameter_overrides=[
             Parameter('camera_type', value='focused'),
@@ -185,10 +189,18 @@ def test_suggest_for_a_focused_camera_keeps_out_of_the_focus_band_or_refuses(
                 if not ok:
                     assert 'covers the whole depth range' in answer.message
                     continue
-                pose = json.loads(answer.message)['board_pose']
+                d = json.loads(answer.message)
+                pose = d['board_pose']
                 z, _, _, _ = pose_geometry(np.array(pose['rotation_vector']),
                                            np.array(pose['translation_m']), board.points())
-                assert band <= z <= depths[1], (z, band, depths)
+                assert 0 < z_f + band <= z <= depths[1], (z, band, depths)
+                assert f'board at {z:.3f} m' in d['why'] and pose['translation_m'][2] > 0
+                assert d['depth_range_m'] == pytest.approx(depths)
+                late = MessageCollector(ros_node, PoseStamped,
+                                        '/lf_calibration/suggested_pose', LATCHED_QOS)
+                late.wait(ros_executor)
+                p = late.last.pose.position
+                np.testing.assert_allclose([p.x, p.y, p.z], pose['translation_m'], atol=1e-12)
         node.destroy_node()
 
 
@@ -202,7 +214,8 @@ def test_suggest_for_a_multi_focus_camera_counts_each_type_in_its_focus_band(
     from lf_mpc_calib.simulation.planning_scene import planning_constraints, type_focus_depths
     cam, board, white, nominal = _focused_camera('focused-multifocus', tmp_path)
     c = planning_constraints(cam)[1]
-    bands = type_focus_depths(cam)
+    z_f = cam.main_lens.focus_distance            # the MPC frame's origin from the main lens
+    bands = [(lo + z_f, hi + z_f) for lo, hi in type_focus_depths(cam)]   # optical frame
     for flat, ok in (([v for b in bands for v in b], True),
                      ([v for b in bands[:2] for v in b], False)):
         node = CalibrationNode(context=ros_context, parameter_overrides=[
@@ -211,7 +224,7 @@ def test_suggest_for_a_multi_focus_camera_counts_each_type_in_its_focus_band(
             Parameter('square_size', value=float(board.square)),
             Parameter('output_dir', value=str(tmp_path / f'out{ok}')),
             Parameter('nominal_model_file', value=str(nominal)),
-            Parameter('plan_depth_range', value=[float(v) for v in c.depth_range_m]),
+            Parameter('plan_depth_range', value=[float(v) + z_f for v in c.depth_range_m]),
             Parameter('plan_focus_band', value=float(c.excluded_depths_m[1])),
             Parameter('plan_seed', value=0), Parameter('plan_type_focus_bands', value=flat)])
         node.session.set_white(white)
