@@ -27,7 +27,6 @@ map in one place; the calibration keeps its own frame.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from lf_mpc_calib.errors import InvalidInputError
 
@@ -100,6 +99,7 @@ class OpticalFrame:
         t - R C), so X_parent = R X_optical + t' for the same parent point."""
         w = _vectors(rotation_vector, 'rotation_vector')
         t = _vectors(translation, 'translation')
+        from scipy.spatial.transform import Rotation   # not at import: the CLI's parser
         shift = Rotation.from_rotvec(w.reshape(-1, 3)).apply(self.origin).reshape(t.shape)
         return np.array(w), (t - shift if to_model else t + shift)
 

@@ -315,11 +315,12 @@ def run_node(node_factory, args=None):
         if not isinstance(unraisable.exc_value, _StopRequested):
             unraisable_before(unraisable)
 
+    from lf_mpc_calib.ros.transport import use_large_frame_transport
+    use_large_frame_transport()     # camera-size frames between processes (transport.py)
+    # (before the handlers: a stop raised during that import was left uncaught, exit code 1)
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     unraisable_before, sys.unraisablehook = sys.unraisablehook, quiet_stop
     node, executor, code = None, None, 0
-    from lf_mpc_calib.ros.transport import use_large_frame_transport
-    use_large_frame_transport()     # camera-size frames between processes (transport.py)
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
         node = node_factory()
