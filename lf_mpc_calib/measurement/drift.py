@@ -114,6 +114,26 @@ class DriftSummary:
                 f'p = {self.p_value:.2g})')
 
 
+class DriftNews:
+    """Frames in a row a window was beyond its limit (``beyond_frames``), and when to name the
+    drift: at its onset, then each time that run has doubled since it was last named."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        """A new run: nothing beyond, nothing named."""
+        self.beyond_frames = self._told = 0
+
+    def update(self, beyond, drifting):
+        """Count this frame's window (beyond: bool; drifting: beyond with enough frames);
+        returns whether the drift is (re)named on it."""
+        self.beyond_frames = self.beyond_frames + 1 if beyond else 0
+        news = drifting and (self._told == 0 or self.beyond_frames >= 2 * self._told)
+        self._told = self.beyond_frames if news else (self._told if drifting else 0)
+        return news
+
+
 class DriftWatch:
     """
     Sliding-window test of per-frame residuals against the calibration's RMS.
@@ -141,13 +161,13 @@ class DriftWatch:
         self.calibration_dof = None if calibration_dof is None else float(calibration_dof)
         self.calibration_poses = int(calibration_poses)
         self._frames = deque(maxlen=self.window)   # (sum of clipped |r|^2, rays, clipped)
-        self._beyond = self._told = 0
+        self._news = DriftNews()
         self.summary = None
 
     def reset(self):
         """Forget the window (e.g. a new calibration or board)."""
         self._frames.clear()
-        self._beyond = self._told = 0
+        self._news.reset()
         self.summary = None
 
     def _dof_cal(self, rays_per_frame):
@@ -176,19 +196,17 @@ class DriftWatch:
         ratio = (sq / d_win) / (self.rms ** 2 / 2.0)
         f_crit = float(stats.f.isf(self.false_alarm, d_win, d_cal))
         beyond = ratio > f_crit
-        self._beyond = self._beyond + 1 if beyond else 0
         drifting = bool(beyond and frames >= self.min_frames)
-        news = drifting and (self._told == 0 or self._beyond >= 2 * self._told)
-        self._told = self._beyond if news else (self._told if drifting else 0)
+        news = self._news.update(beyond, drifting)
         self.summary = DriftSummary(
             frames=frames, rays=int(rays), residual_px=float(np.sqrt(sq / rays)),
             clipped=sum(f[2] for f in self._frames), frame_px=float(np.sqrt(np.mean(r2))),
             calibration_px=self.rms, expected_px=self.rms * float(np.sqrt(d_win / (2 * rays))),
             limit_px=self.rms * float(np.sqrt(f_crit * d_win / (2 * rays))),
             p_value=float(stats.f.sf(ratio, d_win, d_cal)), beyond=bool(beyond),
-            drifting=drifting, beyond_frames=self._beyond, news=news)
+            drifting=drifting, beyond_frames=self._news.beyond_frames, news=news)
         return self.summary
 
 
-__all__ = ['CLIP_SIGMA', 'DriftSummary', 'DriftWatch', 'FALSE_ALARM', 'MIN_FRAMES', 'WINDOW',
-           'frame_residuals']
+__all__ = ['CLIP_SIGMA', 'DriftNews', 'DriftSummary', 'DriftWatch', 'FALSE_ALARM', 'MIN_FRAMES',
+           'WINDOW', 'frame_residuals']

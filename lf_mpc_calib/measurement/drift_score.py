@@ -34,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 from lf_mpc_calib.errors import InvalidInputError
-from lf_mpc_calib.measurement.drift import FALSE_ALARM, MIN_FRAMES, WINDOW
+from lf_mpc_calib.measurement.drift import DriftNews, FALSE_ALARM, MIN_FRAMES, WINDOW
 
 RELATIVE_STEP = 1e-6
 """Step of the numerical derivatives, relative to each parameter (absolute for 0)."""
@@ -141,13 +141,13 @@ class ScoreWatch:
         self.sigma2 = rms ** 2 / 2.0
         self.min_frames, self.false_alarm = int(min_frames), float(false_alarm)
         self._frames = deque(maxlen=int(window))
-        self._beyond = self._told = 0
+        self._news = DriftNews()
         self.summary = None
 
     def reset(self):
         """Forget the window (a new calibration or board)."""
         self._frames.clear()
-        self._beyond = self._told = 0
+        self._news.reset()
         self.summary = None
 
     def add(self, score):
@@ -168,14 +168,12 @@ class ScoreWatch:
         beyond = bool(dof and t > limit)
         name, sigmas = self._largest(G, W)
         drifting = beyond and len(self._frames) >= self.min_frames
-        self._beyond = self._beyond + 1 if beyond else 0
-        news = drifting and (self._told == 0 or self._beyond >= 2 * self._told)
-        self._told = self._beyond if news else (self._told if drifting else 0)
+        news = self._news.update(beyond, drifting)
         self.summary = ScoreSummary(
             frames=len(self._frames), statistic=float(t), dof=int(dof), limit=limit,
             p_value=float(stats.chi2.sf(t, dof)) if dof else 1.0, beyond=beyond,
             drifting=drifting, largest=name, largest_sigmas=float(sigmas),
-            beyond_frames=self._beyond, news=news)
+            beyond_frames=self._news.beyond_frames, news=news)
         return self.summary
 
     def _largest(self, G, W):
