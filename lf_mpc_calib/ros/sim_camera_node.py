@@ -260,16 +260,16 @@ class SimCameraNode(Node):
         (``self.dark``, uint (H, W); None on an ideal sensor): what a user captures with a
         diffuser and with the lens capped, for ``dark_image_file``."""
         from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_white
+        from lf_mpc_calib.simulation.render import (
+            WHITE_SAMPLES, dark_frame, quantize, render_white)
         stamp = self.get_clock().now().to_msg()
         white = quantize(render_white(self.camera, samples=max(p['samples'], WHITE_SAMPLES)),
                          self.bits)
         self.white_msg = array_to_image(white, p['encoding'])
         self.white_msg.header.frame_id, self.white_msg.header.stamp = self.frame_id, stamp
         self.white_pub.publish(self.white_msg)
-        response = self.camera.sensor.response
-        self.dark = None if response is None else quantize(response.dark_frame(
-            white.shape, np.random.default_rng([int(p['seed']), 2])), self.bits)
+        dark = dark_frame(self.camera, white.shape, p['seed'])
+        self.dark = None if dark is None else quantize(dark, self.bits)
         if self.dark is not None:
             msg = array_to_image(self.dark, p['encoding'])
             msg.header.frame_id, msg.header.stamp = self.frame_id, stamp

@@ -51,7 +51,8 @@ from lf_mpc_calib.io.images import check_image_file
 from lf_mpc_calib.io.raw_dataset import check_bit_depth, MANIFEST_FORMAT, MANIFEST_VERSION
 from lf_mpc_calib.io.yaml_file import read_yaml
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
-from lf_mpc_calib.simulation.render import WHITE_SAMPLES, quantize, render_raw, render_white
+from lf_mpc_calib.simulation.render import (
+    WHITE_SAMPLES, dark_frame, quantize, render_raw, render_white)
 
 FORMAT = MANIFEST_FORMAT
 FORMAT_VERSION = MANIFEST_VERSION
@@ -437,10 +438,9 @@ def write_white_and_dark(root, camera, samples, seed):
     bits = camera.sensor.bit_depth
     white = render_white(camera, samples=max(samples, WHITE_SAMPLES))
     _imwrite(root / WHITE, quantize(white, bits))
-    response = camera.sensor.response
-    if response is None:
+    dark = dark_frame(camera, white.shape, seed)
+    if dark is None:
         return {}
-    dark = response.dark_frame(white.shape, np.random.default_rng([int(seed), 2]))
     _imwrite(root / DARK, quantize(dark, bits))
     return {'dark': DARK}
 

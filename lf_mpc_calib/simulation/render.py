@@ -183,17 +183,24 @@ def render_scene(camera, scene, *, samples=4, rng=None, noise=None, progress=Non
     return _finish(camera, image, rng, sigma)
 
 
+def dark_frame(camera, shape, seed=0):
+    """A dark frame (H, W) of ``camera``'s sensor in fractions of full scale (black level, hot
+    pixels, read noise), the one a data set's dark.png and the sim node's ~/dark_image hold
+    for ``seed``; None for an ideal sensor (no response)."""
+    response = camera.sensor.response
+    if response is None:
+        return None
+    return response.dark_frame(tuple(shape), np.random.default_rng([int(seed), 2]))
+
+
 def less_dark(camera, image, seed=0):
     """
     ``image`` (H, W) as calibrate-raw hands it on: less a dark frame of ``camera``'s sensor
-    (black level, hot pixels, read noise; the data set's dark.png, drawn from ``seed``),
-    clipped at 0. An ideal sensor's (no response): ``image`` itself.
+    (:func:`dark_frame` of ``seed``: the data set's dark.png), clipped at 0. An ideal
+    sensor's (no response): ``image`` itself.
     """
-    response = camera.sensor.response
-    if response is None:
-        return image
-    dark = response.dark_frame(np.shape(image), np.random.default_rng([int(seed), 2]))
-    return np.clip(image - dark, 0.0, None)
+    dark = dark_frame(camera, np.shape(image), seed)
+    return image if dark is None else np.clip(image - dark, 0.0, None)
 
 
 def quantize(image, bit_depth):
