@@ -104,18 +104,42 @@ class SimCameraNode(Node):
             raise
 
     def _setup(self):
-        from sensor_msgs.msg import Image
-        from std_msgs.msg import String
-        from std_srvs.srv import Trigger
-        from tf2_msgs.msg import TFMessage
+        """Declare the parameters, build the camera, board, poses and ground truth, publish
+        the latched topics and the first frame, and start the timers and services."""
+        from lf_mpc_calib.io.calibration_file import dumps
+        from lf_mpc_calib.simulation.dataset import FOCUSED_SAMPLES, capture_board
+        from lf_mpc_calib.simulation.optics import IDEAL, preset
 
-        from lf_mpc_calib.io.calibration_file import default_frames, dumps
-        from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.simulation.dataset import (
-            FOCUSED_SAMPLES, capture_board, capture_poses, ground_truth_file)
-        from lf_mpc_calib.simulation.optics import IDEAL, PRESETS, preset
-        from lf_mpc_calib.simulation.render import quantize
+        p = self._declare_parameters()
+        self.camera = preset(p['preset'], scale=p['scale'],
+                             **(IDEAL if p['ideal_sensor'] else {}))
+        if p['samples'] == 0:
+            p['samples'] = FOCUSED_SAMPLES if self.camera.camera_type == 'focused' else 4
+        self.params = p
+        self.board = self._board(p, capture_board)
+        self._poses(p)
+        self._frame_state(p)
+        self._ground_truth(p)
+        self._create_publishers()
+        self._publish_white_and_dark(p)
+        self.truth_pub.publish(self._String(data=dumps(self.truth)))
+        self.live_tf_pub = None
+        if p['motion_frames'] > 0:
+            self.start_motion(p['motion_frames'], p['motion_amplitude'])
+        self._set_pose(0)
+        self._serve(p)
+        self.get_logger().info(
+            f'{self.camera.name} x{p["scale"]} {self.camera.sensor.width}x'
+            f'{self.camera.sensor.height} px, board {D.describe_board(self.board)}, '
+            f'{len(self.rvecs)} poses{" (partial views)" if p["partial"] else ""}, scene '
+            f'{p["scene"]}, '
+            f'{p["samples"]} rays per pixel, {p["encoding"]} at {p["rate"]} Hz')
 
+    def _declare_parameters(self):
+        """The node's parameters, declared and checked: {name: value}, ``camera_name``
+        resolved from the namespace when ''."""
+        from lf_mpc_calib.simulation.dataset import FOCUSED_SAMPLES
+        from lf_mpc_calib.simulation.optics import PRESETS
         p = D.declare_parameters(self, [
             ('preset', D.SIM_PRESET, 'camera preset of the simulator (simulation.optics.PRESETS)',
              D.one_of(*PRESETS)),
@@ -172,12 +196,13 @@ class SimCameraNode(Node):
              'geometry_msgs/PoseStamped board poses (optical frame) to show', None),
         ])
         p['camera_name'] = D.camera_name_of(self, p['camera_name'])
-        self.camera = preset(p['preset'], scale=p['scale'],
-                             **(IDEAL if p['ideal_sensor'] else {}))
-        if p['samples'] == 0:
-            p['samples'] = FOCUSED_SAMPLES if self.camera.camera_type == 'focused' else 4
-        self.params = p
-        self.board = self._board(p, capture_board)
+        return p
+
+    def _poses(self, p):
+        """The poses shown: ``self.rvecs``, ``self.tvecs`` (N, 3; board -> camera in the optics'
+        frame) from ``poses``, else a careful user's set from ``seed`` (``partial``: slid partly
+        out of view); ``self.scenes``: one planes scene per pose ('planes'), else None."""
+        from lf_mpc_calib.simulation.dataset import capture_board, capture_poses
         poses = np.asarray(p['poses'], dtype=float)
         self.scenes = None
         if p['scene'] == 'planes':
@@ -192,6 +217,17 @@ class SimCameraNode(Node):
         else:   # both sides of the focus distance (focused: where the micro-lenses focus)
             self.rvecs, self.tvecs = capture_poses(self.camera, self.board, p['num_poses'],
                                                    rng=np.random.default_rng(p['seed']))
+
+    def _frame_state(self, p):
+        """What the frames are made and sent with: frame id, bit depth, the frame cache, the
+        pose shown, live mode's state and, with ``render_ahead`` ('board' scene), the worker
+        process rendering every pose's frame in order (``self._pool``; else None)."""
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+        from tf2_msgs.msg import TFMessage
+
+        from lf_mpc_calib.ros.image_conversion import array_to_image
+        from lf_mpc_calib.simulation.render import quantize
         self.frame_id = D.optical_frame(p['camera_name'])
         self.bits = 8 if p['encoding'] == 'mono8' else 16
         self._quantize, self._array_to_image = quantize, array_to_image
@@ -210,6 +246,12 @@ class SimCameraNode(Node):
                                    samples=p['samples'], seed=p['seed'], noise=self._noise(),
                                    bits=self.bits)
 
+    def _ground_truth(self, p):
+        """``self.truth``: the ground-truth calibration file of every pose (frames of
+        ``camera_name``); in arm mode also ``self.arm`` (else None), the robot poses
+        ``self.robot_rvecs``, ``self.robot_tvecs`` (N, 3) and the mount in the truth."""
+        from lf_mpc_calib.io.calibration_file import default_frames
+        from lf_mpc_calib.simulation.dataset import ground_truth_file
         truth = ground_truth_file(self.camera, self.rvecs, self.tvecs)
         self.truth = dataclasses.replace(truth, frames=default_frames(p['camera_name']))
         self.arm = None                          # the simulated arm's ground truth
@@ -220,6 +262,13 @@ class SimCameraNode(Node):
             self.robot_rvecs, self.robot_tvecs = self.arm.robot_poses(self.rvecs, self.tvecs)
             self.truth = dataclasses.replace(
                 self.truth, hand_eye=self.arm.truth_dict(self.truth.frames['optical']))
+
+    def _create_publishers(self):
+        """image_raw, the latched white image, ground truth, dark frame and board pose on
+        /tf_static, ~/depth_truth ('planes' scene; else None) and the arm's /tf (else None)."""
+        from sensor_msgs.msg import Image
+        from std_msgs.msg import String
+        from tf2_msgs.msg import TFMessage
         latched = D.latched_qos()
         self.image_pub = self.create_publisher(Image, D.IMAGE_TOPIC, 2)
         self.white_pub = self.create_publisher(Image, D.WHITE_TOPIC, latched)
@@ -228,15 +277,12 @@ class SimCameraNode(Node):
         self.depth_truth_pub = None if self.scenes is None else \
             self.create_publisher(Image, '~/depth_truth', latched)
         self.arm_pub = self.create_publisher(TFMessage, '/tf', 100) if self.arm else None
-
         self.dark_pub = self.create_publisher(Image, '~/dark_image', latched)
-        self._publish_white_and_dark(p)
-        self.truth_pub.publish(String(data=dumps(self.truth)))
-        self.live_tf_pub = None
-        if p['motion_frames'] > 0:
-            self.start_motion(p['motion_frames'], p['motion_amplitude'])
-        self._set_pose(0)
 
+    def _serve(self, p):
+        """The frame timer at ``rate``, ~/next_pose, the suggestions' subscription
+        (``follow_suggestions``) and the ``auto_advance_period`` timer; ``self.followed`` = 0."""
+        from std_srvs.srv import Trigger
         self._render_group = MutuallyExclusiveCallbackGroup()
         self.create_timer(1.0 / p['rate'], self._publish_frame,
                           callback_group=MutuallyExclusiveCallbackGroup())
@@ -248,12 +294,6 @@ class SimCameraNode(Node):
         if p['auto_advance_period'] > 0:
             self.create_timer(p['auto_advance_period'], self._advance,
                               callback_group=self._render_group)
-        self.get_logger().info(
-            f'{self.camera.name} x{p["scale"]} {self.camera.sensor.width}x'
-            f'{self.camera.sensor.height} px, board {D.describe_board(self.board)}, '
-            f'{len(self.rvecs)} poses{" (partial views)" if p["partial"] else ""}, scene '
-            f'{p["scene"]}, '
-            f'{p["samples"]} rays per pixel, {p["encoding"]} at {p["rate"]} Hz')
 
     def _publish_white_and_dark(self, p):
         """The latched white image and, for a realistic sensor, its dark frame
