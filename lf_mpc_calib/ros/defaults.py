@@ -470,12 +470,15 @@ def board_of(p, board_class=None, charuco_class=None):
     The board of the parameters ``p`` (board_cols, board_rows, square_size and the
     CHARUCO_PARAMETERS): a ``board_class`` (default camera.board.Checkerboard), or with
     ``board_type`` charuco a ``charuco_class`` (default camera.board.CharucoBoard). Raises
-    InvalidInputError naming the parameter for a dictionary or marker that does not fit.
+    InvalidInputError naming the parameters for a checkerboard OpenCV cannot find (fewer than
+    3 inner corners a side) and for a dictionary or marker that does not fit.
     """
     from lf_mpc_calib.camera import board as B
     from lf_mpc_calib.errors import InvalidInputError
+    from lf_mpc_calib.features.corners import check_detectable
     board = (board_class or B.Checkerboard)(p['board_cols'], p['board_rows'], p['square_size'])
     if p['board_type'] != 'charuco':
+        check_detectable(board, "parameters 'board_cols' x 'board_rows'")
         return board
     try:
         return (charuco_class or B.CharucoBoard)(

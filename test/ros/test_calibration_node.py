@@ -50,6 +50,13 @@ def test_calibration_node_rejects_bad_parameters(ros_context):
                             parameter_overrides=[Parameter(name, value=value)])
 
 
+def test_calibration_node_refuses_a_checkerboard_opencv_cannot_find(ros_context):
+    # 2 x 6 passes each parameter's own range; no detector finds it, so no capture ever could
+    with pytest.raises(InvalidInputError, match=r"'board_cols' x 'board_rows' 2x6: .*at least 3"):
+        CalibrationNode(context=ros_context, parameter_overrides=[
+            Parameter('board_cols', value=2), Parameter('board_rows', value=6)])
+
+
 @pytest.mark.parametrize('value', ['square_size:=-1.0', 'capture_timeout:=1e308'])
 def test_calibration_node_main_exits_nonzero_on_bad_parameter_naming_the_node(value):
     # FATAL under the node's name in its namespace, as any other line of the node

@@ -68,6 +68,9 @@ def test_decode_node_rejects_bad_parameters(ros_context, scene):
                         ('calibration_file', str(scene['folder'] / 'missing.yaml'))):
         with pytest.raises(InvalidInputError, match=f"parameter '{name}'"):
             DecodeNode(context=ros_context, parameter_overrides=[Parameter(name, value=value)])
+    with pytest.raises(InvalidInputError, match="'board_cols' x 'board_rows' 6x2"):
+        DecodeNode(context=ros_context, parameter_overrides=[
+            Parameter('board_cols', value=6), Parameter('board_rows', value=2)])
 
 
 def test_decode_node_main_exits_nonzero_on_bad_parameter():
