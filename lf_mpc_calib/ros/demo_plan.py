@@ -107,15 +107,59 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
     from lf_mpc_calib.camera.rotations import rotation_matrix
     from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
     min_poses = calib.session.min_poses
-    captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
-    asked = []                  # each kept capture's suggested board-centre depth (optical)
     say(f'closed loop: target sigma(k) <= {args.target_k_sigma} %, sigma(principal point) '
         f'<= {args.target_pp_sigma} px, at most {args.max_captures} captures')
+    loop = _capture_as_suggested(caller, sim, calib, args, say)
+    if loop is None:
+        return 1
+    captured, asked, suggestion, followed = loop
+    reached = bool(suggestion['reached'])
+    say(f'captures used: {len(captured)} (target {"reached" if reached else "NOT reached"}: '
+        f'sigmas {_sigmas_text(suggestion["sigma_now"])} as the {suggestion["model"]} model '
+        'predicts)')
+    if len(captured) < min_poses:
+        say(f'fewer than {min_poses} captures: nothing to calibrate')
+        return 1
+    answer = caller.call('/lf_calibration/calibrate')
+    say(f'calibrate: {answer.message.split("; pose set")[0]}')
+    if not answer.success:
+        return 1
+    result = calib.session.published_result
+    _say_depths(say, result, asked, sim)
+    truth = truth_model(sim, calib.session.grid, calib.session.observations,
+                        getattr(result, 'lens_types', None))
+    truth, _, _ = aligned_truth(truth, result.model, rotation_matrix(sim.rvecs[captured]),
+                                sim.tvecs[captured])
+    reported = reported_sigmas(result)
+    met = (all(reported[q] <= args.target_k_sigma for q in SCALES)
+           and all(reported[q] <= args.target_pp_sigma for q in PP))
+    if sim.arm is not None:     # the mount is part of the target on an arm
+        met = met and _mount_met(calib)
+    _say_sigma_table(say, followed, reported, _truth_errors(result.model, truth))
+    if sim.arm is not None:
+        _say_arm(say, sim, calib, result, suggestion, followed)
+    say(f'\ncaptures used: {len(captured)}; target predicted: {"yes" if reached else "no"}; '
+        f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
+        f'{time.perf_counter() - start:.1f} s')
+    return 0
+
+
+def _capture_as_suggested(caller, sim, calib, args, say):
+    """The loop itself: ask ~/suggest, wait for the board there, capture (and calibrate once
+    ``min_poses`` are in), until a suggestion says the target is reached or
+    ``--max-captures`` are in (or twice as many attempts). Returns (captured: the sim pose
+    index of each kept capture, asked: its suggested board-centre depth in m, optical frame,
+    the last suggestion, the one the last kept capture followed or None), or None when
+    ~/suggest fails (said)."""
+    from lf_mpc_calib.pipeline.capture_planning import reported_sigmas
+    min_poses = calib.session.min_poses
+    captured, attempts, suggestion, followed, suggested = [], 0, None, None, 0
+    asked = []                  # each kept capture's suggested board-centre depth (optical)
     while True:
         reply = caller.call('/lf_calibration/suggest')
         if not reply.success:
             say(f'suggest: {reply.message}')
-            return 1
+            return None
         suggestion = json.loads(reply.message)
         suggested += 1                          # the camera moves to each one
         if suggestion['reached'] or len(captured) >= args.max_captures \
@@ -143,31 +187,22 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
             else:
                 say(_miss_line(suggestion, reported_sigmas(calib.session.published_result)))
     caller.wait(lambda: sim.followed >= suggested, 'the board at the last suggested pose')
-    reached = bool(suggestion['reached'])
-    say(f'captures used: {len(captured)} (target {"reached" if reached else "NOT reached"}: '
-        f'sigmas {_sigmas_text(suggestion["sigma_now"])} as the {suggestion["model"]} model '
-        'predicts)')
-    if len(captured) < min_poses:
-        say(f'fewer than {min_poses} captures: nothing to calibrate')
-        return 1
-    answer = caller.call('/lf_calibration/calibrate')
-    say(f'calibrate: {answer.message.split("; pose set")[0]}')
-    if not answer.success:
-        return 1
-    result = calib.session.published_result
-    _say_depths(say, result, asked, sim)
-    truth = truth_model(sim, calib.session.grid, calib.session.observations,
-                        getattr(result, 'lens_types', None))
-    truth, _, _ = aligned_truth(truth, result.model, rotation_matrix(sim.rvecs[captured]),
-                                sim.tvecs[captured])
-    reported = reported_sigmas(result)
-    errors = {n: 100 * abs(getattr(result.model, n) / getattr(truth, n) - 1) for n in SCALES}
+    return captured, asked, suggestion, followed
+
+
+def _truth_errors(model, truth):
+    """{quantity: |error|} of SCALES (% of the true value) and PP (px) of ``model`` against
+    ``truth`` (aligned to it)."""
+    errors = {n: 100 * abs(getattr(model, n) / getattr(truth, n) - 1) for n in SCALES}
     errors.update(zip(PP, (float(e) for e in np.abs(
-        np.asarray(result.model.principal_point) - truth.principal_point))))
-    met = (all(reported[q] <= args.target_k_sigma for q in SCALES)
-           and all(reported[q] <= args.target_pp_sigma for q in PP))
-    if sim.arm is not None:     # the mount is part of the target on an arm
-        met = met and _mount_met(calib)
+        np.asarray(model.principal_point) - truth.principal_point))))
+    return errors
+
+
+def _say_sigma_table(say, followed, reported, errors):
+    """The table of SCALES and PP: the sigma predicted before the last capture (by the
+    suggestion it ``followed``), the sigma the calibration reports, the |error| against the
+    truth and |error| / sigma."""
     say('\npredicted: before the last capture, for the captures with it; reported: by the '
         'calibration; |error|: against the truth (% of the value; px)')
     say('quantity            predicted   reported  |error|  |error|/sigma')
@@ -176,12 +211,6 @@ def plan_loop(caller, sim, calib, args, say, start, truth_model):
         pred = f'{pred:9.4f}' if pred is not None else '        -'
         say(f'{q:18s} {pred}  {reported[q]:9.4f} {errors[q]:8.4f} '
             f'{errors[q] / reported[q]:10.2f}')
-    if sim.arm is not None:
-        _say_arm(say, sim, calib, result, suggestion, followed)
-    say(f'\ncaptures used: {len(captured)}; target predicted: {"yes" if reached else "no"}; '
-        f'met by the sigmas the calibration reports: {"yes" if met else "no"}; demo took '
-        f'{time.perf_counter() - start:.1f} s')
-    return 0
 
 
 def _centre_depth(pose, board):
