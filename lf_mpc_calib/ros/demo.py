@@ -316,14 +316,16 @@ def parameter_table(model, truth, stddev=None, held=()):
     return truth_table(model, truth, stddev, held)
 
 
+class _Refused(Exception):
+    """Options that do not go together: said as ``lf-mpc-calib demo: error: ...``, exit code 2."""
+
+
 def run(args, out=None):
     """Run the demo; prints to ``out`` (stdout); returns the exit code."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
-    from rclpy.parameter import Parameter
 
-    from lf_mpc_calib.ros.calibration_node import CalibrationNode
-    from lf_mpc_calib.ros.sim_camera_node import SimCameraNode
+    from lf_mpc_calib.simulation.dataset import capture_board
 
     out = out or sys.stdout
 
@@ -331,8 +333,75 @@ def run(args, out=None):
         print(text, file=out, flush=True)
 
     start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        name, camera, focused = _demo_camera(args, say)
+    except _Refused as exc:
+        say(f'lf-mpc-calib demo: error: {exc}')
+        return 2
+    output_dir = Path(args.output_dir or tempfile.mkdtemp(prefix='lf_ros_demo_'))
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = MultiThreadedExecutor(num_threads=6, context=context)
+    nodes = []
+    thread = None
+    try:
+        board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
+        board_params = _board_parameters(name, camera, board)   # the decode node's as well
+        sim_params = _sim_parameters(args, name, camera, board, focused, board_params)
+        calib_params = _calib_parameters(args, camera, output_dir, board_params)
+        sim, calib, user, dark_params = _create_nodes(context, nodes, args, sim_params,
+                                                      calib_params, output_dir, say)
+        setup, live = getattr(args, 'hand_eye', None), getattr(args, 'live', None)
+        tf = None
+        if setup:
+            from lf_mpc_calib.ros.tf_listener import TfListener
+            tf = TfListener(user)
+        for node in nodes:
+            executor.add_node(node)
+        thread = threading.Thread(target=executor.spin, daemon=True)
+        thread.start()
+        caller = _Caller(user, args.timeout)
+        _say_nodes_up(say, caller, sim, calib, start)
+        if getattr(args, 'plan', False):
+            from lf_mpc_calib.ros.demo_plan import plan_loop
+            return plan_loop(caller, sim, calib, args, say, start, truth_model)
+        if not _capture_and_calibrate(say, caller, args.poses):
+            return 1
+        result, truth = _say_recovered(say, sim, calib, args.poses, setup)
+        # ---- live measurement of a new pose ----
+        new = args.poses
+        cal_file = output_dir / 'latest' / f'{calib.camera_name}.yaml'
+        measured, ids, source, stamp, clouds, decoder = _measure(
+            caller, executor, context, nodes, cal_file, sim, new, say, board_params + dark_params)
+        acc = _say_new_pose(say, calib.session, sim, result.model, truth, new, measured, ids,
+                            source)
+        if setup:
+            _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc)
+        if live is not None:
+            _live(say, caller, sim, decoder, clouds, result.model, live, acc)
+        say(f'\noutputs in {output_dir}; demo took {time.perf_counter() - start:.1f} s (CPU '
+            f'{time.process_time() - cpu_start:.1f} s in this process, not counting the '
+            'render worker)')
+        return 0
+    except RuntimeError as exc:
+        say(f'lf-mpc-calib demo: error: {exc}')
+        return 1
+    finally:
+        executor.shutdown(timeout_sec=5.0)
+        if thread is not None:
+            thread.join(timeout=5.0)
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def _demo_camera(args, say):
+    """The simulated camera of the options: (preset name, its Camera at the demo's crop and
+    sensor, whether it is focused). Fills in ``args.plan`` (planned captures without
+    --poses, said) and ``args.poses``' default; raises _Refused for options that do not go
+    together."""
     from lf_mpc_calib.ros.defaults import SIM_PRESET, SIM_SCALE
-    from lf_mpc_calib.simulation.dataset import FOCUSED_CAPTURE_POSES, capture_board
+    from lf_mpc_calib.simulation.dataset import FOCUSED_CAPTURE_POSES
     from lf_mpc_calib.simulation.optics import IDEAL, preset
     name = getattr(args, 'preset', None) or SIM_PRESET
     focused = preset(name, scale=SIM_SCALE).camera_type == 'focused'
@@ -353,176 +422,194 @@ def run(args, out=None):
     if args.poses is None:
         args.poses = FOCUSED_CAPTURE_POSES if focused else 6
     if args.poses < 3:
-        say('lf-mpc-calib demo: error: --poses must be at least 3')
-        return 2
+        raise _Refused('--poses must be at least 3')
     samples = getattr(args, 'samples', None)
     if samples is not None and not 1 <= samples <= 1024:
-        say(f'lf-mpc-calib demo: error: --samples must be 1 to 1024 rays per pixel, '
-            f'got {samples}')
-        return 2
-    output_dir = Path(args.output_dir or tempfile.mkdtemp(prefix='lf_ros_demo_'))
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = MultiThreadedExecutor(num_threads=6, context=context)
-    nodes = []
-    thread = None
-    try:
-        board = capture_board(camera, square_px=FOCUSED_SQUARE_PX if focused else None)
-        sim_params = [Parameter('seed', value=args.seed)]
-        if ideal:
-            sim_params.append(Parameter('ideal_sensor', value=True))
-        if samples is not None:
-            sim_params.append(Parameter('samples', value=samples))
-        if not getattr(args, 'plan', False):    # the poses are known: rendered ahead
-            sim_params.append(Parameter('render_ahead', value=True))
-        if focused and not getattr(args, 'plan', False):   # simulate's capture + a new pose
-            sim_params.append(Parameter('poses', value=focused_poses(
-                camera, board, args.poses, args.seed).ravel().tolist()))
-        else:
-            sim_params.append(Parameter('num_poses', value=args.poses + 1))
-        live = getattr(args, 'live', None)
-        if live is not None:
-            if getattr(args, 'hand_eye', None) or getattr(args, 'plan', False):
-                say('lf-mpc-calib demo: error: --live does not go with --hand-eye or --plan')
-                return 2
-            sim_params.append(Parameter('rate', value=LIVE_RATE))
-        output_dir.mkdir(parents=True, exist_ok=True)
-        session_dir = tempfile.mkdtemp(prefix='session_', dir=output_dir)   # a new session
-        calib_params = [Parameter('output_dir', value=str(output_dir)),
-                        Parameter('session_dir', value=session_dir),
-                        Parameter('camera_type', value=camera.camera_type)]
-        n_types = getattr(args, 'lens_types', None)
-        n_types = camera.mla.n_types if n_types is None else n_types
-        if n_types != 1:
-            calib_params.append(Parameter('lens_types', value=int(n_types)))
-        board_params = []                       # the decode node's board as well
-        setup = getattr(args, 'hand_eye', None)
-        if setup:
-            sim_params += [Parameter('arm', value=setup)]
-            calib_params += [Parameter('base_frame', value='base_link'),
-                             Parameter('tool_frame', value='tool0'),
-                             Parameter('hand_eye_setup', value=setup)]
-        if name != SIM_PRESET:
-            sim_params.append(Parameter('preset', value=name))
-        # the nodes' default is SIM_SCALE: any other crop, given or a default of this demo
-        # (PLANNED_ARM_DEMO_SCALE was never passed on: its runs rendered the 0.5 crop)
-        if camera.scale != SIM_SCALE or name != SIM_PRESET:
-            sim_params.append(Parameter('scale', value=float(camera.scale)))
-            board_params = [Parameter('board_cols', value=board.cols),
-                            Parameter('board_rows', value=board.rows),
-                            Parameter('square_size', value=float(board.square))]
-            calib_params += board_params
-            sim_params += board_params
-        plan = getattr(args, 'plan', False)
-        if plan:
-            from lf_mpc_calib.ros.demo_plan import plan_parameters
-            sim_params.append(Parameter('follow_suggestions', value=True))
-        sim = SimCameraNode(context=context, parameter_overrides=sim_params)
-        dark_params = _dark_parameters(sim, output_dir)
-        calib_params += dark_params
-        if dark_params:
-            say(f'dark frame of the simulated sensor (lens capped): {dark_params[0].value}, '
-                'subtracted by the calibration and decode nodes (dark_image_file)')
-        if plan:
-            calib_params += plan_parameters(args, sim, output_dir)
-        calib = CalibrationNode(context=context, parameter_overrides=calib_params)
-        user = rclpy.create_node('lf_demo_user', context=context)
-        nodes += [sim, calib, user]
-        tf = None
-        if setup:
-            from lf_mpc_calib.ros.tf_listener import TfListener
-            tf = TfListener(user)
-        for node in nodes:
-            executor.add_node(node)
-        thread = threading.Thread(target=executor.spin, daemon=True)
-        thread.start()
-        caller = _Caller(user, args.timeout)
-        cam = sim.camera
-        say(f'simulated camera {cam.name} {cam.sensor.width}x{cam.sensor.height} px, board '
-            f'{sim.board.cols}x{sim.board.rows} x {sim.board.square * 1e3:.2f} mm; nodes '
-            f'lf_sim_camera, lf_calibration up ({time.perf_counter() - start:.1f} s)')
-        caller.wait(lambda: calib.session.ready, 'the white image and lenslet grid')
-        say(f'lenslet grid from white_image: {calib.session.grid.shape[0]}x'
-            f'{calib.session.grid.shape[1]} lenses')
+        raise _Refused(f'--samples must be 1 to 1024 rays per pixel, got {samples}')
+    if getattr(args, 'live', None) is not None and (getattr(args, 'hand_eye', None)
+                                                    or getattr(args, 'plan', False)):
+        raise _Refused('--live does not go with --hand-eye or --plan')
+    return name, camera, focused
 
-        if plan:
-            from lf_mpc_calib.ros.demo_plan import plan_loop
-            return plan_loop(caller, sim, calib, args, say, start, truth_model)
-        for k in range(args.poses):
-            if k:
-                caller.call('/lf_sim_camera/next_pose')
-            answer = caller.call('/lf_calibration/capture')
-            say(f'  capture {k}: {answer.message.split("; corners per view")[0]}')
-        answer = caller.call('/lf_calibration/calibrate')
-        say(f'calibrate: {answer.message}')
-        if not answer.success:
-            return 1
-        say(f'save: {caller.call("/lf_calibration/save").message}')
 
-        result = calib.session.published_result   # joint with the mount on an arm
-        captured = slice(0, args.poses)
-        truth, _, _ = aligned_truth(truth_model(sim, calib.session.grid,
-                                                calib.session.observations,
-                                                getattr(result, 'lens_types', None)),
-                                    result.model,
-                                    rotation_matrix(sim.rvecs[captured]),
-                                    sim.tvecs[captured])
-        say('\nrecovered vs ground truth (simulated optics):')
-        for line in parameter_table(result.model, truth, result.stddev, result.held):
-            say(line)
-        say(f'principal point {_fmt_px(result.model.principal_point)} px, truth '
-            f'{_fmt_px(truth.principal_point)} px')
-        for line in _type_lines(calib.session, cam, result):
-            say(line)
-        if setup:
-            from lf_mpc_calib.ros.demo_plan import say_mount
-            say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
-                cam.ground_truth_model(calib.session.grid), result.model),
-                OpticalFrame.of(result.model, cam.camera_type))
+def _board_parameters(name, camera, board):
+    """[board_cols, board_rows, square_size] of the demo's ``board`` for the nodes when the
+    camera is not their default (SIM_PRESET at SIM_SCALE, whose capture board they take
+    alike); else []."""
+    from rclpy.parameter import Parameter
 
-        # ---- live measurement of a new pose ----
-        new = args.poses
-        cal_file = output_dir / 'latest' / f'{calib.camera_name}.yaml'
-        expected = _true_corners(sim, result.model, new)
-        measured, ids, source, stamp, clouds, decoder = _measure(
-            caller, executor, context, nodes, cal_file, sim, new, say, board_params + dark_params)
-        err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
-        dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
-        z_mm = float(expected[ids, 2].mean()) * 1e3
-        where = (f'board at z = {z_mm:.0f} mm in the optical frame (as on ~/points), {dist:.0f} '
-                 'mm from its origin')
-        if cam.camera_type == 'focused':   # the origin: the main lens (docs/file-formats.md)
-            where += ', the main lens'
-        where += f'; the optics put it at z = {_optics_z_mm(sim, new, ids):.0f} mm'
-        say(f'\nnew pose {new} measured by {source}: {len(ids)} corners, {where}')
-        say(f'{"corner":>6} {"measured (mm)":>28} {"truth (mm)":>28} {"error":>9}')
-        for k in range(min(6, len(ids))):
-            say(f'{ids[k]:6d} {_fmt(measured[k])} {_fmt(expected[ids[k]])} '
-                f'{err_mm[k]:6.2f} mm')
-        say(f'3-D error: mean {err_mm.mean():.2f} mm, max {err_mm.max():.2f} mm '
-            f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
-        acc = _floor(calib.session, sim, result.model, new)
-        say(f'floor: the same frame decoded and detected here, {acc.summary()}')
-        say(trust_verdict(result.model, truth, err_mm.mean() / float(np.mean(acc.floor_mm)),
-                          calib.session.acceptance))
-        if setup:
-            _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc)
-        if live is not None:
-            _live(say, caller, sim, decoder, clouds, result.model, live, acc)
-        say(f'\noutputs in {output_dir}; demo took {time.perf_counter() - start:.1f} s (CPU '
-            f'{time.process_time() - cpu_start:.1f} s in this process, not counting the '
-            'render worker)')
-        return 0
-    except RuntimeError as exc:
-        say(f'lf-mpc-calib demo: error: {exc}')
-        return 1
-    finally:
-        executor.shutdown(timeout_sec=5.0)
-        if thread is not None:
-            thread.join(timeout=5.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown(context=context)
+    from lf_mpc_calib.ros.defaults import SIM_PRESET, SIM_SCALE
+    # the nodes' default is SIM_SCALE: any other crop, given or a default of this demo
+    # (PLANNED_ARM_DEMO_SCALE was never passed on: its runs rendered the 0.5 crop)
+    if camera.scale == SIM_SCALE and name == SIM_PRESET:
+        return []
+    return [Parameter('board_cols', value=board.cols),
+            Parameter('board_rows', value=board.rows),
+            Parameter('square_size', value=float(board.square))]
+
+
+def _sim_parameters(args, name, camera, board, focused, board_params):
+    """The simulated camera's parameters: [Parameter] (seed, sensor, rays per pixel, the
+    poses, --live's rate, the arm, the preset, with ``board_params`` the crop and board,
+    --plan's following of the suggestions)."""
+    from rclpy.parameter import Parameter
+
+    from lf_mpc_calib.ros.defaults import SIM_PRESET
+    plan, setup = getattr(args, 'plan', False), getattr(args, 'hand_eye', None)
+    params = [Parameter('seed', value=args.seed)]
+    if getattr(args, 'ideal', False):
+        params.append(Parameter('ideal_sensor', value=True))
+    samples = getattr(args, 'samples', None)
+    if samples is not None:
+        params.append(Parameter('samples', value=samples))
+    if not plan:    # the poses are known: rendered ahead
+        params.append(Parameter('render_ahead', value=True))
+    if focused and not plan:   # simulate's capture + a new pose
+        params.append(Parameter('poses', value=focused_poses(
+            camera, board, args.poses, args.seed).ravel().tolist()))
+    else:
+        params.append(Parameter('num_poses', value=args.poses + 1))
+    if getattr(args, 'live', None) is not None:
+        params.append(Parameter('rate', value=LIVE_RATE))
+    if setup:
+        params.append(Parameter('arm', value=setup))
+    if name != SIM_PRESET:
+        params.append(Parameter('preset', value=name))
+    if board_params:    # not the nodes' default camera: its crop and the demo's board
+        params += [Parameter('scale', value=float(camera.scale))] + board_params
+    if plan:
+        params.append(Parameter('follow_suggestions', value=True))
+    return params
+
+
+def _calib_parameters(args, camera, output_dir, board_params):
+    """The calibration node's parameters but the dark frame's and --plan's: [Parameter]
+    (``output_dir``, made here, and a new session folder made in it, the camera type, the
+    lens types, the arm's frames and setup, ``board_params``)."""
+    from rclpy.parameter import Parameter
+    output_dir.mkdir(parents=True, exist_ok=True)
+    session_dir = tempfile.mkdtemp(prefix='session_', dir=output_dir)   # a new session
+    params = [Parameter('output_dir', value=str(output_dir)),
+              Parameter('session_dir', value=session_dir),
+              Parameter('camera_type', value=camera.camera_type)]
+    n_types = getattr(args, 'lens_types', None)
+    n_types = camera.mla.n_types if n_types is None else n_types
+    if n_types != 1:
+        params.append(Parameter('lens_types', value=int(n_types)))
+    setup = getattr(args, 'hand_eye', None)
+    if setup:
+        params += [Parameter('base_frame', value='base_link'),
+                   Parameter('tool_frame', value='tool0'),
+                   Parameter('hand_eye_setup', value=setup)]
+    return params + board_params
+
+
+def _create_nodes(context, nodes, args, sim_params, calib_params, output_dir, say):
+    """The simulated camera, the calibration node (with the sensor's dark frame, written into
+    ``output_dir``, and --plan's parameters) and the user's node, appended to ``nodes``;
+    returns (sim, calib, user, dark_params: [dark_image_file] or [])."""
+    import rclpy
+
+    from lf_mpc_calib.ros.calibration_node import CalibrationNode
+    from lf_mpc_calib.ros.sim_camera_node import SimCameraNode
+    sim = SimCameraNode(context=context, parameter_overrides=sim_params)
+    dark_params = _dark_parameters(sim, output_dir)
+    calib_params = calib_params + dark_params
+    if dark_params:
+        say(f'dark frame of the simulated sensor (lens capped): {dark_params[0].value}, '
+            'subtracted by the calibration and decode nodes (dark_image_file)')
+    if getattr(args, 'plan', False):
+        from lf_mpc_calib.ros.demo_plan import plan_parameters
+        calib_params += plan_parameters(args, sim, output_dir)
+    calib = CalibrationNode(context=context, parameter_overrides=calib_params)
+    user = rclpy.create_node('lf_demo_user', context=context)
+    nodes += [sim, calib, user]
+    return sim, calib, user, dark_params
+
+
+def _say_nodes_up(say, caller, sim, calib, start):
+    """Say the simulated camera and board, wait for the calibration node's lenslet grid
+    from the white image and say its size."""
+    cam = sim.camera
+    say(f'simulated camera {cam.name} {cam.sensor.width}x{cam.sensor.height} px, board '
+        f'{sim.board.cols}x{sim.board.rows} x {sim.board.square * 1e3:.2f} mm; nodes '
+        f'lf_sim_camera, lf_calibration up ({time.perf_counter() - start:.1f} s)')
+    caller.wait(lambda: calib.session.ready, 'the white image and lenslet grid')
+    say(f'lenslet grid from white_image: {calib.session.grid.shape[0]}x'
+        f'{calib.session.grid.shape[1]} lenses')
+
+
+def _capture_and_calibrate(say, caller, poses):
+    """Capture sim poses 0 .. ``poses`` - 1 (~/next_pose between them), calibrate and save;
+    returns whether the calibration succeeded (then saved)."""
+    for k in range(poses):
+        if k:
+            caller.call('/lf_sim_camera/next_pose')
+        answer = caller.call('/lf_calibration/capture')
+        say(f'  capture {k}: {answer.message.split("; corners per view")[0]}')
+    answer = caller.call('/lf_calibration/calibrate')
+    say(f'calibrate: {answer.message}')
+    if not answer.success:
+        return False
+    say(f'save: {caller.call("/lf_calibration/save").message}')
+    return True
+
+
+def _say_recovered(say, sim, calib, poses, setup):
+    """The calibration of the first ``poses`` sim poses against the simulated optics' truth:
+    the parameter table, the principal point, the lens types and, on an arm (``setup``), the
+    mount. Returns (the node's published result, the true MPCModel aligned to its model)."""
+    cam = sim.camera
+    result = calib.session.published_result   # joint with the mount on an arm
+    captured = slice(0, poses)
+    truth, _, _ = aligned_truth(truth_model(sim, calib.session.grid,
+                                            calib.session.observations,
+                                            getattr(result, 'lens_types', None)),
+                                result.model,
+                                rotation_matrix(sim.rvecs[captured]),
+                                sim.tvecs[captured])
+    say('\nrecovered vs ground truth (simulated optics):')
+    for line in parameter_table(result.model, truth, result.stddev, result.held):
+        say(line)
+    say(f'principal point {_fmt_px(result.model.principal_point)} px, truth '
+        f'{_fmt_px(truth.principal_point)} px')
+    for line in _type_lines(calib.session, cam, result):
+        say(line)
+    if setup:
+        from lf_mpc_calib.ros.demo_plan import say_mount
+        say_mount(say, calib.session.hand_eye, sim.arm.in_calibrated_frame(
+            cam.ground_truth_model(calib.session.grid), result.model),
+            OpticalFrame.of(result.model, cam.camera_type))
+    return result, truth
+
+
+def _say_new_pose(say, session, sim, model, truth, index, measured, ids, source):
+    """The decode node's corners of sim pose ``index`` (``measured`` (N, 3) of corner ids
+    ``ids`` (N,), from ``source``) against the true ones in the optical frame, the floor
+    (the same frame detected here, measured with the true model) and the trust verdict;
+    returns the floor's corner accuracy."""
+    cam = sim.camera
+    expected = _true_corners(sim, model, index)
+    err_mm = np.linalg.norm(measured - expected[ids], axis=1) * 1e3
+    dist = np.linalg.norm(expected.mean(axis=0)) * 1e3
+    z_mm = float(expected[ids, 2].mean()) * 1e3
+    where = (f'board at z = {z_mm:.0f} mm in the optical frame (as on ~/points), {dist:.0f} '
+             'mm from its origin')
+    if cam.camera_type == 'focused':   # the origin: the main lens (docs/file-formats.md)
+        where += ', the main lens'
+    where += f'; the optics put it at z = {_optics_z_mm(sim, index, ids):.0f} mm'
+    say(f'\nnew pose {index} measured by {source}: {len(ids)} corners, {where}')
+    say(f'{"corner":>6} {"measured (mm)":>28} {"truth (mm)":>28} {"error":>9}')
+    for k in range(min(6, len(ids))):
+        say(f'{ids[k]:6d} {_fmt(measured[k])} {_fmt(expected[ids[k]])} '
+            f'{err_mm[k]:6.2f} mm')
+    say(f'3-D error: mean {err_mm.mean():.2f} mm, max {err_mm.max():.2f} mm '
+        f'({err_mm.mean() / dist * 100:.2f} % of the distance)')
+    acc = _floor(session, sim, model, index)
+    say(f'floor: the same frame decoded and detected here, {acc.summary()}')
+    say(trust_verdict(model, truth, err_mm.mean() / float(np.mean(acc.floor_mm)),
+                      session.acceptance))
+    return acc
 
 
 def _say_base_frame(say, caller, tf, sim, measured, ids, stamp, acc):
