@@ -571,15 +571,21 @@ class Camera:
             k = k + 0.5 * ((kl[:, 1].astype(np.int64) + parity) % 2)
         return _lattice_points(q0, r, c, k, kl[:, 1].astype(float))
 
-    def lens_centres(self, kl):
-        """Pinhole centres (N, 2) in the MLA plane (m) of lattice indices kl (N, 2), jittered."""
+    def lens_centres(self, kl, *, centres=None, normals=None):
+        """Pinhole centres (N, 2) in the MLA plane (m) of lattice indices kl (N, 2), jittered;
+        ``centres`` (N, 2) their lattice_centres and ``normals`` (N, 3) their lens_normals
+        where the caller has them (the renderer, for every pixel)."""
         kl = np.asarray(kl).reshape(-1, 2)
-        ideal = self.pixel_to_sensor(self.lattice_centres(kl)) * (self.D / (self.D + self.gap))
+        if centres is None:
+            centres = self.lattice_centres(kl)
+        ideal = self.pixel_to_sensor(centres) * (self.D / (self.D + self.gap))
         if self.mla.centre_jitter == 0.0:
             return ideal
-        return ideal + self.mla.centre_jitter * self._lens_normals(kl)[:, :2]
+        if normals is None:
+            normals = self.lens_normals(kl)
+        return ideal + self.mla.centre_jitter * normals[:, :2]
 
-    def _lens_normals(self, kl):
+    def lens_normals(self, kl):
         """Each lens's fixed standard normals (N, 3) of lattice indices kl (N, 2): its
         centre's (2, seeded by jitter_seed) and its focal length's (seed + 1); a table over
         the sensor's lenses, looked up (the renderer asks for every pixel's lens)."""
@@ -591,9 +597,10 @@ class Camera:
         table = _normals_table(self.mla.jitter_seed, int(lo[0]), int(lo[1]),
                                int(hi[0] - lo[0]) + 1, int(hi[1] - lo[1]) + 1)
         rel = kl - lo
-        inside = np.all((rel >= 0) & (rel < np.array(table.shape[:2])), axis=1)
+        nk, nl = table.shape[:2]
+        inside = np.all((rel >= 0) & (rel < np.array([nk, nl])), axis=1)
         if inside.all():
-            return table[rel[:, 0], rel[:, 1]]
+            return table.reshape(-1, 3)[rel[:, 0] * nl + rel[:, 1]]
         seed = self.mla.jitter_seed
         return np.column_stack([_hash_normal(kl, seed), _hash_normal(kl, seed + 1)[:, 0]])
 
@@ -604,9 +611,10 @@ class Camera:
             return np.full(len(kl), self.gap)
         return self.gap + np.asarray(self.mla.type_gap_offsets)[self.mla.lens_type(kl)]
 
-    def lens_focal_lengths(self, kl):
+    def lens_focal_lengths(self, kl, *, normals=None):
         """Micro-lens focal length (N,) m (None for pinhole arrays) of the lenses kl (N, 2):
-        the array's (or the lens type's), each off it by its fixed ``focal_jitter`` share."""
+        the array's (or the lens type's), each off it by its fixed ``focal_jitter`` share
+        (``normals`` (N, 3): their lens_normals where the caller has them)."""
         kl = np.asarray(kl).reshape(-1, 2)
         mla = self.mla
         if mla.n_types == 1:
@@ -617,7 +625,9 @@ class Camera:
             f = np.asarray(mla.type_focal_lengths)[mla.lens_type(kl)]
         if mla.focal_jitter == 0.0:
             return f
-        return f * (1.0 + mla.focal_jitter * self._lens_normals(kl)[:, 2])
+        if normals is None:
+            normals = self.lens_normals(kl)
+        return f * (1.0 + mla.focal_jitter * normals[:, 2])
 
     def micro_image_centres(self, kl):
         """
@@ -950,7 +960,7 @@ def _tuple_or_none(values):
 
 @lru_cache(maxsize=8)
 def _normals_table(seed, k0, l0, nk, nl):
-    """Camera._lens_normals of the lenses k0..k0+nk-1, l0..l0+nl-1: (nk, nl, 3), read-only."""
+    """Camera.lens_normals of the lenses k0..k0+nk-1, l0..l0+nl-1: (nk, nl, 3), read-only."""
     k, l_ = np.meshgrid(np.arange(k0, k0 + nk), np.arange(l0, l0 + nl), indexing='ij')
     kl = np.column_stack([k.ravel(), l_.ravel()])
     table = np.column_stack([_hash_normal(kl, seed), _hash_normal(kl, seed + 1)[:, 0]])

@@ -290,10 +290,10 @@ class _PixelRays:
 
     def __init__(self, camera, q):
         kl, centres = camera.micro_image_of(q)
-        if camera.mla.centre_jitter == 0.0:   # the lens centre: micro-image centre x D/(D+b)
-            lens = camera.pixel_to_sensor(centres) * (camera.D / (camera.D + camera.gap))
-        else:
-            lens = camera.lens_centres(kl)
+        mla = camera.mla
+        # each lens's jitter normals, looked up once for its centre and its focal length
+        normals = camera.lens_normals(kl) if mla.centre_jitter or mla.focal_jitter else None
+        lens = camera.lens_centres(kl, centres=centres, normals=normals)
         sensor_xy = camera.pixel_to_sensor(q)
         lx, ly = lens[:, 0].copy(), lens[:, 1].copy()
         sx0, sy0 = sensor_xy[:, 0].copy(), sensor_xy[:, 1].copy()
@@ -301,8 +301,8 @@ class _PixelRays:
         # per-pixel gap and micro-lens focal length (multi-focus arrays differ per lens type)
         b = camera.gap if camera.mla.n_types == 1 else camera.lens_gaps(kl)
         step = camera.sigma * camera.sensor.pixel_pitch
-        f_m = camera.mla.focal_length if camera.mla.n_types == 1 and \
-            camera.mla.focal_jitter == 0 else camera.lens_focal_lengths(kl)
+        f_m = mla.focal_length if mla.n_types == 1 and mla.focal_jitter == 0 else \
+            camera.lens_focal_lengths(kl, normals=normals)
         self.lens_r = 0.5 * camera.mla.pitch if f_m is not None else 0.0
         ml = camera.main_lens
         self.barrel = math.isfinite(ml.barrel_radius)
