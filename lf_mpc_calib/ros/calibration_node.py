@@ -120,18 +120,29 @@ class CalibrationNode(Node):
 
     # ---- setup --------------------------------------------------------------------------
     def _setup(self):
-        from sensor_msgs.msg import CameraInfo, Image
-        from std_msgs.msg import String
-        from std_srvs.srv import Trigger
-        from tf2_msgs.msg import TFMessage
-
-        from lf_mpc_calib.features.corners import CornerOptions
+        """Parameters, session, publishers, inputs and services; then resume the session
+        folder's captures."""
         from lf_mpc_calib.pipeline.held_out import HeldOutCaptures
-        from lf_mpc_calib.pipeline.session import CalibrationSession
         self.held_out = HeldOutCaptures()       # ~/verify's captures, never the session's
-        from lf_mpc_calib.ros.suggestions import PARAMETERS as SUGGESTION_PARAMETERS
-        from lf_mpc_calib.ros.suggestions import SuggestionService
+        p = self._declare_parameters()
+        self._start_session(p)
+        self._connect_arm(p)
+        self._init_frames()
+        self._create_publishers()
+        self._watch_input(p)
+        self._subscribe_inputs(p)
+        self._create_services()
+        self.get_logger().info(
+            f'board {D.describe_board(self.session.board)}, views '
+            f'{self.session.views}, white from '
+            f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
+        self._start_recorder()
+        if self.parameter_problems or self.recorder.found:  # on ~/status before a capture
+            self._publish_status(self._status)
 
+    def _declare_parameters(self):
+        """Declare and check the node's parameters; returns {name: value} (also ``params``)."""
+        from lf_mpc_calib.ros.suggestions import PARAMETERS as SUGGESTION_PARAMETERS
         p = D.declare_parameters(self, [
             ('camera_type', D.CAMERA_TYPE, 'camera type (conventional: micro-lenses focused '
              'at infinity, decoded into sub-aperture views; focused: plenoptic 2.0, corners '
@@ -170,6 +181,12 @@ class CalibrationNode(Node):
             + D.RAW_INPUT_PARAMETERS + SUGGESTION_PARAMETERS)
         p['output_dir'] = p['output_dir'] or D.default_output_dir()
         self.params = p
+        return p
+
+    def _start_session(self, p):
+        """The camera's names and the calibration session of the board, views and grid."""
+        from lf_mpc_calib.features.corners import CornerOptions
+        from lf_mpc_calib.pipeline.session import CalibrationSession
         self.camera_name = D.camera_name_of(self, p['camera_name'])
         self.optical_frame = p['optical_frame'] or D.optical_frame(self.camera_name)
         board = D.board_of(p)
@@ -180,6 +197,10 @@ class CalibrationNode(Node):
                                           lens_types=p['lens_types'],
                                           corner_options=CornerOptions(
                                               min_corners=p['min_corners']))
+
+    def _connect_arm(self, p):
+        """On a robot arm (base_frame and tool_frame), the session's arm and the robot pose
+        source (``robot``, None off an arm)."""
         self.robot = None                       # robot pose source on an arm
         if bool(p['base_frame']) != bool(p['tool_frame']):
             from lf_mpc_calib.errors import InvalidInputError
@@ -192,6 +213,9 @@ class CalibrationNode(Node):
             self.robot = make_robot_pose_source(
                 self, p['base_frame'], p['tool_frame'], max_age_s=p['tf_max_age'],
                 window_s=p['tf_motion_window'], timeout_s=p['tf_timeout'])
+
+    def _init_frames(self):
+        """The locks, the latest frame, the ~/capture waits and the image counters."""
         self._lock = threading.Lock()           # serialises the session
         self._frame_lock = threading.Lock()
         self._latest = None                     # latest valid frame (H, W) array
@@ -199,25 +223,37 @@ class CalibrationNode(Node):
         self.frames_received = 0
         self.bad_images = 0
         self.last_rejection = ''                # why the last malformed image was ignored
-        self._String, self._TFMessage = String, TFMessage
 
+    def _create_publishers(self):
+        """The latched outputs: ~/camera_info, ~/calibration, /tf_static and ~/status."""
+        from sensor_msgs.msg import CameraInfo
+        from std_msgs.msg import String
+        from tf2_msgs.msg import TFMessage
+        self._String, self._TFMessage = String, TFMessage
         latched = D.latched_qos()
         self.info_pub = self.create_publisher(CameraInfo, '~/camera_info', latched)
         self.calibration_pub = self.create_publisher(String, '~/calibration', latched)
         self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
         self.status_pub = self.create_publisher(String, '~/status', latched)
         self._status = {'summary': 'no captures yet'}     # the last ~/status
+
+    def _watch_input(self, p):
+        """The cause log, the input monitor with its 1 s check and the ~/detections picture."""
+        from lf_mpc_calib.report.detections_overlay import guidance_lines
+        from lf_mpc_calib.ros.detections_publisher import DetectionsPublisher
         from lf_mpc_calib.ros.guard import CauseLog
         from lf_mpc_calib.ros.input_monitor import InputMonitor
         self.causes = CauseLog(self.get_logger())
         self.input = InputMonitor(self, D.IMAGE_TOPIC, self.causes, p['image_reliability'])
         check_input = guarded_callback(self, 'input check', self._check_input)
         self.create_timer(1.0, lambda: check_input(None))
-        from lf_mpc_calib.report.detections_overlay import guidance_lines
-        from lf_mpc_calib.ros.detections_publisher import DetectionsPublisher
         self.detections_topic = DetectionsPublisher(
             self, self._lock, lambda: self._latest, lambda: guidance_lines(self._status),
             p['detections_rate'], self.causes, suggested=lambda: self.suggestions.target_uv)
+
+    def _subscribe_inputs(self, p):
+        """The dark frame, the white image (file, or the latched topic) and image_raw."""
+        from sensor_msgs.msg import Image
 
         from lf_mpc_calib.ros.image_conversion import less_dark, load_dark
         self._dark = load_dark(p['dark_image_file'])
@@ -228,11 +264,19 @@ class CalibrationNode(Node):
         else:
             self.create_subscription(Image, D.WHITE_TOPIC,
                                      guarded_callback(self, D.WHITE_TOPIC, self._on_white),
-                                     latched, callback_group=MutuallyExclusiveCallbackGroup())
+                                     D.latched_qos(),
+                                     callback_group=MutuallyExclusiveCallbackGroup())
         self.create_subscription(Image, D.IMAGE_TOPIC,
                                  guarded_callback(self, D.IMAGE_TOPIC, self._on_image),
                                  D.image_qos(p['image_reliability']),
                                  callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _create_services(self):
+        """~/capture and ~/calibrate (a callback group each), ~/save, ~/reset and ~/verify
+        (one group) and ~/suggest."""
+        from std_srvs.srv import Trigger
+
+        from lf_mpc_calib.ros.suggestions import SuggestionService
         queued = D.service_qos()
         self.create_service(Trigger, '~/capture',
                             guarded_service(self, 'capture',
@@ -252,13 +296,6 @@ class CalibrationNode(Node):
                             qos_profile=queued, callback_group=other)
         self.suggestions = SuggestionService(self, self._lock,
                                              callback_group=MutuallyExclusiveCallbackGroup())
-        self.get_logger().info(
-            f'board {D.describe_board(board)}, views '
-            f'{self.session.views}, white from '
-            f'{p["white_image_file"] or D.WHITE_TOPIC}, output {p["output_dir"]}')
-        self._start_recorder()
-        if self.parameter_problems or self.recorder.found:  # on ~/status before a capture
-            self._publish_status(self._status)
 
     def _start_recorder(self):
         """Resume the captures stored in the session folder (and clean what killed saves and
