@@ -548,28 +548,30 @@ class SimCameraNode(Node):
         return index
 
     def _publish_frame(self):
+        # under the lock to the end: a pose change (_set_pose) waits for a frame in flight, so
+        # no frame of the old pose goes out after the new pose's first (a capture asked for
+        # after ~/next_pose got the old pose's frame, 'the board has not moved')
         with self._lock:
             msg, index, motion = self._msg, self._index, self._motion
             if motion is not None:
                 k = self._phase % len(motion[0])
                 self._phase += 1
                 msg = motion[0][k]
-        msg.header.stamp = self.get_clock().now().to_msg()
-        if motion is not None:
-            stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            with self._lock:
+            msg.header.stamp = self.get_clock().now().to_msg()
+            if motion is not None:
+                stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
                 self._sent[stamp_ns] = (motion[1][k], motion[2][k])
                 while len(self._sent) > 1000:
                     self._sent.pop(next(iter(self._sent)))
-            self.live_tf_pub.publish(self._TFMessage(transforms=[self._true_board_tf(
-                motion[1][k], motion[2][k], msg.header.stamp)]))
-        if self.arm_pub is not None:            # the arm's state at the frame, sent first
-            from lf_mpc_calib.ros.messages import transform_stamped
-            self.arm_pub.publish(self._TFMessage(transforms=[transform_stamped(
-                self.robot_rvecs[index], self.robot_tvecs[index],
-                parent=self.arm.base_frame, child=self.arm.tool_frame,
-                stamp=msg.header.stamp)]))
-        self.image_pub.publish(msg)
+                self.live_tf_pub.publish(self._TFMessage(transforms=[self._true_board_tf(
+                    motion[1][k], motion[2][k], msg.header.stamp)]))
+            if self.arm_pub is not None:            # the arm's state at the frame, sent first
+                from lf_mpc_calib.ros.messages import transform_stamped
+                self.arm_pub.publish(self._TFMessage(transforms=[transform_stamped(
+                    self.robot_rvecs[index], self.robot_tvecs[index],
+                    parent=self.arm.base_frame, child=self.arm.tool_frame,
+                    stamp=msg.header.stamp)]))
+            self.image_pub.publish(msg)
 
     def _on_next_pose(self, request, response):
         index = self._advance()
