@@ -547,28 +547,52 @@ class CalibrationNode(Node):
             f'; hand-eye: {hand_eye["advice"]}' if hand_eye is not None else '')
 
     def _on_calibrate(self, request, response):
-        from lf_mpc_calib.io.calibration_file import dumps
-        from lf_mpc_calib.ros.messages import board_transforms, camera_info, transform_stamped
+        """~/calibrate: calibrate the captured poses (and the hand-eye mount on an arm),
+        publish the latched outputs and answer the figures, the verdict and the guidance."""
         response.success = False
-        hand_eye_error = None
         with self._lock:
             try:
-                result = self.session.calibrate()
+                self.session.calibrate()
             except LFCalibError as exc:
                 response.message = f'calibration failed: {exc}'
                 self.get_logger().error(response.message)
                 return response
-            if self.robot is not None:
-                try:
-                    self.session.solve_hand_eye()
-                except LFCalibError as exc:
-                    hand_eye_error = str(exc)
+            hand_eye_error = self._solve_hand_eye()
             result = self.session.published_result     # joint with the mount when solved
             cal = self.session.calibration_file(self.camera_name, self.optical_frame)
             he = self.session.hand_eye
             view_size = self.session.view_size
             types = self.session.type_estimate
             jackknife = self.session.jackknife
+        self._publish_calibration(result, view_size, cal, he)
+        response.success = hand_eye_error is None
+        response.message = (self._calibration_text(result, cal, types, jackknife)
+                            + self._hand_eye_text(cal, he, hand_eye_error))
+        with self._lock:
+            verdict = self.session.acceptance
+        response.message += '; ' + acceptance_text(verdict)
+        response.message += '; pose set: ' + self._guide(result)
+        if verdict.accepted:
+            self.get_logger().info(response.message)
+        else:
+            self.get_logger().warning(response.message)
+        return response
+
+    def _solve_hand_eye(self):
+        """On an arm, solve the hand-eye mount after a calibration (under the lock); returns
+        why it could not be solved, or None."""
+        if self.robot is not None:
+            try:
+                self.session.solve_hand_eye()
+            except LFCalibError as exc:
+                return str(exc)
+        return None
+
+    def _publish_calibration(self, result, view_size, cal, he):
+        """The latched ~/camera_info, ~/calibration and /tf_static (the board poses and, on an
+        arm, the mount) of a calibration."""
+        from lf_mpc_calib.io.calibration_file import dumps
+        from lf_mpc_calib.ros.messages import board_transforms, camera_info, transform_stamped
         stamp = self.get_clock().now().to_msg()
         self.info_pub.publish(camera_info(result.model, view_size, frame_id=self.optical_frame,
                                           stamp=stamp))
@@ -582,54 +606,52 @@ class CalibrationNode(Node):
                 m['rotation_vector'], m['translation_m'], parent=m['parent_frame'],
                 child=m['child_frame'], stamp=stamp))
         self.tf_pub.publish(tf)
-        response.success = hand_eye_error is None
-        response.message = (
-            f'calibrated {cal.num_poses} poses: RMS reprojection '
-            f'{result.rms_reprojection_px:.4f} px, ray reprojection '
-            f'{result.rms_ray_reprojection_mm:.5f} mm, '
-            f'{"converged" if result.converged else "not converged"} ({result.message})')
+
+    @staticmethod
+    def _calibration_text(result, cal, types, jackknife):
+        """The ~/calibrate reply's errors, the per-type terms of a multi-focus camera and the
+        jackknife's line."""
+        text = (f'calibrated {cal.num_poses} poses: RMS reprojection '
+                f'{result.rms_reprojection_px:.4f} px, ray reprojection '
+                f'{result.rms_ray_reprojection_mm:.5f} mm, '
+                f'{"converged" if result.converged else "not converged"} ({result.message})')
         if types is not None and result.lens_types is not None:
             lt = result.lens_types
-            response.message += '; ' + types.describe() + '; per-type terms: ' + ', '.join(
+            text += '; ' + types.describe() + '; per-type terms: ' + ', '.join(
                 f'type {t}: scale {100 * lt.scale[t]:+.3f} +- {100 * lt.scale_std[t]:.3f} %, '
                 f'offset ({lt.offset_px[t, 0]:+.3f}, {lt.offset_px[t, 1]:+.3f}) px'
                 + lt.view_text(t) for t in range(lt.n_types))
         if jackknife is not None:
-            response.message += '; ' + jackknife.one_line()
-        if he is not None:
-            m = cal.optical_hand_eye()
-            sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])
-            sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
-            response.message += (
-                f'; hand-eye {he.setup}: {m["parent_frame"]} -> {m["child_frame"]} t = ['
+            text += '; ' + jackknife.one_line()
+        return text
+
+    @staticmethod
+    def _hand_eye_text(cal, he, hand_eye_error):
+        """The ~/calibrate reply's hand-eye part: the mount with its sigmas and how far it
+        pulled the intrinsics, or why it was not solved ('' off an arm)."""
+        if he is None:
+            return ('' if hand_eye_error is None else
+                    f'; hand-eye NOT solved (camera calibration published, '
+                    f'captures kept): {hand_eye_error}')
+        from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
+        m = cal.optical_hand_eye()
+        sd_t = 1e3 * np.linalg.norm(he.mount_stddev[1])
+        sd_r = np.degrees(np.linalg.norm(he.mount_stddev[0]))
+        text = (f'; hand-eye {he.setup}: {m["parent_frame"]} -> {m["child_frame"]} t = ['
                 + ', '.join(f'{1e3 * v:.2f}' for v in m['translation_m'])
                 + f'] mm (sigma {sd_t:.3f} mm, {sd_r:.4f} deg), RMS '
-                f'{he.rms_reprojection_px:.4f} px ({he.closed_form_method} closed form then joint '
-                'refinement)')
-            from lf_mpc_calib.calibration.hand_eye_joint import SHIFT_WARNING_SIGMAS
-            shift = he.extras.get('intrinsics_shift')
-            if shift is not None:
-                response.message += (
-                    f'; published: the {shift.summary()} (camera-only RMS '
-                    f'{he.calibration_rms_px:.4f} px)')
-                if shift.large:
-                    response.message += (
-                        f'; WARNING: the robot poses pull the intrinsics by '
-                        f'{shift.max_sigmas:.1f} sigma from the camera-only calibration (> '
-                        f'{SHIFT_WARNING_SIGMAS:g}): check that the robot poses are accurate '
-                        'and in metres, and add board poses at other distances')
-        elif hand_eye_error is not None:
-            response.message += (f'; hand-eye NOT solved (camera calibration published, '
-                                 f'captures kept): {hand_eye_error}')
-        with self._lock:
-            verdict = self.session.acceptance
-        response.message += '; ' + acceptance_text(verdict)
-        response.message += '; pose set: ' + self._guide(result)
-        if verdict.accepted:
-            self.get_logger().info(response.message)
-        else:
-            self.get_logger().warning(response.message)
-        return response
+                f'{he.rms_reprojection_px:.4f} px ({he.closed_form_method} closed form then '
+                'joint refinement)')
+        shift = he.extras.get('intrinsics_shift')
+        if shift is not None:
+            text += (f'; published: the {shift.summary()} (camera-only RMS '
+                     f'{he.calibration_rms_px:.4f} px)')
+            if shift.large:
+                text += (f'; WARNING: the robot poses pull the intrinsics by '
+                         f'{shift.max_sigmas:.1f} sigma from the camera-only calibration (> '
+                         f'{SHIFT_WARNING_SIGMAS:g}): check that the robot poses are accurate '
+                         'and in metres, and add board poses at other distances')
+        return text
 
     def _on_save(self, request, response):
         response.success = False
