@@ -162,11 +162,28 @@ class DecodeNode(Node):
 
     # ---- setup --------------------------------------------------------------------------
     def _setup(self):
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import CameraInfo, Image, PointCloud2
-        from std_msgs.msg import Float32, String
-        from tf2_msgs.msg import TFMessage
+        """Parameters, state, publishers, the calibration, the white image and image_raw;
+        then the worker threads."""
+        p = self._declare_parameters()
+        self._init_state(p)
+        self._create_publishers()
+        self._watch_input(p)
+        group = MutuallyExclusiveCallbackGroup()
+        cal = self._calibration_input(p, group)
+        self._white_input(p, cal, group)
+        from sensor_msgs.msg import Image
+        self.create_subscription(Image, D.IMAGE_TOPIC,
+                                 guarded_callback(self, D.IMAGE_TOPIC, self._on_image),
+                                 D.image_qos(p['image_reliability']),
+                                 callback_group=MutuallyExclusiveCallbackGroup())
+        self._start_workers()
+        self.get_logger().info(
+            f'calibration from {p["calibration_file"] or p["calibration_topic"]}, white from '
+            f'{p["white_image_file"] or D.WHITE_TOPIC}, views {tuple(p["views"])}, board '
+            f'{D.describe_board(self.board)}')
 
+    def _declare_parameters(self):
+        """Declare and check the node's parameters; returns {name: value} (also ``params``)."""
         p = D.declare_parameters(self, [
             ('calibration_file', '', 'calibration file (YAML with lenslet_grid); empty: the '
              'latched calibration_topic', None),
@@ -182,8 +199,13 @@ class DecodeNode(Node):
         ] + DEPTH_PARAMETERS + D.BOARD_PARAMETERS + D.CHARUCO_PARAMETERS
             + [D.MIN_CORNERS_PARAMETER] + D.RAW_INPUT_PARAMETERS)
         self.params = p
+        return p
+
+    def _init_state(self, p):
+        """The board, the locks and queues of the two threads, the calibration's slots and
+        the frame counters."""
+        from std_msgs.msg import Float32, String
         self.board = D.board_of(p)
-        self._Image, self._CameraInfo = Image, CameraInfo
         self._Float32, self._String = Float32, String
         self._lock = threading.Lock()          # measurer, calibration and pending frame
         self._wake = threading.Condition(self._lock)
@@ -206,7 +228,12 @@ class DecodeNode(Node):
         self.last_stats = {}
         self._times = collections.deque(maxlen=10)
 
-        latched = D.latched_qos()
+    def _create_publishers(self):
+        """The per-frame outputs (reliable, depth 1) and the latched /tf_static."""
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+        from std_msgs.msg import Float32, String
+        from tf2_msgs.msg import TFMessage
         out = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
         self.center_pub = self.create_publisher(Image, '~/center', out)
         self.info_pub = self.create_publisher(CameraInfo, '~/camera_info', out)
@@ -219,67 +246,76 @@ class DecodeNode(Node):
         self.depth_info_pub = self.create_publisher(CameraInfo, '~/depth/camera_info', out)
         self.cloud_pub = self.create_publisher(PointCloud2, '~/cloud', out)
         self.refocus_pub = self.create_publisher(Image, '~/refocus', out)
-        self.tf_pub = self.create_publisher(TFMessage, '/tf_static', latched)
+        self.tf_pub = self.create_publisher(TFMessage, '/tf_static', D.latched_qos())
+
+    def _watch_input(self, p):
+        """The depth and drift slots, the cause log and the input monitor with its 1 s
+        check."""
+        from lf_mpc_calib.ros.input_monitor import InputMonitor
         self._depth = (None, None)             # (measurer, DepthEstimator | error text)
         self._drift = (None, None)             # (measurer, DriftWatch | error text)
         self.causes = CauseLog(self.get_logger())  # bad input, logged once per cause
-        from lf_mpc_calib.ros.input_monitor import InputMonitor
         self.input = InputMonitor(self, D.IMAGE_TOPIC, self.causes, p['image_reliability'])
         check_input = guarded_callback(self, 'input check', self._check_input)
         self.create_timer(1.0, lambda: check_input(None))
 
-        group = MutuallyExclusiveCallbackGroup()
-        if p['calibration_file']:
-            from lf_mpc_calib.io.calibration_file import load_calibration
-            try:
-                cal = load_calibration(p['calibration_file'])
-            except (LFCalibError, OSError) as exc:
-                from lf_mpc_calib.errors import InvalidInputError
-                raise InvalidInputError(
-                    f"parameter 'calibration_file' = {p['calibration_file']!r}: cannot load "
-                    f'it: {exc}') from exc
-            try:
-                self._set_calibration(cal, p['calibration_file'])
-            except LFCalibError as exc:   # e.g. no lenslet grid: say so once, keep serving
-                self.causes.error('calibration', f"{p['calibration_file']}: {exc}")
-        else:
+    def _calibration_input(self, p, group):
+        """Load calibration_file (returns it; a file without a lenslet grid is logged and
+        waits), or subscribe the latched calibration_topic (returns None)."""
+        if not p['calibration_file']:
+            from std_msgs.msg import String
             self.create_subscription(
                 String, p['calibration_topic'],
                 guarded_callback(self, p['calibration_topic'], self._on_calibration),
-                latched, callback_group=group)
+                D.latched_qos(), callback_group=group)
+            return None
+        from lf_mpc_calib.io.calibration_file import load_calibration
+        try:
+            cal = load_calibration(p['calibration_file'])
+        except (LFCalibError, OSError) as exc:
+            from lf_mpc_calib.errors import InvalidInputError
+            raise InvalidInputError(
+                f"parameter 'calibration_file' = {p['calibration_file']!r}: cannot load "
+                f'it: {exc}') from exc
+        try:
+            self._set_calibration(cal, p['calibration_file'])
+        except LFCalibError as exc:   # e.g. no lenslet grid: say so once, keep serving
+            self.causes.error('calibration', f"{p['calibration_file']}: {exc}")
+        return cal
+
+    def _white_input(self, p, cal, group):
+        """The dark frame and the white image: white_image_file (checked against the loaded
+        calibration ``cal``'s lenslet grid), or the latched white_image topic."""
         from lf_mpc_calib.ros.image_conversion import less_dark, load_dark
         self._dark = load_dark(p['dark_image_file'])
-        if p['white_image_file']:
-            from lf_mpc_calib.io.images import read_image
-            white = less_dark(read_image(p['white_image_file']), self._dark, 'white_image_file')
-            white = white if white.ndim == 2 else white.mean(axis=2)
-            if p['calibration_file'] and cal.lenslet_grid is not None:
-                from lf_mpc_calib.errors import InvalidInputError
-                from lf_mpc_calib.lenslet.white_image import check_grid_size
-                try:
-                    check_grid_size(cal.lenslet_grid, white.shape)
-                except LFCalibError as exc:
-                    raise InvalidInputError(f"parameters 'calibration_file' and "
-                                            f"'white_image_file' disagree: {exc}") from None
-            self._set_white(white)
-        else:
+        if not p['white_image_file']:
+            from sensor_msgs.msg import Image
             self.create_subscription(Image, D.WHITE_TOPIC,
                                      guarded_callback(self, D.WHITE_TOPIC, self._on_white),
-                                     latched, callback_group=group)
-        self.create_subscription(Image, D.IMAGE_TOPIC,
-                                 guarded_callback(self, D.IMAGE_TOPIC, self._on_image),
-                                 D.image_qos(p['image_reliability']),
-                                 callback_group=MutuallyExclusiveCallbackGroup())
+                                     D.latched_qos(), callback_group=group)
+            return
+        from lf_mpc_calib.io.images import read_image
+        white = less_dark(read_image(p['white_image_file']), self._dark, 'white_image_file')
+        white = white if white.ndim == 2 else white.mean(axis=2)
+        if cal is not None and cal.lenslet_grid is not None:
+            from lf_mpc_calib.errors import InvalidInputError
+            from lf_mpc_calib.lenslet.white_image import check_grid_size
+            try:
+                check_grid_size(cal.lenslet_grid, white.shape)
+            except LFCalibError as exc:
+                raise InvalidInputError(f"parameters 'calibration_file' and "
+                                        f"'white_image_file' disagree: {exc}") from None
+        self._set_white(white)
+
+    def _start_workers(self):
+        """The frame worker (``lf_decoder_worker``) and the points thread
+        (``lf_decoder_points``)."""
         self._worker = threading.Thread(target=self._work, name='lf_decoder_worker',
                                         daemon=True)
         self._worker.start()
         self._points_worker = threading.Thread(target=self._points_work, daemon=True,
                                                name='lf_decoder_points')
         self._points_worker.start()
-        self.get_logger().info(
-            f'calibration from {p["calibration_file"] or p["calibration_topic"]}, white from '
-            f'{p["white_image_file"] or D.WHITE_TOPIC}, views {tuple(p["views"])}, board '
-            f'{D.describe_board(self.board)}')
 
     # ---- calibration and white ----------------------------------------------------------
     def _set_calibration(self, cal, source):
