@@ -486,81 +486,24 @@ class DecodeNode(Node):
 
     def _process(self, msg, measurer):
         """Decode and measure one raw Image; publish everything; update the statistics."""
-        from std_msgs.msg import Header
-
-        from lf_mpc_calib.lenslet.decode import mosaic
         from lf_mpc_calib.measurement.focused import FocusedMeasurer
-        from lf_mpc_calib.ros.image_conversion import array_to_image
-        from lf_mpc_calib.ros.messages import (camera_info, depth_image, pinhole_camera_info,
-                                               ray_cloud)
         t0 = time.perf_counter()
-        pixels = self._to_mono(msg, D.IMAGE_TOPIC)
+        pixels = self._frame_pixels(msg, measurer)
         if pixels is None:
             return
-        self.causes.clear(D.IMAGE_TOPIC)
-        width, height = (int(v) for v in measurer.grid.image_size)
-        if pixels.shape[:2] != (height, width):
-            self.bad_images += 1
-            self.causes.error('frames', f'frames are {pixels.shape[1]}x{pixels.shape[0]} px but '
-                              f'the calibration\'s lenslet grid is for {width}x{height} px raw '
-                              'frames: frames are skipped until they match (camera resolution '
-                              'or calibration file?)')
-            return
-        self._check_frame(pixels)
         t1 = time.perf_counter()
-        want_rays = self.rays_pub.get_subscription_count() > 0
-        want_views = self.views_pub.get_subscription_count() > 0
         focused = isinstance(measurer, FocusedMeasurer)   # rendered image, no views
-        want_cloud = self.cloud_pub.get_subscription_count() > 0
-        depth = {'depth': want_cloud or self.depth_pub.get_subscription_count() > 0} \
-            if focused else {}
         split = focused and measurer.board is not None   # corners in the points thread
-        if split:
-            meas, frame = measurer.render(pixels, rays=want_rays, **depth)
-        else:
-            frame = None
-            meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
-                                    all_views=want_views, **depth)
-        if not focused:
-            meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
+        want_views = self.views_pub.get_subscription_count() > 0
+        want_cloud = self.cloud_pub.get_subscription_count() > 0
+        meas, frame = self._measure(msg, pixels, measurer, focused, split, want_views,
+                                    want_cloud)
         t2 = time.perf_counter()
-
-        header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
-        encoding, top = ('mono8', 255) if pixels.dtype == np.uint8 else ('mono16', 65535)
-        dtype = np.uint8 if top == 255 else np.uint16
-
-        def image(values):
-            return array_to_image(np.clip(np.rint(values), 0, top).astype(dtype), encoding,
-                                  header=header)
-
-        if meas.center is not None and focused:
-            rendered = Header(stamp=msg.header.stamp, frame_id=self.rendered_frame)
-            self.center_pub.publish(array_to_image(
-                np.clip(np.rint(meas.center), 0, top).astype(dtype), encoding, header=rendered))
-            if meas.pinhole is not None:
-                info = pinhole_camera_info(meas.pinhole.K, meas.pinhole.size,
-                                           frame_id=self.rendered_frame, stamp=msg.header.stamp)
-                self.info_pub.publish(info)
-                if meas.depth is not None:
-                    self.depth_pub.publish(depth_image(meas.depth, header=rendered))
-                    self.depth_info_pub.publish(info)
-                if meas.depth is not None and want_cloud:
-                    meas.timings['cloud'] = self._focused_cloud(msg, meas, top, measurer)
-        elif meas.center is not None:
-            self.center_pub.publish(image(meas.center))
-        if not focused:
-            self.info_pub.publish(camera_info(measurer.model, measurer.view_size,
-                                              frame_id=self.optical_frame,
-                                              stamp=msg.header.stamp))
-        if want_views and not focused:
-            t_views = time.perf_counter()
-            self.views_pub.publish(image(mosaic(meas.lightfield)))
-            meas.timings['views'] = time.perf_counter() - t_views
-        optical = _optical_frame(measurer)             # every output in the optical frame
-        if meas.rays is not None:
-            rays = dataclasses.replace(meas.rays, origins=optical.points(meas.rays.origins))
-            self.rays_pub.publish(ray_cloud(rays, frame_id=self.optical_frame,
-                                            stamp=msg.header.stamp))
+        if focused:
+            self._publish_rendered(msg, pixels, meas, measurer, want_cloud)
+        else:
+            self._publish_central(msg, pixels, meas, measurer, want_views)
+        self._publish_rays(msg, meas, measurer)
         if measurer.board is not None and not split:
             self._publish_points(msg, meas, measurer)
         t3 = time.perf_counter()
@@ -573,6 +516,94 @@ class DecodeNode(Node):
         else:
             corners = self._corner_stats(measurer, meas, self._watch_drift(measurer, meas))
             self._publish_stats(stages, t3 - t0, corners=corners, counted=True)
+
+    def _frame_pixels(self, msg, measurer):
+        """The raw Image as a mono array less the dark frame, checked for the lenslet grid's
+        size and against the white image (frame check); None, the cause named, when it cannot
+        be processed."""
+        pixels = self._to_mono(msg, D.IMAGE_TOPIC)
+        if pixels is None:
+            return None
+        self.causes.clear(D.IMAGE_TOPIC)
+        width, height = (int(v) for v in measurer.grid.image_size)
+        if pixels.shape[:2] != (height, width):
+            self.bad_images += 1
+            self.causes.error('frames', f'frames are {pixels.shape[1]}x{pixels.shape[0]} px but '
+                              f'the calibration\'s lenslet grid is for {width}x{height} px raw '
+                              'frames: frames are skipped until they match (camera resolution '
+                              'or calibration file?)')
+            return None
+        self._check_frame(pixels)
+        return pixels
+
+    def _measure(self, msg, pixels, measurer, focused, split, want_views, want_cloud):
+        """Measure one frame with what is subscribed: with ``split`` only rendered (its corners
+        are the points thread's), else in full, a conventional camera's depth outputs
+        published; returns (the measurement, the rendered frame for the points thread or
+        None)."""
+        want_rays = self.rays_pub.get_subscription_count() > 0
+        depth = {'depth': want_cloud or self.depth_pub.get_subscription_count() > 0} \
+            if focused else {}
+        if split:
+            meas, frame = measurer.render(pixels, rays=want_rays, **depth)
+        else:
+            frame = None
+            meas = measurer.measure(pixels, points=measurer.board is not None, rays=want_rays,
+                                    all_views=want_views, **depth)
+        if not focused:
+            meas.timings.update(self._depth_outputs(msg, pixels, measurer, meas))
+        return meas, frame
+
+    def _publish_rendered(self, msg, pixels, meas, measurer, want_cloud):
+        """A focused frame's ~/center (the rendered image, in the rendered frame) with its
+        pinhole ~/camera_info, and its ~/depth, ~/depth/camera_info and ~/cloud (its time:
+        stage cloud)."""
+        if meas.center is None:
+            return
+        from std_msgs.msg import Header
+
+        from lf_mpc_calib.ros.messages import depth_image, pinhole_camera_info
+        rendered = Header(stamp=msg.header.stamp, frame_id=self.rendered_frame)
+        self.center_pub.publish(_mono_image(meas.center, pixels.dtype, rendered))
+        if meas.pinhole is None:
+            return
+        info = pinhole_camera_info(meas.pinhole.K, meas.pinhole.size,
+                                   frame_id=self.rendered_frame, stamp=msg.header.stamp)
+        self.info_pub.publish(info)
+        if meas.depth is not None:
+            self.depth_pub.publish(depth_image(meas.depth, header=rendered))
+            self.depth_info_pub.publish(info)
+            if want_cloud:
+                top = 255 if pixels.dtype == np.uint8 else 65535
+                meas.timings['cloud'] = self._focused_cloud(msg, meas, top, measurer)
+
+    def _publish_central(self, msg, pixels, meas, measurer, want_views):
+        """A conventional frame's ~/center (the rectified central view), ~/camera_info and,
+        while subscribed, the ~/views mosaic (its time: stage views)."""
+        from std_msgs.msg import Header
+
+        from lf_mpc_calib.lenslet.decode import mosaic
+        from lf_mpc_calib.ros.messages import camera_info
+        header = Header(stamp=msg.header.stamp, frame_id=self.optical_frame)
+        if meas.center is not None:
+            self.center_pub.publish(_mono_image(meas.center, pixels.dtype, header))
+        self.info_pub.publish(camera_info(measurer.model, measurer.view_size,
+                                          frame_id=self.optical_frame,
+                                          stamp=msg.header.stamp))
+        if want_views:
+            t_views = time.perf_counter()
+            self.views_pub.publish(_mono_image(mosaic(meas.lightfield), pixels.dtype, header))
+            meas.timings['views'] = time.perf_counter() - t_views
+
+    def _publish_rays(self, msg, meas, measurer):
+        """~/rays of a frame (when measured: subscribed), origins in the optical frame."""
+        if meas.rays is None:
+            return
+        from lf_mpc_calib.ros.messages import ray_cloud
+        optical = _optical_frame(measurer)             # every output in the optical frame
+        rays = dataclasses.replace(meas.rays, origins=optical.points(meas.rays.origins))
+        self.rays_pub.publish(ray_cloud(rays, frame_id=self.optical_frame,
+                                        stamp=msg.header.stamp))
 
     def _publish_points(self, msg, meas, measurer):
         """~/points of a frame's corners, in the optical frame (a focused camera's at the main
@@ -841,6 +872,15 @@ def _optical_frame(measurer):
     from lf_mpc_calib.measurement.focused import FocusedMeasurer
     focused = isinstance(measurer, FocusedMeasurer)
     return OpticalFrame.of(measurer.model, 'focused' if focused else 'conventional')
+
+
+def _mono_image(values, dtype, header):
+    """``values`` rounded into an Image: mono8 for a ``dtype`` uint8 frame, else mono16."""
+    from lf_mpc_calib.ros.image_conversion import array_to_image
+    encoding, top, out = ('mono8', 255, np.uint8) if dtype == np.uint8 else \
+        ('mono16', 65535, np.uint16)
+    return array_to_image(np.clip(np.rint(values), 0, top).astype(out), encoding,
+                          header=header)
 
 
 def _full_search_ms(measurer):
