@@ -90,6 +90,7 @@ name.
 """
 
 import threading
+import time
 
 import numpy as np
 
@@ -219,7 +220,7 @@ class CalibrationNode(Node):
         self._lock = threading.Lock()           # serialises the session
         self._frame_lock = threading.Lock()
         self._latest = None                     # latest valid frame (H, W) array
-        self._waiters = []                      # [threading.Event, slot list] per capture
+        self._waiters = []      # [threading.Event, slot list, monotonic time asked] per capture
         self.frames_received = 0
         self.bad_images = 0
         self.last_rejection = ''                # why the last malformed image was ignored
@@ -364,6 +365,7 @@ class CalibrationNode(Node):
         self.status_pub.publish(self._String(data=json.dumps(status)))
 
     def _on_image(self, msg):
+        arrived = time.monotonic()
         self.input.frame(len(msg.data))
         pixels = self._to_mono(msg, D.IMAGE_TOPIC)
         if pixels is None:
@@ -372,8 +374,11 @@ class CalibrationNode(Node):
         with self._frame_lock:
             self.frames_received += 1
             self._latest = pixels
-            waiters, self._waiters = self._waiters, []
-        for event, slot in waiters:
+            # a capture asked for while this frame was being converted waits for the next:
+            # this one arrived before it (the previous pose's, after ~/next_pose)
+            waiters = [w for w in self._waiters if w[2] <= arrived]
+            self._waiters = [w for w in self._waiters if w[2] > arrived]
+        for event, slot, _ in waiters:
             slot.append((pixels, stamp_ns))
             event.set()
 
@@ -396,16 +401,18 @@ class CalibrationNode(Node):
 
     def next_frame(self, timeout):
         """(frame, stamp in ns) of the next valid frame arriving on image_raw within
-        ``timeout`` s, or None."""
+        ``timeout`` s, or None; a frame that arrived before the call (still being converted)
+        is not it."""
         event, slot = threading.Event(), []
         with self._frame_lock:
             if self._stopping:
                 return None
-            self._waiters.append((event, slot))
+            waiter = (event, slot, time.monotonic())
+            self._waiters.append(waiter)
         if not event.wait(timeout):
             with self._frame_lock:
-                if (event, slot) in self._waiters:
-                    self._waiters.remove((event, slot))
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
         return slot[0] if slot else None
 
     def stop_waiting(self):
@@ -414,7 +421,7 @@ class CalibrationNode(Node):
         with self._frame_lock:
             self._stopping = True
             waiters, self._waiters = self._waiters, []
-        for event, _ in waiters:
+        for event, _, _ in waiters:
             event.set()
 
     # ---- services -----------------------------------------------------------------------

@@ -418,3 +418,41 @@ def test_a_thousand_capture_calls_at_once_are_all_answered(ros_context, ros_exec
         futures = [client.call_async(Trigger.Request()) for _ in range(SERVICE_QUEUE)]
         wait_for(ros_executor, lambda: all(f.done() for f in futures), 'every answer', 60)
         assert all('no white image yet' in f.result().message for f in futures)
+
+
+def test_a_capture_takes_no_frame_that_arrived_before_it_was_asked_for(ros_context, tmp_path):
+    # a frame taken from image_raw before ~/capture came (its conversion still running when
+    # the capture began waiting) is the old pose's: the demo's capture after ~/next_pose got
+    # it ('the board has not moved since pose 3') when the machine was busy
+    import threading
+    import time
+    node = CalibrationNode(context=ros_context, parameter_overrides=SMALL_BOARD + [
+        Parameter('output_dir', value=str(tmp_path))])
+    try:
+        converting, release = threading.Event(), threading.Event()
+        convert = node._to_mono
+
+        def slow_to_mono(msg, what):
+            converting.set()
+            release.wait(10)
+            return convert(msg, what)
+        node._to_mono = slow_to_mono
+        old = array_to_image(np.full((4, 6), 7, np.uint8), 'mono8')
+        arriving = threading.Thread(target=node._on_image, args=(old,))
+        arriving.start()
+        assert converting.wait(10)
+        got = []
+        asking = threading.Thread(target=lambda: got.append(node.next_frame(2.0)))
+        asking.start()
+        deadline = time.monotonic() + 10
+        while not node._waiters and time.monotonic() < deadline:
+            threading.Event().wait(0.001)          # the capture is waiting for a frame
+        release.set()
+        arriving.join(10)
+        node._to_mono = convert
+        new = array_to_image(np.full((4, 6), 9, np.uint8), 'mono8')
+        node._on_image(new)                        # the first frame after the request
+        asking.join(10)
+        assert got and got[0] is not None and int(got[0][0][0, 0]) == 9, got
+    finally:
+        node.destroy_node()
