@@ -312,7 +312,8 @@ def run_one(key, transport, folder, board, args, domain):
                                                               (proc.pid, cam.pid))
         stats = user.stats or {}
         executor.shutdown(timeout_sec=5.0)
-        user.node.destroy_node()
+        spin.join(timeout=5.0)      # its callbacks over before the node goes (else rclpy prints
+        user.node.destroy_node()    # 'cannot use Destroyable ...' as never retrieved)
     finally:
         rclpy.try_shutdown()
         sent = stop(cam).strip()
