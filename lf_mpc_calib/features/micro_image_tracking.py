@@ -42,7 +42,12 @@ the light margin of the rendered image label it as the full search would
 (:func:`~lf_mpc_calib.features.corners.resolve_orientation` returns the grid unchanged: a
 prediction off by about a square refines every row onto the neighbouring corner, consistently,
 which no check in the micro-images sees) and its rows fit (x, w) as well as the full
-detection's did (RMS within ``max_residual`` times).
+detection's did (RMS within ``max_residual`` times). A ChArUco board (partly out of view, its
+squares of both colours under markers) is labelled by its markers instead, as the full search
+names it: the corners the markers of the rendered image name must lie within
+``MARKER_LABEL_ERROR`` squares of the tracked ones of the same ids (markers of another board:
+refused with the reason), and seed B is the board those markers name in the whole rendered
+image (read once per frame for both).
 
 The aperture's move of each row (what the full detection subtracts, 0.03 px RMS) is held from
 the last full detection while the row stays within ``move_drift`` px of where it was measured
@@ -98,6 +103,13 @@ TEMPLATE_PAD = 2.5
 outer squares, the board's margin and its edge against the background (what a shifted
 checkerboard does not match)."""
 
+MARKER_LABEL_ERROR = 0.3
+"""Largest median distance (squares) of a tracked ChArUco board's corners from those its
+markers in the rendered image name (a board one square off is a square away)."""
+
+MIN_MARKER_CORNERS = 2
+"""Fewest tracked ChArUco corners the markers in the rendered image must name."""
+
 
 class MicroImageCornerTracker:
     """
@@ -116,6 +128,7 @@ class MicroImageCornerTracker:
         self.started = False
         self.tracked_frames = self.lost_frames = 0
         self.last_mode = ''
+        self._markers = None    # (rendered image, its ChArUco (ids, uv) or None, error)
         self._rc = np.mgrid[0:board.rows, 0:board.cols].reshape(2, -1).T[:, ::-1].astype(float)
 
     def start(self, detection):
@@ -289,6 +302,8 @@ class MicroImageCornerTracker:
             return (f'its rows fit (x, w) to {found["rms"]:.3f} px RMS, the full detection\'s '
                     f'{self.fit_rms:.3f} (limit {limit:.3f})')
         ok = found['used']
+        if _is_charuco(self.board):
+            return self._marker_refusal(found['x'], ok, rendered, w_render)
         H, _ = cv2.findHomography(self._rc[ok], found['x'][ok] * abs(w_render), 0)
         if H is None:
             return 'no homography through its corners'
@@ -299,6 +314,59 @@ class MicroImageCornerTracker:
         except DetectionError as exc:
             return f'the rendered image labels it otherwise: {exc}'
         return None if best is grid else 'the rendered image labels it turned'
+
+    def _marker_refusal(self, x, ok, rendered, w_render):
+        """
+        A ChArUco board's labels checked by its markers, as the full search named them: the
+        corners the markers of the rendered image name (a board of another dictionary or
+        layout refused with the reason) must lie within MARKER_LABEL_ERROR squares of the
+        tracked ones of the same ids (one square off: a square). None when they do.
+        """
+        try:
+            ids, uv = self._markers_of(rendered)
+        except DetectionError as exc:
+            return f'the markers of the rendered image do not name it: {exc}'
+        ids, uv = ids[ok[ids]], uv[ok[ids]]
+        if len(ids) < MIN_MARKER_CORNERS:
+            return (f'its markers in the rendered image name {len(ids)} of its tracked corners '
+                    f'(need {MIN_MARKER_CORNERS})')
+        off = np.median(np.hypot(*(x[ids] * abs(w_render) - uv).T)) \
+            / (self.spacing * abs(w_render))
+        if not off <= MARKER_LABEL_ERROR:
+            return (f'its markers in the rendered image name its corners {off:.2f} squares '
+                    f'from where they are tracked (limit {MARKER_LABEL_ERROR})')
+        return None
+
+    def _markers_of(self, rendered):
+        """(ids, uv px) of the ChArUco corners the markers of ``rendered`` name (read once per
+        rendered image: the label check and seed B share them); DetectionError as
+        :func:`~lf_mpc_calib.features.charuco.read_charuco`."""
+        if self._markers is None or self._markers[0] is not rendered:
+            from lf_mpc_calib.features.charuco import read_charuco
+            try:
+                self._markers = (rendered, read_charuco(rendered, self.board)[:2], None)
+            except DetectionError as exc:
+                self._markers = (rendered, None, exc)
+        _, found, exc = self._markers
+        if exc is not None:
+            raise exc
+        return found
+
+    def _charuco_seed(self, rendered, w_render):
+        """Seed B of a ChArUco board: the corners its markers in the whole rendered image name,
+        the others placed by the board's homography through them."""
+        try:
+            ids, uv = self._markers_of(rendered)
+        except DetectionError:
+            return None
+        if len(ids) < max(4, self.det.options.min_corners):
+            return None
+        h_mat, _ = cv2.findHomography(self.board.points()[ids, :2], uv, 0)
+        if h_mat is None:
+            return None
+        grid = cv2.perspectiveTransform(self.board.points()[:, None, :2], h_mat).reshape(-1, 2)
+        grid[ids] = uv
+        return grid / abs(w_render), np.full(self.board.n_points, w_render)
 
     def _shift_seed(self, rendered, w_render):
         """Seed A: (x, w) moved by the shift that matches the board's last rendered image."""
@@ -316,7 +384,10 @@ class MicroImageCornerTracker:
         return self.x + shift / abs(w_render), self.w * (w_render / w_t)
 
     def _board_seed(self, rendered, w_render):
-        """Seed B: the board found in a crop of the rendered image around its last place."""
+        """Seed B: the board found in a crop of the rendered image around its last place (a
+        ChArUco board: named by its markers in the whole image, :meth:`_charuco_seed`)."""
+        if _is_charuco(self.board):
+            return self._charuco_seed(rendered, w_render)
         r = self.x * abs(w_render)                                    # rendered px
         lo, hi = np.nanmin(r, axis=0), np.nanmax(r, axis=0)
         size = hi - lo
@@ -385,6 +456,10 @@ class MicroImageCornerTracker:
         types = None if self.det.lens_types is None else self.det.lens_types[m]
         return Observations(np.zeros(len(c), np.int64), c, self.board.points()[c],
                             np.column_stack([cen, q - cen]), types)
+
+
+def _is_charuco(board):
+    return getattr(board, 'board_type', 'checkerboard') == 'charuco'
 
 
 def _median_distance(a, b):

@@ -12,7 +12,8 @@ seeded by the board's last place in the rendered image). Only when that has fail
   that the caller goes on rendering and publishing every frame meanwhile (no corners while it
   runs: ``corner_search`` 'full search running: <why>'); its result is taken on the first
   frame after it ends, unless the tracker has re-acquired the board by itself since (then the
-  tracker's own state, from a newer frame, is kept).
+  tracker's own state, from a newer frame, is kept); when it found no board, why (markers of
+  another board, say) is in the reason of the frames while the next one runs.
 
 ``last_full_search_s`` holds how long the last full detection took (None before the first).
 :meth:`CornerSearch.close` stops a background search (its owner is shutting down).
@@ -41,6 +42,7 @@ class CornerSearch:
         self.last_full_search_s = None
         self._thread = None
         self._result = None         # (Detection or None, error text, seconds) of the thread
+        self._last_error = ''       # why the last background search found no board ('': it did)
         self._stop = threading.Event()
 
     def find(self, raw, norm, rendered, w):
@@ -80,8 +82,10 @@ class CornerSearch:
             self._thread = threading.Thread(target=self._run, args=(raw.copy(),),
                                             name='lf_full_corner_search', daemon=False)
             self._thread.start()
-        return (None, f'full search running: {why}',
-                'the board is searched for in the whole frame (the full search runs)')
+        reason = 'the board is searched for in the whole frame (the full search runs)'
+        if self._last_error:    # the frames' reason until a search finds the board
+            reason += f'; the last full search found no board: {self._last_error}'
+        return None, f'full search running: {why}', reason
 
     def _run(self, raw):
         t0 = time.perf_counter()
@@ -105,8 +109,9 @@ class CornerSearch:
         if self._thread is None or self._thread.is_alive():
             return None
         self._thread.join()
-        found, _, seconds = self._result
+        found, error, seconds = self._result
         self._thread = self._result = None
+        self._last_error = '' if found is not None else error
         self.last_full_search_s = seconds
         if found is not None and not (self.tracker.started and self.tracker.lost_frames == 0):
             self.tracker.start(found)       # else re-acquired meanwhile, from a newer frame
