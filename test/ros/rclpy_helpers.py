@@ -143,3 +143,37 @@ class MessageCollector:
     def last(self):
         """The newest message, or None."""
         return self.messages[-1] if self.messages else None
+
+
+OUTPUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+"""QoS of a subscriber to the decode node's per-frame outputs (~/points, ~/stats)."""
+
+
+@contextmanager
+def decoder_on(context, executor, folder, parameters, helper_name):
+    """
+    A DecodeNode on ``folder``'s truth.yaml and white.png (and ``parameters``), spinning, with
+    a helper node ``helper_name`` on ``executor``: yields (node, ~/points collector, ~/stats
+    collector, image_raw publisher the node subscribes to); both nodes gone on exit.
+    """
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import Image, PointCloud2
+    from std_msgs.msg import String
+
+    from lf_mpc_calib.ros.decode_node import DecodeNode
+    from ros.background import spinning
+    helper = rclpy.create_node(helper_name, context=context)
+    executor.add_node(helper)
+    try:
+        node = DecodeNode(context=context, parameter_overrides=list(parameters) + [
+            Parameter('calibration_file', value=str(folder / 'truth.yaml')),
+            Parameter('white_image_file', value=str(folder / 'white.png'))])
+        points = MessageCollector(helper, PointCloud2, '/lf_decoder/points', OUTPUT_QOS)
+        stats = MessageCollector(helper, String, '/lf_decoder/stats', OUTPUT_QOS)
+        pub = helper.create_publisher(Image, 'image_raw', 10)
+        with spinning(context, node):
+            wait_for_subscribers(executor, pub)
+            yield node, points, stats, pub
+    finally:
+        executor.remove_node(helper)
+        helper.destroy_node()

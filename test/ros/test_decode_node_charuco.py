@@ -12,17 +12,11 @@ import yaml
 rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import Image, PointCloud2  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
 
-from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns  # noqa: E402
-from ros.background import spinning  # noqa: E402
-from ros.rclpy_helpers import MessageCollector, wait_for, wait_for_subscribers  # noqa: E402
+from ros.rclpy_helpers import decoder_on, wait_for  # noqa: E402
 
-OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 # the calibration node test's board: 9x7, squares 2.25 x the default board's at the 0.4 crop
 COLS, ROWS, SQUARE = 9, 7, 0.01255622503948738
 BOARD = [Parameter('board_cols', value=COLS), Parameter('board_rows', value=ROWS),
@@ -66,17 +60,9 @@ def _frame_stats(msg, processed):
 @pytest.fixture(scope='module')
 def published(ros_context, ros_executor, scene):
     """The decode node's ~/points and ~/stats for the ChArUco frame, then the other one."""
-    helper = rclpy.create_node('decode_charuco_helper', context=ros_context)
-    ros_executor.add_node(helper)
-    node = DecodeNode(context=ros_context, parameter_overrides=BOARD + [
-        Parameter('calibration_file', value=str(scene['folder'] / 'truth.yaml')),
-        Parameter('white_image_file', value=str(scene['folder'] / 'white.png'))])
-    points = MessageCollector(helper, PointCloud2, '/lf_decoder/points', OUT_QOS)
-    stats = MessageCollector(helper, String, '/lf_decoder/stats', OUT_QOS)
-    pub = helper.create_publisher(Image, 'image_raw', 10)
     got = {}
-    with spinning(ros_context, node):
-        wait_for_subscribers(ros_executor, pub)
+    with decoder_on(ros_context, ros_executor, scene['folder'], BOARD,
+                    'decode_charuco_helper') as (_, points, stats, pub):
         for k, name in enumerate(('charuco', 'other')):
             pub.publish(array_to_image(scene['frames'][name], 'mono8'))
             # the frame's stats (an input stall while it is measured has its own)
@@ -84,8 +70,6 @@ def published(ros_context, ros_executor, scene):
                 _frame_stats(m, k + 1) for m in stats.messages), f'the {name} frame', 60.0)
             got[name] = (points.messages[k], next(
                 _frame_stats(m, k + 1) for m in stats.messages if _frame_stats(m, k + 1)))
-    ros_executor.remove_node(helper)
-    helper.destroy_node()
     return got
 
 

@@ -14,17 +14,11 @@ import yaml
 rclpy = pytest.importorskip('rclpy')
 
 from rclpy.parameter import Parameter  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
-from sensor_msgs.msg import Image, PointCloud2  # noqa: E402
-from std_msgs.msg import String  # noqa: E402
 
-from lf_mpc_calib.ros.decode_node import DecodeNode  # noqa: E402
 from lf_mpc_calib.ros.image_conversion import array_to_image  # noqa: E402
 from lf_mpc_calib.ros.messages import cloud_columns  # noqa: E402
-from ros.background import spinning  # noqa: E402
-from ros.rclpy_helpers import MessageCollector, wait_for, wait_for_subscribers  # noqa: E402
+from ros.rclpy_helpers import decoder_on, wait_for  # noqa: E402
 
-OUT_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
 COLS, ROWS, DICTIONARY = 8, 5, 'DICT_4X4_50'
 
 
@@ -88,20 +82,12 @@ def _stream_until(executor, node, pub, stats, frame, done, what, timeout_sec=30.
 def published(ros_context, ros_executor, scene):
     """The ChArUco frame streamed until its corners are tracked, then the other board's frame
     until its reason names the dictionaries: (stats of every frame, ~/points) per board."""
-    helper = rclpy.create_node('decode_focused_charuco_helper', context=ros_context)
-    ros_executor.add_node(helper)
-    node = DecodeNode(context=ros_context, parameter_overrides=[
-        Parameter('board_cols', value=COLS), Parameter('board_rows', value=ROWS),
-        Parameter('square_size', value=scene['board'].square),
-        Parameter('board_type', value='charuco'), Parameter('dictionary', value=DICTIONARY),
-        Parameter('calibration_file', value=str(scene['folder'] / 'truth.yaml')),
-        Parameter('white_image_file', value=str(scene['folder'] / 'white.png'))])
-    points = MessageCollector(helper, PointCloud2, '/lf_decoder/points', OUT_QOS)
-    stats = MessageCollector(helper, String, '/lf_decoder/stats', OUT_QOS)
-    pub = helper.create_publisher(Image, 'image_raw', 10)
+    board = [Parameter('board_cols', value=COLS), Parameter('board_rows', value=ROWS),
+             Parameter('square_size', value=scene['board'].square),
+             Parameter('board_type', value='charuco'), Parameter('dictionary', value=DICTIONARY)]
     got = {}
-    with spinning(ros_context, node):
-        wait_for_subscribers(ros_executor, pub)
+    with decoder_on(ros_context, ros_executor, scene['folder'], board,
+                    'decode_focused_charuco_helper') as (node, points, stats, pub):
         wait_for(ros_executor, lambda: node.points_pub.get_subscription_count() > 0,
                  'the points subscription')
         # a tracked frame after the full search: its corners, then those of the next one
@@ -118,8 +104,6 @@ def published(ros_context, ros_executor, scene):
         wait_for(ros_executor, lambda: len(points.messages) >= n + len(seen),
                  'the other board on ~/points')
         got['other'] = (seen, points.messages[n:])
-    ros_executor.remove_node(helper)
-    helper.destroy_node()
     return got
 
 
