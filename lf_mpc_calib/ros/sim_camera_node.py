@@ -458,11 +458,9 @@ class SimCameraNode(Node):
     def start_motion(self, frames, amplitude=0.002, samples=None):
         """Live mode from now on (module docstring): ``frames`` per pose, drifting
         ``amplitude`` m sideways, rendered at ``samples`` rays per pixel (None: the node's
-        ``samples``); the current pose's frames are rendered here."""
-        if self.scenes is not None or self.arm is not None:
-            from lf_mpc_calib.errors import InvalidInputError
-            raise InvalidInputError('live mode (motion_frames) needs the board scene without '
-                                    'an arm')
+        ``samples``); the current pose's frames are rendered here unless queued before
+        (:meth:`queue_motion`)."""
+        self._check_motion()
         if self.live_tf_pub is None:
             self.live_tf_pub = self.create_publisher(self._TFMessage, '/tf', 100)
         self._motion_frames, self._amplitude = int(frames), float(amplitude)
@@ -470,31 +468,53 @@ class SimCameraNode(Node):
         if hasattr(self, '_msg'):
             self._set_pose(self._index)
 
-    def motion_poses(self, index):
-        """(rvecs (N, 3), tvecs (N, 3)) of the live loop around pose ``index``."""
-        n = self._motion_frames
+    def queue_motion(self, index, frames, amplitude=0.002, samples=None):
+        """With ``render_ahead``, have the worker render the live loop of pose ``index`` (as
+        :meth:`start_motion` would, the same frames) after the poses' frames, so that a later
+        ``start_motion`` on that pose finds it ready; without a worker, nothing."""
+        self._check_motion()
+        samples = self.params['samples'] if samples is None else int(samples)
+        index = int(index) % len(self.rvecs)
+        if self._pool is not None:
+            rvecs, tvecs = self.motion_poses(index, frames, amplitude)
+            self._pool.queue_loop(('motion', index, int(frames), float(amplitude), samples),
+                                  rvecs, tvecs, samples=samples, index=index)
+
+    def _check_motion(self):
+        if self.scenes is not None or self.arm is not None:
+            from lf_mpc_calib.errors import InvalidInputError
+            raise InvalidInputError('live mode (motion_frames) needs the board scene without '
+                                    'an arm')
+
+    def motion_poses(self, index, frames=None, amplitude=None):
+        """(rvecs (N, 3), tvecs (N, 3)) of the live loop around pose ``index`` (N ``frames``,
+        ``amplitude`` m; None: live mode's)."""
+        n = self._motion_frames if frames is None else int(frames)
+        amplitude = self._amplitude if amplitude is None else float(amplitude)
         a = 2 * np.pi * np.arange(n) / n
         t = self.tvecs[index]
         depth = 0.01 * t[2]
-        shift = np.column_stack([self._amplitude * np.cos(a), self._amplitude * np.sin(a),
+        shift = np.column_stack([amplitude * np.cos(a), amplitude * np.sin(a),
                                  depth * np.sin(a)])
         return np.repeat(self.rvecs[index][None], n, axis=0), t + shift
 
     def _motion_loop(self, index):
-        """The pre-rendered live loop of pose ``index``: (messages, rvecs, tvecs)."""
-        from lf_mpc_calib.simulation.render import render_raw
+        """The live loop of pose ``index``: (messages, rvecs, tvecs), rendered once (by the
+        worker when queued there: :meth:`queue_motion`)."""
+        from lf_mpc_calib.simulation.frame_pool import render_frame
         samples = getattr(self, '_motion_samples', self.params['samples'])
         key = ('motion', index, self._motion_frames, self._amplitude, samples)
         if key not in self._cache:
             rvecs, tvecs = self.motion_poses(index)
-            noise = self.params['noise'] if self.params['noise'] >= 0 else None
+            frames = self._pool.loop(key) if self._pool is not None else None
+            if frames is None:
+                frames = [render_frame(self.camera, self.board, rvecs[k], tvecs[k],
+                                       samples=samples, seed=self.params['seed'],
+                                       index=(index, k), noise=self._noise(), bits=self.bits)
+                          for k in range(len(rvecs))]
             msgs = []
-            for k in range(len(rvecs)):
-                rng = np.random.default_rng([self.params['seed'], index, k])
-                raw = render_raw(self.camera, self.board, rvecs[k], tvecs[k],
-                                 samples=samples, rng=rng, noise=noise)
-                msg = self._array_to_image(self._quantize(raw, self.bits),
-                                           self.params['encoding'])
+            for raw in frames:
+                msg = self._array_to_image(raw, self.params['encoding'])
                 msg.header.frame_id = self.frame_id
                 msgs.append(msg)
             self._cache[key] = (msgs, rvecs, tvecs)
