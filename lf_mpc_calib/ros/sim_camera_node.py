@@ -477,7 +477,7 @@ class SimCameraNode(Node):
         index = int(index) % len(self.rvecs)
         if self._pool is not None:
             rvecs, tvecs = self.motion_poses(index, frames, amplitude)
-            self._pool.queue_loop(('motion', index, int(frames), float(amplitude), samples),
+            self._pool.queue_loop(_motion_key(index, frames, amplitude, samples),
                                   rvecs, tvecs, samples=samples, index=index)
 
     def _check_motion(self):
@@ -503,7 +503,7 @@ class SimCameraNode(Node):
         worker when queued there: :meth:`queue_motion`)."""
         from lf_mpc_calib.simulation.frame_pool import render_frame
         samples = getattr(self, '_motion_samples', self.params['samples'])
-        key = ('motion', index, self._motion_frames, self._amplitude, samples)
+        key = _motion_key(index, self._motion_frames, self._amplitude, samples)
         if key not in self._cache:
             rvecs, tvecs = self.motion_poses(index)
             frames = self._pool.loop(key) if self._pool is not None else None
@@ -601,6 +601,11 @@ class SimCameraNode(Node):
         response.success = True
         response.message = f'pose {index} of {len(self.rvecs)}'
         return response
+
+
+def _motion_key(index, frames, amplitude, samples):
+    """The key of pose ``index``'s live loop in the frame cache and the render worker."""
+    return ('motion', int(index), int(frames), float(amplitude), int(samples))
 
 
 def main(args=None):
