@@ -311,3 +311,33 @@ def test_natural_vignetting_keeps_the_bundle_centred_on_the_chief_ray():
     # measured: 2.9 % of the bundle's radius on the board (median), the bias that
     # cost k_i, k_j ~0.5 % end to end
     assert np.median(np.linalg.norm(biased - chief, axis=1) / footprint) > 0.01
+
+
+def test_kept_rays_and_whites_render_what_a_fresh_setup_renders(monkeypatch):
+    """The rays of a camera's pixels and its white are kept for its next images (they
+    depend on the optics alone): an equal camera built afresh renders the same frame and
+    white as a first render, with nothing kept, and the white handed out is a copy."""
+    from lf_mpc_calib.simulation import render
+    board = Checkerboard(5, 4, 0.004)
+
+    def frame(cam):
+        rvec, tvec = _board_pose(cam, board, [0.2, -0.1, 0.05], cam.scene_distance)
+        return render_raw(cam, board, rvec, tvec, samples=4, rng=np.random.default_rng(3))
+
+    for name in ('lytro', 'focused-multifocus'):
+        render._RAYS.clear()
+        render._WHITES.clear()
+        first, white = frame(preset(name, scale=0.1)), render_white(preset(name, scale=0.1))
+        assert render._RAYS and render._WHITES       # kept
+        white[:] = 0.0                                # a copy: the kept white is untouched
+        again = preset(name, scale=0.1)               # equal optics, another object
+        assert np.array_equal(frame(again), first)
+        assert np.array_equal(render_white(again), render_white(preset(name, scale=0.1)))
+        assert render_white(again).max() > 0.5
+        with monkeypatch.context() as m:              # nothing kept: set up afresh
+            m.setattr(render, 'RAYS_KEPT_BYTES', 0)
+            render._RAYS.clear()
+            assert np.array_equal(frame(again), first) and not render._RAYS
+        # other optics are not the kept ones
+        assert render._optics_key(preset(name, scale=0.1, main_lens__f_number=8.0)) != \
+            render._optics_key(again)

@@ -46,10 +46,15 @@ Board poses (rvec, tvec) map board to the MPC (optical) camera frame, the frame 
 truth (:meth:`Camera.pose_to_physical`). The optional Bayer mosaic multiplies each pixel by the
 sensor's channel gain of its colour (the scene is grey); noise is Gaussian (sigma a fraction of
 full scale) and the result is clipped to [0, 1]. Work goes in chunks of rows to bound memory
-(about 40 float64 temporaries of ``CHUNK_PIXELS`` each).
+(about 40 float64 temporaries of ``CHUNK_PIXELS`` each). The pixels' rays (set up from the
+optics alone) and the last two whites are kept for a camera's next images, so the frames of a
+data set or a camera node after the first trace rays only (RAYS_KEPT_BYTES bounds the memory).
 """
 
+import dataclasses
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -122,18 +127,52 @@ def _r4_points(n, rings):
 WHITE_SAMPLES = 64
 """Fewest rays per pixel of a simulated camera's white image (datasets, the camera node): a real
 white is the mean of many exposures, and its micro-image rims are the aperture's, which the
-focused detector reads (features.aperture_bias); a 16-ray white's rims are coarse. Full size it
-renders in 2.5 s."""
+focused detector reads (features.aperture_bias); a 16-ray white's rims are coarse. Full-size
+Lytro's takes 10 s (kept afterwards: :func:`render_white`)."""
 
 
 def render_white(camera, *, samples=4, progress=None):
     """
     Render the white image (H, W) of ``camera``: a uniform scene of reflectance 1.
 
-    progress(done_rows, total_rows) is called after each chunk.
+    progress(done_rows, total_rows) is called after each chunk (once, with the image done,
+    when the white comes from the cache). The white depends on the optics and ``samples``
+    only (its noise is keyed by the image), so the last two are kept: every data set and
+    camera node of one camera reads the same white, which at WHITE_SAMPLES costs several
+    times a frame (full-size Lytro: 10 s against 3.6 s for a 4-ray frame).
     """
     _check_camera(camera)
-    return _finish(camera, _render(camera, None, samples, progress), None, 0.0)
+    white = _cached_white(_optics_key(camera), camera, int(samples))
+    if progress is not None:
+        progress(white.shape[0], white.shape[0])
+    return white.copy()
+
+
+def _optics_key(camera):
+    """Every field of ``camera`` (nested dataclasses: lenses, sensor, response) as a string:
+    equal for cameras that render alike (Camera compares by identity)."""
+    return repr(dataclasses.astuple(camera))
+
+
+_WHITES = OrderedDict()
+"""(optics key, samples) -> the white (read-only): the last WHITES_KEPT rendered."""
+
+WHITES_KEPT = 2
+_WHITES_LOCK = threading.Lock()
+
+
+def _cached_white(key, camera, samples):
+    """render_white's image (read-only) for the camera of ``key``, rendered when not kept."""
+    with _WHITES_LOCK:
+        white = _WHITES.pop((key, samples), None)
+    if white is None:
+        white = _finish(camera, _render(camera, None, samples, None), None, 0.0)
+        white.flags.writeable = False
+    with _WHITES_LOCK:
+        _WHITES[(key, samples)] = white
+        while len(_WHITES) > WHITES_KEPT:
+            _WHITES.popitem(last=False)
+    return white
 
 
 def render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None, progress=None):
@@ -251,22 +290,69 @@ def _render(camera, scene, samples, progress):
     W, H = camera.sensor.size
     out = np.empty((H, W))
     rows_per_chunk = max(1, CHUNK_PIXELS // W)
+    rays = _CameraRays(camera)
     for y0 in range(0, H, rows_per_chunk):
         y1 = min(H, y0 + rows_per_chunk)
-        out[y0:y1] = _render_rows(camera, scene, pattern, y0, y1).reshape(y1 - y0, W)
+        out[y0:y1] = _render_rows(rays.rows(y0, y1), scene, pattern).reshape(y1 - y0, W)
         if progress is not None:
             progress(y1, H)
+    rays.keep()
     return out
 
 
-def _render_rows(camera, scene, pattern, y0, y1):
-    """Pixel values of raw rows y0..y1-1 (n,) (the sum over samples / count)."""
-    W = camera.sensor.width
-    ys, xs = np.mgrid[y0:y1, 0:W]
-    q = np.column_stack([xs.ravel(), ys.ravel()]).astype(float)
-    rays = _PixelRays(camera, q)
+RAYS_KEPT_BYTES = 400 << 20
+"""Most memory the pixels' rays of recent cameras may keep (:class:`_CameraRays`, 32-40 bytes
+a pixel): full-size Lytro's (10.7 Mpx, 0.34 GB) are kept, a camera whose rays need more (a
+4080 x 3068 focused sensor: 0.5 GB) sets them up for every image."""
+
+_RAYS = OrderedDict()
+"""optics key -> {first row: _PixelRays of a chunk}, the most recent camera last."""
+_RAYS_LOCK = threading.Lock()
+
+
+class _CameraRays:
+    """
+    The chunks' :class:`_PixelRays` of one camera, set up once and kept for its next images
+    while they fit in RAYS_KEPT_BYTES: they depend on the optics only, and setting them up
+    (lens lookup, jitter normals, per-pixel turns) costs as much as tracing 4 to 6 ray
+    samples a pixel (full-size Lytro: 1.8 s of a 3.6 s 4-ray frame).
+    """
+
+    def __init__(self, camera):
+        self.camera, self.key = camera, _optics_key(camera)
+        with _RAYS_LOCK:
+            self.chunks = _RAYS.pop(self.key, None)
+        self.kept = self.chunks is not None
+        self.chunks = self.chunks or {}
+
+    def rows(self, y0, y1):
+        """The _PixelRays of raw rows y0..y1-1."""
+        rays = self.chunks.get(y0)
+        if rays is None:
+            W = self.camera.sensor.width
+            ys, xs = np.mgrid[y0:y1, 0:W]
+            rays = _PixelRays(self.camera, np.column_stack([xs.ravel(), ys.ravel()]).astype(
+                float))
+            self.chunks[y0] = rays
+        return rays
+
+    def keep(self):
+        """Keep this camera's rays (most recent), dropping the oldest cameras' beyond
+        RAYS_KEPT_BYTES; none when this camera's alone exceed it."""
+        size = sum(r.nbytes for r in self.chunks.values())
+        if size > RAYS_KEPT_BYTES:
+            return
+        with _RAYS_LOCK:
+            _RAYS[self.key] = self.chunks
+            while sum(r.nbytes for c in _RAYS.values() for r in c.values()) > RAYS_KEPT_BYTES:
+                _RAYS.popitem(last=False)
+
+
+def _render_rows(rays, scene, pattern):
+    """Pixel values (n,) of the pixels of ``rays`` (:class:`_PixelRays`): the sum over
+    samples / count."""
     shade = _scene_shader(scene)
-    total = np.zeros(q.shape[0], np.float32)
+    total = np.zeros(rays.n, np.float32)
     for dx, dy, ex, ey in pattern.tolist():
         ox, oy, dxs, dys, weight = rays.sample(dx, dy, ex, ey)
         if shade is None:
@@ -333,6 +419,8 @@ class _PixelRays:
         self.inv_z, self.d1, self.d2, self.ra2, self.rb2, self.zb = (float(v) for v in (
             ml.inverse_focus, *ml.distortion, ml.aperture_radius ** 2, ml.barrel_radius ** 2,
             ml.barrel_distance))
+        self.n = len(q)
+        self.nbytes = sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray))
 
     def sample(self, dx, dy, ex, ey):
         """
