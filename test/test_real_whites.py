@@ -151,6 +151,22 @@ def test_real_dark_frames_are_the_black_level():
             max(np.percentile(white.astype(float) - dark, 1), 0), abs=1.0)
 
 
+def test_a_frame_less_its_dark_is_the_difference_clipped_at_zero_in_its_own_type():
+    """minus_dark against plain wide arithmetic, on the real frames (where the dark is
+    brighter than a pixel the result is 0, not a wrapped-around bright value)."""
+    from lf_mpc_calib.lenslet.dark_frame import minus_dark
+    for name in WHITES:
+        white, dark = _load(name)
+        for img in (white, np.roll(dark, 1, axis=0)):     # the second: dimmer than the dark
+            expected = np.maximum(img.astype(np.int64) - dark.astype(np.int64), 0)
+            out = minus_dark(img, dark)
+            assert out.dtype == img.dtype and np.array_equal(out, expected)
+        assert np.any(np.roll(dark, 1, axis=0) < dark)    # the clip is exercised
+    for dtype in (np.int16, np.float32):
+        img, drk = np.array([[5, 1], [0, 7]], dtype), np.array([[2, 3], [1, 7]], dtype)
+        assert np.array_equal(minus_dark(img, drk), np.array([[3, 0], [0, 0]], dtype))
+
+
 @pytest.mark.parametrize('name', ['guv', 'seaurchin'])
 def test_real_light_field_decodes_with_its_white_and_dark(tmp_path, name):
     import subprocess
