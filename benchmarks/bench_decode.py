@@ -26,10 +26,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..'
 from timing import best_of  # noqa: E402 - benchmarks/timing.py
 from lf_mpc_calib.lenslet.decode import Decoder  # noqa: E402
 from lf_mpc_calib.lenslet.estimate import estimate_grid  # noqa: E402
+from lf_mpc_calib.lenslet import estimate as _estimate_module  # noqa: E402
 from lf_mpc_calib.lenslet.grid import numbered_grid  # noqa: E402
 from lf_mpc_calib.lenslet.synthetic import white_image  # noqa: E402
 
 cv2.setNumThreads(1)
+_estimate_module.GRIDS_KEPT = 0     # each timed call fits the white afresh
 
 
 def reference_decode(raw, grid, white_views_gain, i_values, j_values):

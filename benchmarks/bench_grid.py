@@ -45,6 +45,8 @@ sys.path.insert(0, os.path.join(HERE, '..', 'test'))
 
 from lf_mpc_calib.errors import DetectionError  # noqa: E402
 from lf_mpc_calib.lenslet import estimate as _est  # noqa: E402
+if hasattr(_est, 'GRIDS_KEPT'):
+    _est.GRIDS_KEPT = 0     # each case fits its white afresh
 from lf_mpc_calib.simulation.optics import preset  # noqa: E402
 from lf_mpc_calib.simulation.render import render_white  # noqa: E402
 from scipy.spatial import cKDTree  # noqa: E402

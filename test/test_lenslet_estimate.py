@@ -277,3 +277,38 @@ def test_plot_grid_writes_png(tmp_path):
     assert img is not None and img.shape[0] > 300 and img.std() > 10
     with pytest.raises(InvalidInputError, match='300 x 300'):
         plot_grid(white[:200], est.grid, tmp_path / 'x.png')
+
+
+def test_a_white_fitted_before_gives_a_copy_of_its_estimate(monkeypatch):
+    """The estimate of a white fitted before (same pixels, another array) is an equal copy of
+    the kept one; other pixels or options are fitted afresh, a refusal is raised every time,
+    and GRIDS_KEPT = 0 keeps nothing."""
+    from lf_mpc_calib.lenslet import estimate as module
+    calls = []
+    fit = module._fit_grid_to_white
+    monkeypatch.setattr(module, '_fit_grid_to_white',
+                        lambda white, **kw: calls.append(kw) or fit(white, **kw))
+    module._GRIDS.clear()
+    truth = LensletGrid('hex', 9.0, 9.0 * np.sqrt(3) / 2, 0.0, [3.0, 4.0], (30, 30),
+                        (280, 250))
+    white = white_image(truth)
+    first = module.estimate_grid_with_quality(white)
+    again = module.estimate_grid_with_quality(white.copy())
+    assert len(calls) == 1 and again is not first
+    assert np.array_equal(again.centres, first.centres)
+    assert again.grid.to_dict() == first.grid.to_dict()
+    again.centres[:] = 0.0                                  # a copy: the kept one is intact
+    assert np.array_equal(module.estimate_grid_with_quality(white).centres, first.centres)
+    other = white.copy()
+    other[100, 100] += 1
+    module.estimate_grid_with_quality(other)
+    module.estimate_grid_with_quality(white, lattice='hex')
+    assert len(calls) == 3
+    for _ in range(2):
+        with pytest.raises(InvalidInputError, match='must be 300 x 200'):
+            module.estimate_grid_with_quality(white, expected_size=(300, 200))
+    assert len(calls) == 5
+    monkeypatch.setattr(module, 'GRIDS_KEPT', 0)
+    module.estimate_grid_with_quality(white)
+    module.estimate_grid_with_quality(white)
+    assert len(calls) == 7

@@ -25,7 +25,11 @@ Steps (all vectorised; a Lytro-size 3280 x 3280 white image takes under a second
 Coordinates are raw pixels, x right, y down, origin at the centre of pixel (0, 0).
 """
 
+import copy
 import dataclasses
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import cv2
@@ -1202,9 +1206,42 @@ def _fit_grid(img, spacing, lattice, dark_fraction, max_spots, deformation, radi
     return est
 
 
-def estimate_grid_with_quality(white, *, lattice='auto', expected_size=None, spacing=None,
-                               dark_fraction=0.05, max_spots=15000, deformation='auto',
-                               check=True):
+GRIDS_KEPT = 4
+"""Grid estimates kept for the whites they were fitted to (:func:`estimate_grid_with_quality`);
+0 fits every call afresh (a benchmark timing the estimator)."""
+
+_GRIDS = OrderedDict()
+_GRIDS_LOCK = threading.Lock()
+
+
+def estimate_grid_with_quality(white, **options):
+    """
+    Fit the micro-image lattice to a white image; returns a :class:`GridEstimate`
+    (:func:`_fit_grid_to_white` has the stages and ``options``).
+
+    The estimate of a white and options fitted before is a copy of the one kept (the last
+    GRIDS_KEPT, keyed by the white's pixels, shape and type and the options): a white is fitted
+    once per process however many sessions, data sets or nodes read it (1-3 s a white; full
+    size 2-10 s). Refusals are not kept: each call raises them afresh.
+    """
+    arr = np.ascontiguousarray(white) if isinstance(white, np.ndarray) else None
+    if arr is None or arr.dtype.kind not in 'biuf' or GRIDS_KEPT <= 0:   # (refused: checks)
+        return _fit_grid_to_white(white, **options)
+    key = (hashlib.blake2b(arr.view(np.uint8).reshape(-1), digest_size=16).hexdigest(),
+           arr.shape, arr.dtype.str, repr(sorted(options.items())))
+    with _GRIDS_LOCK:
+        kept = _GRIDS.get(key)
+    if kept is None:
+        kept = _fit_grid_to_white(white, **options)
+        with _GRIDS_LOCK:
+            _GRIDS[key] = kept
+            while len(_GRIDS) > GRIDS_KEPT:
+                _GRIDS.popitem(last=False)
+    return copy.deepcopy(kept)
+
+
+def _fit_grid_to_white(white, *, lattice='auto', expected_size=None, spacing=None,
+                       dark_fraction=0.05, max_spots=15000, deformation='auto', check=True):
     """
     Fit the micro-image lattice to a white image; returns a :class:`GridEstimate`.
 
