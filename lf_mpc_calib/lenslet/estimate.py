@@ -28,8 +28,6 @@ Coordinates are raw pixels, x right, y down, origin at the centre of pixel (0, 0
 import copy
 import dataclasses
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import cv2
@@ -38,6 +36,7 @@ import scipy.fft
 from scipy.spatial import cKDTree
 
 from lf_mpc_calib.errors import DetectionError, InvalidInputError
+from lf_mpc_calib.kept_results import KeptResults
 from lf_mpc_calib.lenslet.defects import dusty_micro_images
 from lf_mpc_calib.lenslet.grid import (LATTICES, LatticeDeformation, LensletGrid, numbered_grid,
                                        regular_indices, row_direction)
@@ -1210,8 +1209,7 @@ GRIDS_KEPT = 4
 """Grid estimates kept for the whites they were fitted to (:func:`estimate_grid_with_quality`);
 0 fits every call afresh (a benchmark timing the estimator)."""
 
-_GRIDS = OrderedDict()
-_GRIDS_LOCK = threading.Lock()
+_GRIDS = KeptResults()
 
 
 def estimate_grid_with_quality(white, **options):
@@ -1229,14 +1227,7 @@ def estimate_grid_with_quality(white, **options):
         return _fit_grid_to_white(white, **options)
     key = (hashlib.blake2b(arr.view(np.uint8).reshape(-1), digest_size=16).hexdigest(),
            arr.shape, arr.dtype.str, repr(sorted(options.items())))
-    with _GRIDS_LOCK:
-        kept = _GRIDS.get(key)
-    if kept is None:
-        kept = _fit_grid_to_white(white, **options)
-        with _GRIDS_LOCK:
-            _GRIDS[key] = kept
-            while len(_GRIDS) > GRIDS_KEPT:
-                _GRIDS.popitem(last=False)
+    kept = _GRIDS.get(key, lambda: _fit_grid_to_white(white, **options), GRIDS_KEPT)
     return copy.deepcopy(kept)
 
 

@@ -59,6 +59,7 @@ from collections import OrderedDict
 import numpy as np
 
 from lf_mpc_calib.errors import InvalidInputError
+from lf_mpc_calib.kept_results import KeptResults
 from lf_mpc_calib.simulation.optics import Camera, Checkerboard
 from lf_mpc_calib.simulation.scene import Scene, surface_hits, surface_poses
 
@@ -154,25 +155,19 @@ def _optics_key(camera):
     return repr(dataclasses.astuple(camera))
 
 
-_WHITES = OrderedDict()
+_WHITES = KeptResults()
 """(optics key, samples) -> the white (read-only): the last WHITES_KEPT rendered."""
 
 WHITES_KEPT = 2
-_WHITES_LOCK = threading.Lock()
 
 
 def _cached_white(key, camera, samples):
     """render_white's image (read-only) for the camera of ``key``, rendered when not kept."""
-    with _WHITES_LOCK:
-        white = _WHITES.pop((key, samples), None)
-    if white is None:
+    def rendered():
         white = _finish(camera, _render(camera, None, samples, None), None, 0.0)
         white.flags.writeable = False
-    with _WHITES_LOCK:
-        _WHITES[(key, samples)] = white
-        while len(_WHITES) > WHITES_KEPT:
-            _WHITES.popitem(last=False)
-    return white
+        return white
+    return _WHITES.get((key, samples), rendered, WHITES_KEPT)
 
 
 def render_raw(camera, board, rvec, tvec, *, samples=4, rng=None, noise=None, progress=None):
@@ -321,9 +316,7 @@ class _CameraRays:
     def __init__(self, camera):
         self.camera, self.key = camera, _optics_key(camera)
         with _RAYS_LOCK:
-            self.chunks = _RAYS.pop(self.key, None)
-        self.kept = self.chunks is not None
-        self.chunks = self.chunks or {}
+            self.chunks = _RAYS.pop(self.key, None) or {}
 
     def rows(self, y0, y1):
         """The _PixelRays of raw rows y0..y1-1."""
